@@ -1,0 +1,24 @@
+/* Shared pieces of the `uih` command-line tool. */
+#ifndef UIH_CLI_H
+#define UIH_CLI_H
+
+#include <stdint.h>
+
+/* Exit codes: 0 ok, 1 the operation failed (bad input data, invalid
+ * schema...), 2 the command line itself is wrong. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* Strict number parsing for command-line arguments: the whole string must
+ * be the number. On failure prints "uih: WHAT 'TEXT' is not ..." to stderr
+ * and returns 0. */
+int cli_parse_u64(const char *what, const char *text, uint64_t *out);
+int cli_parse_i64(const char *what, const char *text, int64_t *out);
+int cli_parse_u16(const char *what, const char *text, uint16_t *out);
+
+/* Prints "uih: " + message to stderr; returns `code`. */
+int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int cmd_key(int argc, char **argv);
+int cmd_schema(int argc, char **argv);
+
+#endif /* UIH_CLI_H */

@@ -1,0 +1,81 @@
+/* uih key encode|decode|prefix — the immutable tier's key codec by hand. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "uih/key.h"
+
+static void print_hex(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++) printf("%02x", p[i]);
+}
+
+static int hex_value(char ch) {
+  if (ch >= '0' && ch <= '9') return ch - '0';
+  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+  return -1;
+}
+
+static int key_encode(int argc, char **argv) {
+  if (argc != 3) return cli_fail(CLI_USAGE, "usage: uih key encode USER GROUP TS");
+  uih_key k;
+  if (!cli_parse_u64("USER", argv[0], &k.user_id) || !cli_parse_u16("GROUP", argv[1], &k.group) ||
+      !cli_parse_i64("TS", argv[2], &k.ts))
+    return CLI_USAGE;
+  uint8_t buf[UIH_KEY_SIZE];
+  uih_key_encode(&k, buf);
+  print_hex(buf, sizeof buf);
+  putchar('\n');
+  return CLI_OK;
+}
+
+static int key_decode(int argc, char **argv) {
+  if (argc != 1) return cli_fail(CLI_USAGE, "usage: uih key decode HEX");
+  const char *hex = argv[0];
+  size_t n = strlen(hex);
+  if (n != 2 * UIH_KEY_SIZE)
+    return cli_fail(CLI_FAIL, "key '%s' has %zu hex digits, expected %d (%d bytes)", hex, n,
+                    2 * UIH_KEY_SIZE, UIH_KEY_SIZE);
+  uint8_t buf[UIH_KEY_SIZE];
+  for (size_t i = 0; i < UIH_KEY_SIZE; i++) {
+    int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0)
+      return cli_fail(CLI_FAIL, "key '%s': character %zu is not a hex digit", hex,
+                      hi < 0 ? 2 * i + 1 : 2 * i + 2);
+    buf[i] = (uint8_t)(hi << 4 | lo);
+  }
+  uih_key k;
+  uih_error err = {0};
+  if (uih_key_decode(buf, sizeof buf, &k, &err) != UIH_OK)
+    return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+  printf("user_id=%" PRIu64 " group=%u ts=%" PRId64 "\n", k.user_id, k.group, k.ts);
+  return CLI_OK;
+}
+
+static int key_prefix(int argc, char **argv) {
+  if (argc != 1 && argc != 2) return cli_fail(CLI_USAGE, "usage: uih key prefix USER [GROUP]");
+  uint64_t user;
+  uint16_t group = 0;
+  if (!cli_parse_u64("USER", argv[0], &user) || (argc == 2 && !cli_parse_u16("GROUP", argv[1], &group)))
+    return CLI_USAGE;
+  uint8_t buf[UIH_KEY_GROUP_PREFIX_SIZE];
+  size_t n = argc == 2 ? UIH_KEY_GROUP_PREFIX_SIZE : UIH_KEY_USER_PREFIX_SIZE;
+  if (argc == 2) uih_key_group_prefix(user, group, buf);
+  else uih_key_user_prefix(user, buf);
+  printf("prefix      ");
+  print_hex(buf, n);
+  printf("\nupper bound ");
+  if (uih_key_prefix_successor(buf, n)) print_hex(buf, n);
+  else printf("(none: scan to the end)");
+  putchar('\n');
+  return CLI_OK;
+}
+
+int cmd_key(int argc, char **argv) {
+  if (argc < 1) return cli_fail(CLI_USAGE, "usage: uih key encode|decode|prefix ...");
+  if (!strcmp(argv[0], "encode")) return key_encode(argc - 1, argv + 1);
+  if (!strcmp(argv[0], "decode")) return key_decode(argc - 1, argv + 1);
+  if (!strcmp(argv[0], "prefix")) return key_prefix(argc - 1, argv + 1);
+  return cli_fail(CLI_USAGE, "unknown key command '%s' (encode, decode, prefix)", argv[0]);
+}

@@ -1,0 +1,42 @@
+/* uih — command-line tool for uihstore. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "uih/uih.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: uih COMMAND [ARGS]\n"
+          "\n"
+          "commands:\n"
+          "  schema check FILE [--previous OLD]  validate a schema file (and its\n"
+          "                                      evolution from OLD) and print it\n"
+          "  key encode USER GROUP TS            print the 18-byte stripe key in hex\n"
+          "  key decode HEX                      print the (user, group, ts) of a key\n"
+          "  key prefix USER [GROUP]             print the scan prefix and its upper bound\n"
+          "  version                             print the library version\n"
+          "\n"
+          "Exit status: 0 ok, 1 the input is invalid, 2 the command line is wrong.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return CLI_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+    usage(stdout);
+    return CLI_OK;
+  }
+  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+    printf("uih %s\n", uih_version());
+    return CLI_OK;
+  }
+  if (!strcmp(cmd, "schema")) return cmd_schema(argc - 2, argv + 2);
+  if (!strcmp(cmd, "key")) return cmd_key(argc - 2, argv + 2);
+  fprintf(stderr, "uih: unknown command '%s'\n\n", cmd);
+  usage(stderr);
+  return CLI_USAGE;
+}

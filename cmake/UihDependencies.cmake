@@ -1,0 +1,19 @@
+# Libraries from Debian's -dev packages, found through pkg-config and exposed
+# as uih::<name> imported targets. scripts/setup installs them.
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+
+function(_uih_pkg target module debian_package)
+  pkg_check_modules(${target} QUIET IMPORTED_TARGET GLOBAL ${module})
+  if(NOT ${target}_FOUND)
+    message(FATAL_ERROR "${module} not found: install ${debian_package} "
+      "(scripts/setup installs every dependency)")
+  endif()
+  add_library(uih::${target} ALIAS PkgConfig::${target})
+endfunction()
+
+_uih_pkg(lz4    liblz4     liblz4-dev)
+_uih_pkg(zstd   libzstd    libzstd-dev)
+_uih_pkg(uring  liburing   liburing-dev)
+_uih_pkg(xxhash libxxhash  libxxhash-dev)
+_uih_pkg(jsonc  json-c     libjson-c-dev)

@@ -1,0 +1,99 @@
+/* uihstore — event batches: the events of one stripe, column by column.
+ *
+ * A batch holds up to `capacity` events of one feature group, one column per
+ * selected trait. The loader fills batches, the stripe codec encodes and
+ * decodes them, the read path hands them to callers. Each column is a plain
+ * array of `capacity` values of the trait's width (int64 for timestamp and
+ * int64, uint64 for id, uint32 for uint32 and category, the bits of a float
+ * for float32, uint8 0/1 for flag), 64-byte aligned, plus a presence bitmap:
+ * bit i of `present` is set when event i has a value. Absent values read as
+ * zero, so encoders see deterministic bytes.
+ *
+ *   batch ─┬─ columns[0]  trait "ts"       values: int64[capacity]  present: bits
+ *          ├─ columns[1]  trait "item_id"  values: uint64[capacity] present: bits
+ *          └─ ...
+ *
+ * One allocation holds the batch, its column table and every array; nothing
+ * is allocated after uih_batch_create(). A batch is not thread-safe; use one
+ * per thread. It refers to its group, which must outlive it.
+ */
+#ifndef UIH_BATCH_H
+#define UIH_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "uih/error.h"
+#include "uih/schema.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct uih_column {
+  const uih_trait *trait; /* in the batch's group */
+  void *values;           /* capacity * uih_type_width(trait->type) bytes */
+  uint64_t *present;      /* (capacity + 63) / 64 words */
+} uih_column;
+
+typedef struct uih_batch {
+  const uih_group *group;
+  uint32_t count;    /* events held, <= capacity */
+  uint32_t capacity; /* fixed at creation */
+  uint32_t ncolumns;
+  uih_column *columns; /* in ascending trait id order */
+} uih_batch;
+
+/* Creates an empty batch for `capacity` (1..UIH_STRIPE_EVENTS_MAX) events of
+ * `group` with one column per id in `trait_ids` (any order, no repeats; each
+ * a trait of the group, dropped traits allowed so old stripes can be read),
+ * or, when `trait_ids` is NULL, one column per active trait. *out owns the
+ * batch; free it with uih_batch_free(). */
+int uih_batch_create(const uih_group *group, uint32_t capacity, const uint16_t *trait_ids,
+                     uint32_t ntrait_ids, uih_batch **out, uih_error *err);
+
+void uih_batch_free(uih_batch *batch); /* NULL is fine */
+
+/* Empties the batch (count = 0); values and presence bits are zeroed. */
+void uih_batch_clear(uih_batch *batch);
+
+/* Appends one event with every trait absent and returns its row index in
+ * *row. UIH_ERR_OUT_OF_RANGE when the batch is full. */
+int uih_batch_append(uih_batch *batch, uint32_t *row, uih_error *err);
+
+/* Index of the column holding trait `trait_id`, or -1. */
+int uih_batch_column_index(const uih_batch *batch, uint16_t trait_id);
+
+/* The column of the group's timestamp trait, or NULL if not selected. */
+uih_column *uih_batch_ts_column(uih_batch *batch);
+
+/* ---- per-value access: inline, no checks beyond what the types give ----- */
+
+static inline int uih_column_has(const uih_column *c, uint32_t row) {
+  return (int)((c->present[row >> 6] >> (row & 63)) & 1u);
+}
+static inline void uih_column_mark(uih_column *c, uint32_t row) {
+  c->present[row >> 6] |= UINT64_C(1) << (row & 63);
+}
+static inline int64_t *uih_column_i64(uih_column *c) { return (int64_t *)c->values; }
+static inline uint64_t *uih_column_u64(uih_column *c) { return (uint64_t *)c->values; }
+static inline uint32_t *uih_column_u32(uih_column *c) { return (uint32_t *)c->values; }
+static inline uint8_t *uih_column_u8(uih_column *c) { return (uint8_t *)c->values; }
+static inline float uih_column_get_f32(const uih_column *c, uint32_t row) {
+  float f;
+  memcpy(&f, (const uint32_t *)c->values + row, sizeof f);
+  return f;
+}
+
+/* Sets the value of `row` from a 64-bit pattern (int64 and id as is, uint32
+ * and category truncated, float32 as its bit pattern in the low 32 bits,
+ * flag as 0/1) and marks it present. */
+void uih_column_set_bits(uih_column *c, uint32_t row, uint64_t bits);
+/* The value of `row` as the same 64-bit pattern (zero when absent). */
+uint64_t uih_column_get_bits(const uih_column *c, uint32_t row);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UIH_BATCH_H */

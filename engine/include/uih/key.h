@@ -1,0 +1,75 @@
+/* uihstore — key codec for the immutable tier.
+ *
+ * A key names one stripe: the events of one user in one feature group,
+ * starting at `ts` (the timestamp of the stripe's first event). The encoding
+ * is fixed-width and big-endian, with the timestamp's sign bit flipped, so
+ * that memcmp() order of encoded keys equals (user_id, group, ts) tuple order
+ * with ts compared as a signed integer:
+ *
+ *    offset  size  field
+ *    ------  ----  ---------------------------------------------------
+ *         0     8  user_id          uint64, big-endian
+ *         8     2  feature_group    uint16, big-endian
+ *        10     8  stripe_start_ts  int64 ^ 0x8000000000000000, big-endian
+ *    ------  ----
+ *        18        UIH_KEY_SIZE
+ *
+ *   ts = INT64_MIN -> 00 00 00 00 00 00 00 00
+ *   ts = -1        -> 7f ff ff ff ff ff ff ff
+ *   ts = 0         -> 80 00 00 00 00 00 00 00
+ *   ts = INT64_MAX -> ff ff ff ff ff ff ff ff
+ *
+ * Prefixes: the first 8 bytes select all stripes of a user, the first 10 all
+ * stripes of a user in one group (the mutable tier's key is exactly this
+ * 10-byte prefix). Format version 1; a change would be a new key format.
+ */
+#ifndef UIH_KEY_H
+#define UIH_KEY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uih/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UIH_KEY_SIZE 18
+#define UIH_KEY_USER_PREFIX_SIZE 8
+#define UIH_KEY_GROUP_PREFIX_SIZE 10
+
+typedef struct uih_key {
+  uint64_t user_id;
+  uint16_t group;
+  int64_t ts;
+} uih_key;
+
+/* Writes the UIH_KEY_SIZE-byte encoding of `k` to `out`. */
+void uih_key_encode(const uih_key *k, uint8_t out[UIH_KEY_SIZE]);
+
+/* Decodes `len` bytes at `buf` into `out`. Fails with UIH_ERR_CORRUPTION
+ * unless len == UIH_KEY_SIZE (every 18-byte string is a valid key). */
+int uih_key_decode(const uint8_t *buf, size_t len, uih_key *out, uih_error *err);
+
+/* Writes the 8-byte prefix shared by every key of `user_id`. */
+void uih_key_user_prefix(uint64_t user_id, uint8_t out[UIH_KEY_USER_PREFIX_SIZE]);
+
+/* Writes the 10-byte prefix shared by every key of (`user_id`, `group`). */
+void uih_key_group_prefix(uint64_t user_id, uint16_t group,
+                          uint8_t out[UIH_KEY_GROUP_PREFIX_SIZE]);
+
+/* Turns the `len`-byte prefix in `buf` into the smallest byte string of the
+ * same length that is greater than every key starting with it, for use as an
+ * exclusive upper bound of a prefix scan. Returns 0 if there is none (the
+ * prefix is all 0xff: the scan is unbounded above; `buf` is unchanged), 1
+ * otherwise. */
+int uih_key_prefix_successor(uint8_t *buf, size_t len);
+
+/* Compares two keys in tuple order: <0, 0, >0 like memcmp of their encodings. */
+int uih_key_compare(const uih_key *a, const uih_key *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UIH_KEY_H */

@@ -1,0 +1,167 @@
+/* uihstore — schemas: feature groups and their traits.
+ *
+ * A schema file is JSON. It declares the feature groups of a store; each
+ * group declares its traits (typed per-event fields) with stable numeric ids:
+ *
+ *   {
+ *     "name": "feed",                  identifier, [A-Za-z_][A-Za-z0-9_]*
+ *     "version": 2,                    1.., grows with every change
+ *     "groups": [{
+ *       "name": "engagement",          identifier, unique
+ *       "id": 1,                       0..65535, unique; part of every key
+ *       "stripe_events": 256,          1..65536 events per stripe (default 256)
+ *       "traits": [
+ *         {"name": "ts", "id": 1, "type": "timestamp"},
+ *         {"name": "item_id", "id": 2, "type": "id", "encodings": ["for", "dict"]},
+ *         {"name": "event_type", "id": 3, "type": "category",
+ *          "categories": ["impression", "click", "like"]},
+ *         {"name": "watch_ms", "id": 4, "type": "uint32", "compression": "zstd"},
+ *         {"name": "liked", "id": 5, "type": "flag", "added_in": 2},
+ *         {"name": "score", "id": 6, "type": "float32", "dropped_in": 2}
+ *       ]
+ *     }]
+ *   }
+ *
+ * Trait fields: "name" (identifier, unique among active traits of the group;
+ * "user_id", "group" and "ts" are reserved for the input columns except as
+ * the name of the timestamp trait), "id" (1..65535, unique in the group,
+ * never reused), "type" (timestamp, id, int64, uint32, float32, category,
+ * flag), and optionally "encodings" (the stripe encodings the codec may pick
+ * from, each applicable to the type), "compression" (auto, none, lz4, zstd),
+ * "categories" (category only: the vocabulary, code i = categories[i]),
+ * "added_in" and "dropped_in" (schema versions). Every group has exactly one
+ * active timestamp trait: the event time. Unknown fields are errors.
+ *
+ * Evolution: a new version may add traits (new ids, "added_in" = the new
+ * version) and drop traits (keep the entry, set "dropped_in"): stored stripes
+ * name their columns by trait id, so old data stays readable.
+ * uih_schema_check_evolution() verifies that one file is a valid successor of
+ * another.
+ *
+ * A loaded schema is immutable and may be shared by any number of threads.
+ * Every pointer it hands out is valid until uih_schema_free().
+ */
+#ifndef UIH_SCHEMA_H
+#define UIH_SCHEMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uih/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Trait types. Numbers are stored on disk: fixed forever. */
+typedef enum uih_type {
+  UIH_TYPE_TIMESTAMP = 1, /* int64, the event time (unit chosen by the user) */
+  UIH_TYPE_ID = 2,        /* uint64, e.g. item ids */
+  UIH_TYPE_INT64 = 3,
+  UIH_TYPE_UINT32 = 4,
+  UIH_TYPE_FLOAT32 = 5,   /* IEEE 754 binary32, stored bit-exact (NaN payloads too) */
+  UIH_TYPE_CATEGORY = 6,  /* uint32 code, optionally named by the schema's vocabulary */
+  UIH_TYPE_FLAG = 7,      /* uint8, 0 or 1 */
+} uih_type;
+
+/* Bytes one value of `type` occupies in an event batch; 0 for unknown types. */
+size_t uih_type_width(uih_type type);
+/* "timestamp", "id", ...; NULL for unknown types. */
+const char *uih_type_name(uih_type type);
+
+/* Stripe encodings a trait may be restricted to (bit flags). Numbers are
+ * stored on disk: fixed forever. */
+enum {
+  UIH_ENC_PLAIN = 1u << 0,  /* fixed-width values */
+  UIH_ENC_DELTA = 1u << 1,  /* delta + zigzag + bit-packing */
+  UIH_ENC_DELTA2 = 1u << 2, /* delta-of-delta + zigzag + bit-packing */
+  UIH_ENC_FOR = 1u << 3,    /* frame of reference + bit-packing */
+  UIH_ENC_DICT = 1u << 4,   /* dictionary + bit-packed codes */
+  UIH_ENC_RLE = 1u << 5,    /* run-length */
+  UIH_ENC_BSS = 1u << 6,    /* byte-stream split (float32) */
+  UIH_ENC_SPARSE = 1u << 7, /* presence bitmap / position list + present values */
+};
+#define UIH_ENC_COUNT 8
+
+/* "plain", "delta", ... for one UIH_ENC_* bit; NULL otherwise. */
+const char *uih_encoding_name(uint32_t encoding);
+/* Mask of the encodings that apply to values of `type`. */
+uint32_t uih_encodings_for_type(uih_type type);
+
+typedef enum uih_compression {
+  UIH_COMPRESS_AUTO = 0, /* the codec decides per column */
+  UIH_COMPRESS_NONE = 1,
+  UIH_COMPRESS_LZ4 = 2,
+  UIH_COMPRESS_ZSTD = 3,
+} uih_compression;
+
+typedef struct uih_trait {
+  const char *name;
+  uint16_t id;                 /* 1..65535 */
+  uih_type type;
+  uint32_t encodings;          /* allowed UIH_ENC_* (never 0: defaults to all that apply) */
+  uih_compression compression;
+  uint32_t added_in;           /* schema version that added it (>= 1) */
+  uint32_t dropped_in;         /* schema version that dropped it, 0 if active */
+  uint32_t ncategories;        /* category vocabulary size, 0 if none */
+  const char *const *categories;
+} uih_trait;
+
+typedef struct uih_group {
+  const char *name;
+  uint16_t id;
+  uint32_t stripe_events;      /* 1..UIH_STRIPE_EVENTS_MAX */
+  uint32_t ntraits;            /* all traits, active and dropped */
+  const uih_trait *traits;     /* sorted by id */
+  const uih_trait *ts;         /* the active timestamp trait */
+} uih_group;
+
+#define UIH_STRIPE_EVENTS_DEFAULT 256
+#define UIH_STRIPE_EVENTS_MAX 65536
+#define UIH_TRAITS_MAX 1024
+#define UIH_NAME_MAX 64
+
+typedef struct uih_schema uih_schema;
+
+/* Parses and validates `len` bytes of JSON. `origin` names the input in
+ * error messages (a file name; NULL gives "<schema>"). On success *out owns
+ * a new schema; free it with uih_schema_free(). Errors: UIH_ERR_PARSE (not
+ * JSON: line and column), UIH_ERR_SCHEMA (field path and what was expected),
+ * UIH_ERR_NO_MEMORY. */
+int uih_schema_parse(const char *json, size_t len, const char *origin,
+                     uih_schema **out, uih_error *err);
+
+/* Reads the file at `path` and parses it like uih_schema_parse(); also
+ * UIH_ERR_IO when the file cannot be read. */
+int uih_schema_load(const char *path, uih_schema **out, uih_error *err);
+
+void uih_schema_free(uih_schema *schema); /* NULL is fine */
+
+const char *uih_schema_name(const uih_schema *schema);
+uint32_t uih_schema_version(const uih_schema *schema);
+uint32_t uih_schema_group_count(const uih_schema *schema);
+/* Groups in ascending id order; NULL if i is out of range. */
+const uih_group *uih_schema_group_at(const uih_schema *schema, uint32_t i);
+const uih_group *uih_schema_group_by_id(const uih_schema *schema, uint16_t id);
+const uih_group *uih_schema_group_by_name(const uih_schema *schema, const char *name);
+
+/* Lookups inside a group; NULL when absent. By name finds active traits only. */
+const uih_trait *uih_group_trait_by_id(const uih_group *group, uint16_t id);
+const uih_trait *uih_group_trait_by_name(const uih_group *group, const char *name);
+/* Number of active (not dropped) traits. */
+uint32_t uih_group_active_count(const uih_group *group);
+
+static inline int uih_trait_active(const uih_trait *t) { return t->dropped_in == 0; }
+
+/* Checks that `newer` is a valid successor of `older`: a higher version,
+ * every group kept with its id, every trait kept with its id, name and type
+ * (dropping is allowed, reviving a dropped trait is not), new traits marked
+ * added_in a version after `older`'s. UIH_ERR_INCOMPATIBLE names the first
+ * violation. */
+int uih_schema_check_evolution(const uih_schema *older, const uih_schema *newer,
+                               uih_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UIH_SCHEMA_H */

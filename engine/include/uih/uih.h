@@ -1,0 +1,26 @@
+/* uihstore — the engine's public API in one include.
+ *
+ *   uih/error.h   error codes, uih_strerror, uih_error messages
+ *   uih/key.h     immutable-tier key codec (user, group, stripe start)
+ *   uih/schema.h  schema files: feature groups and traits
+ *   uih/batch.h   columnar event batches
+ */
+#ifndef UIH_UIH_H
+#define UIH_UIH_H
+
+#include "uih/batch.h"
+#include "uih/error.h"
+#include "uih/key.h"
+#include "uih/schema.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library's version as "MAJOR.MINOR.PATCH"; static storage. */
+const char *uih_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UIH_UIH_H */

@@ -1,0 +1,127 @@
+#include "uih/batch.h"
+
+#include <stdlib.h>
+
+#include "error_internal.h"
+
+#define ALIGN 64u
+
+static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+static size_t bitmap_words(uint32_t capacity) { return ((size_t)capacity + 63) / 64; }
+
+static int cmp_column(const void *a, const void *b) {
+  const uih_column *x = a, *y = b;
+  return (x->trait->id > y->trait->id) - (x->trait->id < y->trait->id);
+}
+
+int uih_batch_create(const uih_group *group, uint32_t capacity, const uint16_t *trait_ids,
+                     uint32_t ntrait_ids, uih_batch **out, uih_error *err) {
+  UIH_RETURN_IF(group == NULL || out == NULL, err, UIH_ERR_INVALID_ARGUMENT,
+                "batch_create: NULL argument");
+  *out = NULL;
+  UIH_RETURN_IF(capacity == 0 || capacity > UIH_STRIPE_EVENTS_MAX, err, UIH_ERR_OUT_OF_RANGE,
+                "batch capacity %u is outside [1, %u]", capacity, UIH_STRIPE_EVENTS_MAX);
+
+  uint32_t ncols = trait_ids ? ntrait_ids : uih_group_active_count(group);
+  UIH_RETURN_IF(trait_ids && ntrait_ids == 0, err, UIH_ERR_INVALID_ARGUMENT,
+                "batch_create: empty trait selection for group '%s'", group->name);
+  for (uint32_t i = 0; trait_ids && i < ntrait_ids; i++) {
+    UIH_RETURN_IF(uih_group_trait_by_id(group, trait_ids[i]) == NULL, err, UIH_ERR_NOT_FOUND,
+                  "group '%s' has no trait with id %u", group->name, trait_ids[i]);
+    for (uint32_t j = 0; j < i; j++)
+      UIH_RETURN_IF(trait_ids[j] == trait_ids[i], err, UIH_ERR_INVALID_ARGUMENT,
+                    "trait id %u selected twice", trait_ids[i]);
+  }
+
+  /* Layout of the single allocation: header, column table, then per column
+   * its values and its bitmap, each 64-byte aligned. */
+  size_t head = align_up(sizeof(uih_batch) + ncols * sizeof(uih_column));
+  size_t bitmap = align_up(bitmap_words(capacity) * sizeof(uint64_t));
+  size_t total = head;
+  for (uint32_t t = 0, c = 0; c < ncols; t++) {
+    const uih_trait *tr = trait_ids ? uih_group_trait_by_id(group, trait_ids[c])
+                                    : &group->traits[t];
+    if (!trait_ids && !uih_trait_active(tr)) continue;
+    total += align_up((size_t)capacity * uih_type_width(tr->type)) + bitmap;
+    c++;
+  }
+  uint8_t *mem = aligned_alloc(ALIGN, total);
+  UIH_RETURN_IF(mem == NULL, err, UIH_ERR_NO_MEMORY, "batch_create: cannot allocate %zu bytes",
+                total);
+  memset(mem, 0, total);
+
+  uih_batch *b = (uih_batch *)mem;
+  b->group = group;
+  b->capacity = capacity;
+  b->ncolumns = ncols;
+  b->columns = (uih_column *)(mem + sizeof(uih_batch));
+  size_t off = head;
+  for (uint32_t t = 0, c = 0; c < ncols; t++) {
+    const uih_trait *tr = trait_ids ? uih_group_trait_by_id(group, trait_ids[c])
+                                    : &group->traits[t];
+    if (!trait_ids && !uih_trait_active(tr)) continue;
+    uih_column *col = &b->columns[c++];
+    col->trait = tr;
+    col->values = mem + off;
+    off += align_up((size_t)capacity * uih_type_width(tr->type));
+    col->present = (uint64_t *)(mem + off);
+    off += bitmap;
+  }
+  qsort(b->columns, ncols, sizeof *b->columns, cmp_column);
+  *out = b;
+  return UIH_OK;
+}
+
+void uih_batch_free(uih_batch *b) { free(b); }
+
+void uih_batch_clear(uih_batch *b) {
+  for (uint32_t c = 0; c < b->ncolumns; c++) {
+    uih_column *col = &b->columns[c];
+    memset(col->values, 0, (size_t)b->count * uih_type_width(col->trait->type));
+    memset(col->present, 0, bitmap_words(b->count) * sizeof(uint64_t));
+  }
+  b->count = 0;
+}
+
+int uih_batch_append(uih_batch *b, uint32_t *row, uih_error *err) {
+  UIH_RETURN_IF(b->count >= b->capacity, err, UIH_ERR_OUT_OF_RANGE,
+                "batch for group '%s' is full (%u events)", b->group->name, b->capacity);
+  /* Rows past `count` are kept zero by create/clear, so the new row is
+   * already all-absent. */
+  *row = b->count++;
+  return UIH_OK;
+}
+
+int uih_batch_column_index(const uih_batch *b, uint16_t trait_id) {
+  uint32_t lo = 0, hi = b->ncolumns;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    uint16_t id = b->columns[mid].trait->id;
+    if (id == trait_id) return (int)mid;
+    if (id < trait_id) lo = mid + 1;
+    else hi = mid;
+  }
+  return -1;
+}
+
+uih_column *uih_batch_ts_column(uih_batch *b) {
+  int i = uih_batch_column_index(b, b->group->ts->id);
+  return i < 0 ? NULL : &b->columns[i];
+}
+
+void uih_column_set_bits(uih_column *c, uint32_t row, uint64_t bits) {
+  switch (uih_type_width(c->trait->type)) {
+    case 8: ((uint64_t *)c->values)[row] = bits; break;
+    case 4: ((uint32_t *)c->values)[row] = (uint32_t)bits; break;
+    default: ((uint8_t *)c->values)[row] = bits != 0; break;
+  }
+  uih_column_mark(c, row);
+}
+
+uint64_t uih_column_get_bits(const uih_column *c, uint32_t row) {
+  switch (uih_type_width(c->trait->type)) {
+    case 8: return ((const uint64_t *)c->values)[row];
+    case 4: return ((const uint32_t *)c->values)[row];
+    default: return ((const uint8_t *)c->values)[row];
+  }
+}

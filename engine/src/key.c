@@ -1,0 +1,52 @@
+#include "uih/key.h"
+
+#include "error_internal.h"
+#include "mem.h"
+
+/* Flipping the sign bit maps int64 order onto uint64 order. */
+#define TS_FLIP UINT64_C(0x8000000000000000)
+
+void uih_key_encode(const uih_key *k, uint8_t out[UIH_KEY_SIZE]) {
+  uih_store_be64(out, k->user_id);
+  uih_store_be16(out + 8, k->group);
+  uih_store_be64(out + 10, (uint64_t)k->ts ^ TS_FLIP);
+}
+
+int uih_key_decode(const uint8_t *buf, size_t len, uih_key *out, uih_error *err) {
+  if (UIH_UNLIKELY(buf == NULL || len != UIH_KEY_SIZE))
+    return uih_corruption(err, "key is %zu bytes, expected %d (user_id u64, group u16, ts i64)",
+                          buf == NULL ? (size_t)0 : len, UIH_KEY_SIZE);
+  out->user_id = uih_load_be64(buf);
+  out->group = uih_load_be16(buf + 8);
+  /* Two's-complement conversion back to int64 without implementation-defined
+   * behaviour: values >= 2^63 map to negative numbers. */
+  uint64_t u = uih_load_be64(buf + 10) ^ TS_FLIP;
+  out->ts = u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
+  return UIH_OK;
+}
+
+void uih_key_user_prefix(uint64_t user_id, uint8_t out[UIH_KEY_USER_PREFIX_SIZE]) {
+  uih_store_be64(out, user_id);
+}
+
+void uih_key_group_prefix(uint64_t user_id, uint16_t group,
+                          uint8_t out[UIH_KEY_GROUP_PREFIX_SIZE]) {
+  uih_store_be64(out, user_id);
+  uih_store_be16(out + 8, group);
+}
+
+int uih_key_prefix_successor(uint8_t *buf, size_t len) {
+  size_t i = len;
+  while (i > 0 && buf[i - 1] == 0xff) i--;
+  if (i == 0) return 0; /* all 0xff: leave `buf` as it was */
+  buf[i - 1]++;
+  memset(buf + i, 0x00, len - i);
+  return 1;
+}
+
+int uih_key_compare(const uih_key *a, const uih_key *b) {
+  if (a->user_id != b->user_id) return a->user_id < b->user_id ? -1 : 1;
+  if (a->group != b->group) return a->group < b->group ? -1 : 1;
+  if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+  return 0;
+}

@@ -1,0 +1,3 @@
+#include "uih/uih.h"
+
+const char *uih_version(void) { return UIH_VERSION_STRING; }

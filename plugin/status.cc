@@ -1,0 +1,33 @@
+#include "status.h"
+
+namespace uih {
+
+rocksdb::Status ToStatus(int code, const char* msg) {
+  const rocksdb::Slice m(msg != nullptr ? msg : uih_strerror(code));
+  switch (code) {
+    case UIH_OK:
+      return rocksdb::Status::OK();
+    case UIH_ERR_CORRUPTION:
+      return rocksdb::Status::Corruption(m);
+    case UIH_ERR_IO:
+      return rocksdb::Status::IOError(m);
+    case UIH_ERR_NOT_FOUND:
+      return rocksdb::Status::NotFound(m);
+    case UIH_ERR_NOT_SUPPORTED:
+      return rocksdb::Status::NotSupported(m);
+    case UIH_ERR_NO_MEMORY:
+      return rocksdb::Status::MemoryLimit(m);
+    case UIH_ERR_INVALID_ARGUMENT:
+    case UIH_ERR_SCHEMA:
+    case UIH_ERR_PARSE:
+    case UIH_ERR_TYPE_MISMATCH:
+    case UIH_ERR_OUT_OF_RANGE:
+    case UIH_ERR_INCOMPATIBLE:
+      return rocksdb::Status::InvalidArgument(m);
+    default:
+      // A code this build does not know (newer engine): never report OK.
+      return rocksdb::Status::Aborted("uihstore error ", std::to_string(code) + ": " + m.ToString());
+  }
+}
+
+}  // namespace uih

@@ -1,0 +1,21 @@
+// uihstore RocksDB glue — the one place where engine error codes become
+// rocksdb::Status values.
+#pragma once
+
+#include <rocksdb/status.h>
+
+#include "uih/error.h"
+
+namespace uih {
+
+// Maps an engine code and message to the Status RocksDB callers expect:
+// corruption -> Corruption, I/O -> IOError, not found -> NotFound,
+// not supported -> NotSupported, out of memory -> MemoryLimit, and every
+// input or schema problem -> InvalidArgument. The message is copied.
+rocksdb::Status ToStatus(int code, const char* msg);
+
+inline rocksdb::Status ToStatus(const uih_error& e) {
+  return ToStatus(e.code, uih_error_message(&e));
+}
+
+}  // namespace uih

@@ -1,0 +1,136 @@
+// Event batches: layout, presence, projections, limits.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "uih/batch.h"
+
+namespace {
+
+class Batch : public testing::Test {
+ protected:
+  void SetUp() override {
+    uih_error err{};
+    ASSERT_EQ(UIH_OK, uih_schema_load(UIH_SOURCE_DIR "/examples/feed.schema.json", &schema_, &err))
+        << err.msg;
+    group_ = uih_schema_group_by_name(schema_, "engagement");
+    ASSERT_NE(nullptr, group_);
+  }
+  void TearDown() override { uih_schema_free(schema_); }
+  uih_schema* schema_ = nullptr;
+  const uih_group* group_ = nullptr;
+};
+
+TEST_F(Batch, DefaultSelectionIsTheActiveTraitsInIdOrder) {
+  uih_batch* b = nullptr;
+  ASSERT_EQ(UIH_OK, uih_batch_create(group_, 256, nullptr, 0, &b, nullptr));
+  EXPECT_EQ(uih_group_active_count(group_), b->ncolumns);
+  for (uint32_t c = 0; c < b->ncolumns; c++) {
+    EXPECT_TRUE(uih_trait_active(b->columns[c].trait));
+    EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(b->columns[c].values) % 64);
+    EXPECT_EQ(0u, reinterpret_cast<uintptr_t>(b->columns[c].present) % 64);
+    if (c) {
+      EXPECT_LT(b->columns[c - 1].trait->id, b->columns[c].trait->id);
+    }
+  }
+  EXPECT_EQ(-1, uih_batch_column_index(b, 5));  // dropped "score"
+  ASSERT_NE(nullptr, uih_batch_ts_column(b));
+  EXPECT_EQ(group_->ts, uih_batch_ts_column(b)->trait);
+  uih_batch_free(b);
+}
+
+TEST_F(Batch, ProjectionSelectsTraitsIncludingDroppedOnes) {
+  const uint16_t ids[] = {9, 5, 2};
+  uih_batch* b = nullptr;
+  ASSERT_EQ(UIH_OK, uih_batch_create(group_, 10, ids, 3, &b, nullptr));
+  ASSERT_EQ(3u, b->ncolumns);
+  EXPECT_EQ(0, uih_batch_column_index(b, 2));
+  EXPECT_EQ(1, uih_batch_column_index(b, 5));
+  EXPECT_EQ(2, uih_batch_column_index(b, 9));
+  EXPECT_EQ(nullptr, uih_batch_ts_column(b));
+  uih_batch_free(b);
+}
+
+TEST_F(Batch, RejectsBadSelectionsAndCapacities) {
+  uih_batch* b = nullptr;
+  uih_error err{};
+  const uint16_t unknown[] = {1, 42};
+  EXPECT_EQ(UIH_ERR_NOT_FOUND, uih_batch_create(group_, 8, unknown, 2, &b, &err));
+  EXPECT_STREQ("group 'engagement' has no trait with id 42", err.msg);
+  const uint16_t twice[] = {2, 2};
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_batch_create(group_, 8, twice, 2, &b, &err));
+  EXPECT_STREQ("trait id 2 selected twice", err.msg);
+  EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, uih_batch_create(group_, 0, nullptr, 0, &b, &err));
+  EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, uih_batch_create(group_, 65537, nullptr, 0, &b, &err));
+  EXPECT_STREQ("batch capacity 65537 is outside [1, 65536]", err.msg);
+  EXPECT_EQ(nullptr, b);
+  ASSERT_EQ(UIH_OK, uih_batch_create(group_, 65536, nullptr, 0, &b, &err));
+  uih_batch_free(b);
+  uih_batch_free(nullptr);
+}
+
+// Random fill against a model: values and presence read back exactly, a
+// full batch refuses more events, clear() restores the all-absent state.
+TEST_F(Batch, ValuesAndPresenceMatchAModel) {
+  std::mt19937_64 rng(7);
+  for (uint32_t cap : {1u, 63u, 64u, 65u, 256u, 1000u}) {
+    uih_batch* b = nullptr;
+    ASSERT_EQ(UIH_OK, uih_batch_create(group_, cap, nullptr, 0, &b, nullptr));
+    for (int round = 0; round < 2; round++) {
+      std::vector<std::vector<std::pair<bool, uint64_t>>> model(b->ncolumns);
+      for (uint32_t i = 0; i < cap; i++) {
+        uint32_t row = UINT32_MAX;
+        ASSERT_EQ(UIH_OK, uih_batch_append(b, &row, nullptr));
+        ASSERT_EQ(i, row);
+        for (uint32_t c = 0; c < b->ncolumns; c++) {
+          uih_column* col = &b->columns[c];
+          bool present = rng() % 3 != 0;
+          uint64_t bits = rng();
+          size_t w = uih_type_width(col->trait->type);
+          uint64_t stored = w == 8 ? bits : w == 4 ? (bits & 0xffffffffu) : (bits != 0);
+          if (present) uih_column_set_bits(col, row, bits);
+          model[c].push_back({present, present ? stored : 0});
+        }
+      }
+      uint32_t row;
+      uih_error err{};
+      EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, uih_batch_append(b, &row, &err));
+      EXPECT_EQ("batch for group 'engagement' is full (" + std::to_string(cap) + " events)",
+                std::string(err.msg));
+      for (uint32_t c = 0; c < b->ncolumns; c++)
+        for (uint32_t i = 0; i < cap; i++) {
+          ASSERT_EQ(model[c][i].first, uih_column_has(&b->columns[c], i) != 0) << c << " " << i;
+          ASSERT_EQ(model[c][i].second, uih_column_get_bits(&b->columns[c], i)) << c << " " << i;
+        }
+      uih_batch_clear(b);
+      EXPECT_EQ(0u, b->count);
+      for (uint32_t c = 0; c < b->ncolumns; c++)
+        for (uint32_t i = 0; i < cap; i++) {
+          ASSERT_FALSE(uih_column_has(&b->columns[c], i));
+          ASSERT_EQ(0u, uih_column_get_bits(&b->columns[c], i));
+        }
+    }
+    uih_batch_free(b);
+  }
+}
+
+TEST_F(Batch, FloatsKeepTheirBitsIncludingNaNPayloads) {
+  const uint16_t ids[] = {5};  // score, float32
+  uih_batch* b = nullptr;
+  ASSERT_EQ(UIH_OK, uih_batch_create(group_, 4, ids, 1, &b, nullptr));
+  const uint32_t patterns[] = {0x7fc00001u, 0xff800000u, 0x80000000u, 0x3f800000u};
+  for (uint32_t p : patterns) {
+    uint32_t row;
+    ASSERT_EQ(UIH_OK, uih_batch_append(b, &row, nullptr));
+    uih_column_set_bits(&b->columns[0], row, p);
+    EXPECT_EQ(p, uih_column_get_bits(&b->columns[0], row));
+  }
+  EXPECT_EQ(1.0f, uih_column_get_f32(&b->columns[0], 3));
+  uih_batch_free(b);
+}
+
+}  // namespace

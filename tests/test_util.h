@@ -1,0 +1,39 @@
+// Small helpers shared by the test suites.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace uih_test {
+
+// A fresh directory, removed with everything in it when the object dies.
+// Lives under $UIH_TEST_TMPDIR (set by CTest to the build tree) or /tmp.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("UIH_TEST_TMPDIR");
+    std::string root = base && *base ? base : "/tmp";
+    std::filesystem::create_directories(root);
+    std::string tmpl = root + "/uih-XXXXXX";
+    char* made = mkdtemp(tmpl.data());
+    if (made == nullptr) ADD_FAILURE() << "mkdtemp " << tmpl << " failed";
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace uih_test
