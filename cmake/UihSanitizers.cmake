@@ -18,3 +18,11 @@ if(UIH_FUZZ)
   # libFuzzer driver (see tests/fuzz/CMakeLists.txt).
   add_compile_options(-fsanitize=fuzzer-no-link)
 endif()
+
+# Shared libraries must resolve every symbol at link time, except in
+# instrumented builds, whose runtime symbols come from the executable.
+if(UIH_SANITIZE OR UIH_FUZZ)
+  set(UIH_NO_UNDEFINED "")
+else()
+  set(UIH_NO_UNDEFINED -Wl,--no-undefined)
+endif()

@@ -29,7 +29,8 @@ static void mark_truncated(uih_error *e, int wanted) {
   if (wanted >= (int)sizeof e->msg) memcpy(e->msg + sizeof e->msg - 4, "...", 4);
 }
 
-static int error_vset(uih_error *e, int code, const char *fmt, va_list ap) {
+__attribute__((format(printf, 3, 0))) static int error_vset(uih_error *e, int code,
+                                                           const char *fmt, va_list ap) {
   if (e == NULL) return code;
   e->code = code;
   int n = vsnprintf(e->msg, sizeof e->msg, fmt, ap);
