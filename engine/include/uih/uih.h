@@ -4,6 +4,7 @@
  *   uih/key.h     immutable-tier key codec (user, group, stripe start)
  *   uih/schema.h  schema files: feature groups and traits
  *   uih/batch.h   columnar event batches
+ *   uih/stripe.h  the stripe codec (encode, inspect, selective decode)
  */
 #ifndef UIH_UIH_H
 #define UIH_UIH_H
@@ -12,6 +13,7 @@
 #include "uih/error.h"
 #include "uih/key.h"
 #include "uih/schema.h"
+#include "uih/stripe.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,232 @@
+/* Stripe columns, reading side. Every count, length and code read from the
+ * payload is checked before use; a violation is reported as corruption
+ * naming the trait. See stripe_format.h for the bytes. */
+#include <lz4.h>
+#include <stdlib.h>
+
+#include "error_internal.h"
+#include "intseq.h"
+#include "stripe_internal.h"
+
+static int bad(uih_error *err, const stripe_dir_entry *de, const char *what) {
+  return uih_corruption(err, "stripe column of trait %u: %s", de->trait_id, what);
+}
+
+/* Number of set bits among the first `n` bits of `bits`. */
+static size_t popcount_prefix(const uint8_t *bits, size_t n) {
+  size_t c = 0, i = 0;
+  for (; i + 64 <= n; i += 64) {
+    uint64_t w;
+    memcpy(&w, bits + i / 8, 8);
+    c += (size_t)__builtin_popcountll(w);
+  }
+  for (; i < n; i++) c += (bits[i >> 3] >> (i & 7)) & 1u;
+  return c;
+}
+
+/* Trailing bits after the first `n` must be zero, so every stripe has one
+ * encoding and corruption there is caught. */
+static int padding_clean(const uint8_t *bits, size_t n) {
+  return (n & 7) == 0 || (bits[n >> 3] >> (n & 7)) == 0;
+}
+
+/* ---- value encodings: decode values [a, b) of m into out[0..b-a) ---------- */
+
+static int dec_plain(uih_cursor *c, size_t m, size_t a, size_t b, uih_type t, uint64_t *out) {
+  if (t == UIH_TYPE_FLAG) {
+    size_t nbytes = (m + 7) / 8;
+    const uint8_t *p = uih_cursor_take(c, nbytes);
+    if (!p || !padding_clean(p, m)) return -1;
+    uih_unpack(p, nbytes, 1, a, b, out);
+    return 0;
+  }
+  size_t w = uih_type_width(t);
+  const uint8_t *p = uih_cursor_take(c, m * w);
+  if (!p) return -1;
+  for (size_t k = a; k < b; k++) {
+    uint64_t v = 0;
+    memcpy(&v, p + k * w, w);
+    out[k - a] = v;
+  }
+  return 0;
+}
+
+static int dec_bss(uih_cursor *c, size_t m, size_t a, size_t b, uint64_t *out) {
+  const uint8_t *p = uih_cursor_take(c, 4 * m);
+  if (!p) return -1;
+  for (size_t k = a; k < b; k++)
+    out[k - a] = (uint64_t)p[k] | (uint64_t)p[m + k] << 8 | (uint64_t)p[2 * m + k] << 16 |
+                 (uint64_t)p[3 * m + k] << 24;
+  return 0;
+}
+
+static int dec_dict(uih_stripe_decoder *d, uih_cursor *c, size_t m, size_t a, size_t b,
+                    uih_seq_kind kind, uint64_t *out, uint64_t *blk) {
+  uint64_t k = uih_cursor_varint(c);
+  if (c->bad || k == 0 || k > m) return -1;
+  uint64_t *dict = d->aux;
+  if (uih_seq_decode(c, k, kind, 0, k, dict, blk) != 0) return -1;
+  for (size_t i = 1; i < k; i++)
+    if (dict[i] <= dict[i - 1]) return -1; /* sorted and distinct */
+  if (uih_seq_decode(c, m, UIH_SEQ_FOR, a, b, out, blk) != 0) return -1;
+  for (size_t i = 0; i < b - a; i++) {
+    if (out[i] >= k) return -1;
+    out[i] = dict[out[i]];
+  }
+  return 0;
+}
+
+static int dec_rle(uih_stripe_decoder *d, uih_cursor *c, size_t m, size_t a, size_t b,
+                   uih_seq_kind kind, uint64_t *out, uint64_t *blk) {
+  uint64_t r = uih_cursor_varint(c);
+  if (c->bad || r == 0 || r > m) return -1;
+  uint64_t *vals = d->aux, *lens = d->aux2;
+  if (uih_seq_decode(c, r, kind, 0, r, vals, blk) != 0) return -1;
+  if (uih_seq_decode(c, r, UIH_SEQ_FOR, 0, r, lens, blk) != 0) return -1;
+  size_t pos = 0;
+  for (size_t i = 0; i < r; i++) {
+    if (lens[i] >= m - pos) return -1; /* runs must end exactly at m */
+    size_t end = pos + lens[i] + 1;
+    for (size_t k = pos > a ? pos : a; k < end && k < b; k++) out[k - a] = vals[i];
+    pos = end;
+  }
+  return pos == m ? 0 : -1;
+}
+
+static int dec_sparse(uih_stripe_decoder *d, uih_cursor *c, size_t m, size_t a, size_t b,
+                      uih_seq_kind kind, uint64_t *out, uint64_t *blk) {
+  uint64_t z = uih_cursor_varint(c);
+  uint8_t form = uih_cursor_u8(c);
+  if (c->bad || z > m || form > 1) return -1;
+  uint64_t *pos = d->aux;
+  if (form == 0) {
+    size_t nbytes = (m + 7) / 8;
+    const uint8_t *bits = uih_cursor_take(c, nbytes);
+    if (!bits || !padding_clean(bits, m)) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < m; i++)
+      if ((bits[i >> 3] >> (i & 7)) & 1u) {
+        if (k == z) return -1;
+        pos[k++] = i;
+      }
+    if (k != z) return -1;
+  } else {
+    if (uih_seq_decode(c, z, UIH_SEQ_FOR, 0, z, pos, blk) != 0) return -1;
+    for (size_t i = 0; i < z; i++)
+      if (pos[i] >= m || (i > 0 && pos[i] <= pos[i - 1])) return -1;
+  }
+  uint64_t *vals = d->aux2;
+  if (uih_seq_decode(c, z, kind, 0, z, vals, blk) != 0) return -1;
+  memset(out, 0, (b - a) * sizeof *out);
+  for (size_t i = 0; i < z; i++)
+    if (pos[i] >= a && pos[i] < b) out[pos[i] - a] = vals[i];
+  return 0;
+}
+
+static int dec_values(uih_stripe_decoder *d, uih_cursor *c, unsigned enc, size_t m, size_t a,
+                      size_t b, uih_type t, uint64_t *out) {
+  uint64_t blk[UIH_SEQ_BLOCK];
+  switch (1u << enc) {
+    case UIH_ENC_PLAIN: return dec_plain(c, m, a, b, t, out);
+    case UIH_ENC_FOR: return uih_seq_decode(c, m, for_kind(t), a, b, out, blk);
+    case UIH_ENC_DELTA: return uih_seq_decode(c, m, UIH_SEQ_DELTA, a, b, out, blk);
+    case UIH_ENC_DELTA2: return uih_seq_decode(c, m, UIH_SEQ_DELTA2, a, b, out, blk);
+    case UIH_ENC_DICT: return dec_dict(d, c, m, a, b, for_kind(t), out, blk);
+    case UIH_ENC_RLE: return dec_rle(d, c, m, a, b, for_kind(t), out, blk);
+    case UIH_ENC_BSS: return dec_bss(c, m, a, b, out);
+    case UIH_ENC_SPARSE: return dec_sparse(d, c, m, a, b, for_kind(t), out, blk);
+  }
+  return -1;
+}
+
+/* ---- decompression ---------------------------------------------------------- */
+
+/* Largest raw payload a column of n events can have: presence, plus values
+ * in the largest encoding (dict: two full sequences), plus block headers. */
+static size_t raw_limit(uint32_t n) { return (size_t)n * 2 * 8 + (size_t)n / 4 * 22 + 4096; }
+
+static int decompress(uih_stripe_decoder *d, const stripe_dir_entry *de, const uint8_t *p,
+                      uint32_t n, uih_cursor *out, uih_error *err) {
+  uih_cursor c = uih_cursor_make(p, de->length);
+  uint64_t raw = uih_cursor_varint(&c);
+  if (c.bad || raw == 0 || raw > raw_limit(n)) return bad(err, de, "compressed length is implausible");
+  if (raw > d->raw_cap) {
+    uint8_t *grown = realloc(d->raw, raw);
+    if (!grown) return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe decode: out of memory");
+    d->raw = grown;
+    d->raw_cap = raw;
+  }
+  size_t src_len = uih_cursor_left(&c);
+  size_t got;
+  if (de->compression == STRIPE_COMPRESS_LZ4) {
+    int r = LZ4_decompress_safe((const char *)c.p, (char *)d->raw, (int)src_len, (int)raw);
+    got = r < 0 ? SIZE_MAX : (size_t)r;
+  } else {
+    got = ZSTD_decompressDCtx(d->zstd, d->raw, raw, c.p, src_len);
+    if (ZSTD_isError(got)) got = SIZE_MAX;
+  }
+  if (got != raw) return bad(err, de, "compressed payload does not decompress to its stated length");
+  *out = uih_cursor_make(d->raw, raw);
+  return UIH_OK;
+}
+
+/* ---- the column -------------------------------------------------------------- */
+
+int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, const uint8_t *p,
+                         uint32_t n, uint32_t begin, uint32_t end, uih_column *col,
+                         uih_error *err) {
+  uih_cursor c = uih_cursor_make(p, de->length);
+  if (de->compression != STRIPE_COMPRESS_NONE) UIH_FORWARD(decompress(d, de, p, n, &c, err));
+  uih_type t = (uih_type)de->type;
+
+  /* Presence: m values in all; rows [begin, end) hold values [ra, rb). */
+  size_t m, ra, rb;
+  const uint8_t *bits = NULL;
+  const uint64_t *list = NULL; /* LIST: positions of values [ra, rb) */
+  switch (de->presence) {
+    case PRESENCE_ALL: m = n, ra = begin, rb = end; break;
+    case PRESENCE_NONE: m = ra = rb = 0; break;
+    case PRESENCE_BITMAP:
+      bits = uih_cursor_take(&c, (n + 7) / 8);
+      if (!bits || !padding_clean(bits, n))
+        return bad(err, de, "presence bitmap is truncated or padded with ones");
+      m = popcount_prefix(bits, n);
+      ra = popcount_prefix(bits, begin);
+      rb = popcount_prefix(bits, end);
+      if (m == 0 || m == n) return bad(err, de, "presence bitmap is all zeros or all ones");
+      break;
+    default: { /* PRESENCE_LIST */
+      uint64_t blk[UIH_SEQ_BLOCK];
+      m = uih_cursor_varint(&c);
+      if (c.bad || m == 0 || m >= n) return bad(err, de, "presence list has an impossible length");
+      if (uih_seq_decode(&c, m, UIH_SEQ_FOR, 0, m, d->pos, blk) != 0)
+        return bad(err, de, "presence list is truncated");
+      ra = rb = 0;
+      for (size_t i = 0; i < m; i++) {
+        if (d->pos[i] >= n || (i > 0 && d->pos[i] <= d->pos[i - 1]))
+          return bad(err, de, "presence list is not strictly increasing below the event count");
+        ra += d->pos[i] < begin;
+        rb += d->pos[i] < end;
+      }
+      list = d->pos + ra;
+      break;
+    }
+  }
+
+  if (m > 0 && (dec_values(d, &c, de->encoding, m, ra, rb, t, d->vals) != 0 || c.bad))
+    return bad(err, de, "values are truncated or malformed");
+  if (uih_cursor_left(&c) != 0) return bad(err, de, "payload has trailing bytes");
+
+  /* Scatter values [ra, rb) to their rows, checking they fit the type. */
+  uint64_t limit = t == UIH_TYPE_FLAG ? 1 : uih_type_width(t) == 4 ? UINT32_MAX : UINT64_MAX;
+  size_t j = 0;
+  for (uint32_t i = begin; i < end && j < rb - ra; i++) {
+    if (bits && !((bits[i >> 3] >> (i & 7)) & 1u)) continue;
+    if (list && list[j] != i) continue;
+    if (de->presence == PRESENCE_NONE) break;
+    uint64_t v = stripe_from_u64(t, d->vals[j++]);
+    if (v > limit) return bad(err, de, "a value does not fit the trait's type");
+    uih_column_set_bits(col, i - begin, v);
+  }
+  return UIH_OK;
+}

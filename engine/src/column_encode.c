@@ -1,0 +1,224 @@
+/* Stripe columns, writing side: presence, the smallest value encoding, and
+ * optional compression. See stripe_format.h for the bytes. */
+#include <lz4.h>
+#include <stdlib.h>
+
+#include "error_internal.h"
+#include "intseq.h"
+#include "stripe_internal.h"
+
+/* ---- value encodings: each appends its form of vals[0..m) to `out` -------- */
+
+static void enc_plain(uih_wbuf *out, const uint64_t *v, size_t m, uih_type t) {
+  size_t w = uih_type_width(t);
+  if (t == UIH_TYPE_FLAG) {
+    uih_pack(out, v, m, 1);
+    return;
+  }
+  uint8_t *dst = uih_wbuf_zeros(out, m * w);
+  if (!dst) return;
+  for (size_t k = 0; k < m; k++) memcpy(dst + k * w, &v[k], w); /* little-endian low bytes */
+}
+
+static void enc_bss(uih_wbuf *out, const uint64_t *v, size_t m) {
+  uint8_t *dst = uih_wbuf_zeros(out, 4 * m);
+  if (!dst) return;
+  for (size_t k = 0; k < m; k++)
+    for (size_t b = 0; b < 4; b++) dst[b * m + k] = (uint8_t)(v[k] >> (8 * b));
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Binary search in the sorted distinct values. */
+static uint64_t dict_code(const uint64_t *dict, size_t k, uint64_t v) {
+  size_t lo = 0, hi = k;
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (dict[mid] <= v) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static void enc_dict(uih_wbuf *out, const uint64_t *v, size_t m, uih_seq_kind kind, uint64_t *dict,
+                     uint64_t *codes) {
+  memcpy(dict, v, m * sizeof *v);
+  qsort(dict, m, sizeof *dict, cmp_u64);
+  size_t k = 0;
+  for (size_t i = 0; i < m; i++)
+    if (k == 0 || dict[i] != dict[k - 1]) dict[k++] = dict[i];
+  for (size_t i = 0; i < m; i++) codes[i] = dict_code(dict, k, v[i]);
+  uih_wbuf_varint(out, k);
+  uih_seq_encode(out, dict, k, kind);
+  uih_seq_encode(out, codes, m, UIH_SEQ_FOR);
+}
+
+static void enc_rle(uih_wbuf *out, const uint64_t *v, size_t m, uih_seq_kind kind, uint64_t *vals,
+                    uint64_t *lens) {
+  size_t r = 0;
+  for (size_t i = 0; i < m; i++) {
+    if (r > 0 && vals[r - 1] == v[i]) {
+      lens[r - 1]++;
+    } else {
+      vals[r] = v[i];
+      lens[r++] = 0; /* stored as length - 1 */
+    }
+  }
+  uih_wbuf_varint(out, r);
+  uih_seq_encode(out, vals, r, kind);
+  uih_seq_encode(out, lens, r, UIH_SEQ_FOR);
+}
+
+static void enc_sparse(uih_wbuf *out, const uint64_t *v, size_t m, uih_seq_kind kind, uint64_t *pos,
+                       uint64_t *nz) {
+  size_t z = 0;
+  for (size_t i = 0; i < m; i++)
+    if (v[i] != 0) {
+      pos[z] = i;
+      nz[z++] = v[i];
+    }
+  uih_wbuf_varint(out, z);
+  /* Positions as bits or as a list, whichever is smaller. */
+  size_t bitmap_bytes = (m + 7) / 8;
+  size_t before = out->len;
+  uih_wbuf_u8(out, 1);
+  uih_seq_encode(out, pos, z, UIH_SEQ_FOR);
+  if (out->len - before - 1 > bitmap_bytes) {
+    out->len = before;
+    uih_wbuf_u8(out, UIH_SEQ_FOR);
+    uint8_t *bits = uih_wbuf_zeros(out, bitmap_bytes);
+    for (size_t i = 0; bits && i < z; i++) bits[pos[i] >> 3] |= (uint8_t)(1u << (pos[i] & 7));
+  }
+  uih_seq_encode(out, nz, z, kind);
+}
+
+static void enc_values(uih_stripe_encoder *e, uih_wbuf *out, uint32_t enc, const uint64_t *v,
+                       size_t m, uih_type t) {
+  switch (enc) {
+    case UIH_ENC_PLAIN: enc_plain(out, v, m, t); break;
+    case UIH_ENC_FOR: uih_seq_encode(out, v, m, for_kind(t)); break;
+    case UIH_ENC_DELTA: uih_seq_encode(out, v, m, UIH_SEQ_DELTA); break;
+    case UIH_ENC_DELTA2: uih_seq_encode(out, v, m, UIH_SEQ_DELTA2); break;
+    case UIH_ENC_DICT: enc_dict(out, v, m, for_kind(t), e->aux, e->aux2); break;
+    case UIH_ENC_RLE: enc_rle(out, v, m, for_kind(t), e->aux, e->aux2); break;
+    case UIH_ENC_BSS: enc_bss(out, v, m); break;
+    case UIH_ENC_SPARSE: enc_sparse(out, v, m, for_kind(t), e->aux, e->aux2); break;
+  }
+}
+
+/* ---- presence ------------------------------------------------------------- */
+
+static uint8_t enc_presence(uih_stripe_encoder *e, const uih_column *col, uint32_t n, size_t m) {
+  if (m == n) return PRESENCE_ALL;
+  if (m == 0) return PRESENCE_NONE;
+  size_t k = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (uih_column_has(col, i)) e->aux[k++] = i;
+  uih_wbuf_reset(&e->cand);
+  uih_wbuf_varint(&e->cand, k);
+  uih_seq_encode(&e->cand, e->aux, k, UIH_SEQ_FOR);
+  size_t bitmap_bytes = (n + 7) / 8;
+  if (e->cand.len < bitmap_bytes) {
+    uih_wbuf_put(&e->payload, e->cand.data, e->cand.len);
+    return PRESENCE_LIST;
+  }
+  uint8_t *bits = uih_wbuf_zeros(&e->payload, bitmap_bytes);
+  if (bits) memcpy(bits, col->present, bitmap_bytes); /* little-endian words = LSB-first bytes */
+  if (bits && (n & 7)) bits[bitmap_bytes - 1] &= (uint8_t)((1u << (n & 7)) - 1);
+  return PRESENCE_BITMAP;
+}
+
+/* ---- compression ---------------------------------------------------------- */
+
+/* Compresses e->payload into e->comp with `algo`; returns the stored size or
+ * SIZE_MAX when the algorithm failed. */
+static size_t try_compress(uih_stripe_encoder *e, int algo) {
+  const uih_wbuf *raw = &e->payload;
+  uih_wbuf_reset(&e->comp);
+  uih_wbuf_varint(&e->comp, raw->len);
+  size_t bound = algo == STRIPE_COMPRESS_LZ4 ? (size_t)LZ4_compressBound((int)raw->len)
+                                             : ZSTD_compressBound(raw->len);
+  if (!uih_wbuf_reserve(&e->comp, bound)) return SIZE_MAX;
+  uint8_t *dst = e->comp.data + e->comp.len;
+  size_t got;
+  if (algo == STRIPE_COMPRESS_LZ4) {
+    int r = LZ4_compress_default((const char *)raw->data, (char *)dst, (int)raw->len, (int)bound);
+    got = r > 0 ? (size_t)r : SIZE_MAX;
+  } else {
+    got = ZSTD_compressCCtx(e->zstd, dst, bound, raw->data, raw->len, e->opts.zstd_level);
+    if (ZSTD_isError(got)) got = SIZE_MAX;
+  }
+  if (got == SIZE_MAX) return SIZE_MAX;
+  e->comp.len += got;
+  return e->comp.len;
+}
+
+static int pick_compression(uih_stripe_encoder *e, uih_compression hint) {
+  size_t raw = e->payload.len;
+  if (hint == UIH_COMPRESS_NONE || raw < 32) return STRIPE_COMPRESS_NONE;
+  double limit = (double)raw * (1.0 - e->opts.min_compression_gain);
+  int best = STRIPE_COMPRESS_NONE;
+  size_t best_len = raw;
+  for (int algo = STRIPE_COMPRESS_LZ4; algo <= STRIPE_COMPRESS_ZSTD; algo++) {
+    if (hint == UIH_COMPRESS_LZ4 && algo != STRIPE_COMPRESS_LZ4) continue;
+    if (hint == UIH_COMPRESS_ZSTD && algo != STRIPE_COMPRESS_ZSTD) continue;
+    size_t len = try_compress(e, algo);
+    if (len != SIZE_MAX && (double)len <= limit && len < best_len) {
+      best = algo;
+      best_len = len;
+    }
+  }
+  /* Leave the winner in e->comp (the loop may have ended on another). */
+  if (best != STRIPE_COMPRESS_NONE && try_compress(e, best) == SIZE_MAX) return STRIPE_COMPRESS_NONE;
+  return best;
+}
+
+/* ---- the column ------------------------------------------------------------ */
+
+int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t n,
+                         stripe_dir_entry *de, uih_error *err) {
+  const uih_trait *t = col->trait;
+  size_t m = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (uih_column_has(col, i)) e->vals[m++] = stripe_to_u64(t->type, uih_column_get_bits(col, i));
+
+  uih_wbuf_reset(&e->payload);
+  de->trait_id = t->id;
+  de->type = (uint8_t)t->type;
+  de->presence = enc_presence(e, col, n, m);
+
+  /* Every allowed encoding competes on the actual values; ties go to the
+   * lowest-numbered one, so the result is deterministic. */
+  uint32_t allowed = t->encodings & uih_encodings_for_type(t->type);
+  if (allowed == 0) allowed = uih_encodings_for_type(t->type);
+  uint32_t best = 0;
+  uih_wbuf_reset(&e->best);
+  for (uint32_t enc = 1; m > 0 && enc < (1u << UIH_ENC_COUNT); enc <<= 1) {
+    if (!(allowed & enc)) continue;
+    uih_wbuf_reset(&e->cand);
+    enc_values(e, &e->cand, enc, e->vals, m, t->type);
+    if (e->cand.oom) break;
+    if (best == 0 || e->cand.len < e->best.len) {
+      uih_wbuf tmp = e->best;
+      e->best = e->cand;
+      e->cand = tmp;
+      best = enc;
+    }
+  }
+  if (best == 0) best = UIH_ENC_PLAIN & allowed ? UIH_ENC_PLAIN : (allowed & -allowed);
+  de->encoding = (uint8_t)stripe_enc_id(best);
+  uih_wbuf_put(&e->payload, e->best.data, e->best.len);
+  if (e->payload.oom || e->cand.oom || e->best.oom)
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory in column %u", t->id);
+
+  int algo = pick_compression(e, t->compression);
+  const uih_wbuf *src = algo == STRIPE_COMPRESS_NONE ? &e->payload : &e->comp;
+  de->compression = (uint8_t)algo;
+  de->length = (uint32_t)src->len;
+  uih_wbuf_put(&e->out, src->data, src->len);
+  UIH_RETURN_IF(e->out.oom, err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
+  return UIH_OK;
+}

@@ -1,0 +1,76 @@
+/* A bounds-checked reader over untrusted bytes. Every read checks the bytes
+ * that remain; a failed read sets `bad` and returns zeros, so a decoder can
+ * read a whole header and test `bad` once. No raw pointer arithmetic on file
+ * bytes happens outside this type. */
+#ifndef UIH_CURSOR_H
+#define UIH_CURSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct uih_cursor {
+  const uint8_t *p;   /* next unread byte */
+  const uint8_t *end; /* one past the last readable byte */
+  int bad;            /* a read ran past `end` or a varint was malformed */
+} uih_cursor;
+
+static inline uih_cursor uih_cursor_make(const uint8_t *p, size_t len) {
+  uih_cursor c = {p, p + len, 0};
+  return c;
+}
+
+static inline size_t uih_cursor_left(const uih_cursor *c) { return (size_t)(c->end - c->p); }
+
+/* Returns a pointer to the next `n` bytes and skips them, or NULL (and sets
+ * `bad`) if fewer remain. */
+static inline const uint8_t *uih_cursor_take(uih_cursor *c, size_t n) {
+  if (c->bad || n > uih_cursor_left(c)) {
+    c->bad = 1;
+    return NULL;
+  }
+  const uint8_t *p = c->p;
+  c->p += n;
+  return p;
+}
+
+static inline uint8_t uih_cursor_u8(uih_cursor *c) {
+  const uint8_t *p = uih_cursor_take(c, 1);
+  return p ? p[0] : 0;
+}
+static inline uint16_t uih_cursor_u16(uih_cursor *c) {
+  const uint8_t *p = uih_cursor_take(c, 2);
+  uint16_t v = 0;
+  if (p) memcpy(&v, p, 2);
+  return v;
+}
+static inline uint32_t uih_cursor_u32(uih_cursor *c) {
+  const uint8_t *p = uih_cursor_take(c, 4);
+  uint32_t v = 0;
+  if (p) memcpy(&v, p, 4);
+  return v;
+}
+static inline uint64_t uih_cursor_u64(uih_cursor *c) {
+  const uint8_t *p = uih_cursor_take(c, 8);
+  uint64_t v = 0;
+  if (p) memcpy(&v, p, 8);
+  return v;
+}
+
+/* LEB128 unsigned varint of at most 10 bytes; an overlong or overflowing
+ * encoding sets `bad`. */
+static inline uint64_t uih_cursor_varint(uih_cursor *c) {
+  uint64_t v = 0;
+  for (unsigned shift = 0; shift < 70; shift += 7) {
+    const uint8_t *p = uih_cursor_take(c, 1);
+    if (!p) return 0;
+    uint64_t part = p[0] & 0x7f;
+    if (shift == 63 && part > 1) break; /* bits beyond 64 */
+    v |= part << shift;
+    if (!(p[0] & 0x80)) return v;
+  }
+  c->bad = 1;
+  return 0;
+}
+
+#endif /* UIH_CURSOR_H */

@@ -1,0 +1,167 @@
+#include "intseq.h"
+
+typedef unsigned __int128 u128;
+
+static inline uint64_t mask_of(unsigned w) { return w >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << w) - 1; }
+
+void uih_pack(uih_wbuf *out, const uint64_t *v, size_t n, unsigned w) {
+  size_t nbytes = (n * w + 7) / 8;
+  uint8_t *dst = uih_wbuf_zeros(out, nbytes);
+  if (!dst || w == 0) return;
+  u128 acc = 0;
+  unsigned bits = 0;
+  size_t o = 0;
+  for (size_t k = 0; k < n; k++) {
+    acc |= (u128)v[k] << bits;
+    bits += w;
+    while (bits >= 8) {
+      dst[o++] = (uint8_t)acc;
+      acc >>= 8;
+      bits -= 8;
+    }
+  }
+  if (bits) dst[o] = (uint8_t)acc;
+}
+
+/* The value at bit `pos`: one unaligned 16-byte load where the run has
+ * room, a byte-wise gather near its end. */
+static inline uint64_t load_bits(const uint8_t *p, size_t nbytes, size_t pos, unsigned w) {
+  size_t byte = pos >> 3;
+  unsigned shift = (unsigned)(pos & 7);
+  u128 x = 0;
+  if (byte + 16 <= nbytes) {
+    memcpy(&x, p + byte, 16);
+  } else {
+    for (size_t i = 0; i < 16 && byte + i < nbytes; i++) x |= (u128)p[byte + i] << (8 * i);
+  }
+  return (uint64_t)(x >> shift) & mask_of(w);
+}
+
+void uih_unpack(const uint8_t *p, size_t nbytes, unsigned w, size_t a, size_t b, uint64_t *out) {
+  if (w == 0) {
+    memset(out, 0, (b - a) * sizeof *out);
+    return;
+  }
+  for (size_t k = a; k < b; k++) out[k - a] = load_bits(p, nbytes, k * w, w);
+}
+
+/* ---- FOR blocks ----------------------------------------------------------- */
+
+/* The stored form of a block minimum. */
+static uint64_t min_store(uint64_t lo, int is_signed) {
+  if (!is_signed) return lo;
+  uint64_t s = lo ^ UIH_SIGN64; /* the two's-complement bits of the signed value */
+  return (s << 1) ^ (0 - (s >> 63)); /* zigzag */
+}
+static uint64_t min_load(uint64_t z, int is_signed) {
+  if (!is_signed) return z;
+  return ((z >> 1) ^ (0 - (z & 1))) ^ UIH_SIGN64;
+}
+
+static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_signed,
+                         uint64_t *tmp) {
+  uint64_t lo = v[0], hi = v[0];
+  for (size_t k = 1; k < cnt; k++) {
+    lo = v[k] < lo ? v[k] : lo;
+    hi = v[k] > hi ? v[k] : hi;
+  }
+  unsigned w = uih_bits(hi - lo);
+  for (size_t k = 0; k < cnt; k++) tmp[k] = v[k] - lo;
+  uih_wbuf_varint(out, min_store(lo, is_signed));
+  uih_wbuf_u8(out, (uint8_t)w);
+  uih_pack(out, tmp, cnt, w);
+}
+
+/* Reads one FOR block of `cnt` values and stores values [a, b) of it. */
+static int block_decode(uih_cursor *c, size_t cnt, int is_signed, size_t a, size_t b,
+                        uint64_t *out) {
+  uint64_t lo = min_load(uih_cursor_varint(c), is_signed);
+  unsigned w = uih_cursor_u8(c);
+  if (c->bad || w > 64) return c->bad = 1, -1;
+  size_t nbytes = (cnt * w + 7) / 8;
+  const uint8_t *p = uih_cursor_take(c, nbytes);
+  if (!p) return -1;
+  if (a < b) {
+    uih_unpack(p, nbytes, w, a, b, out);
+    for (size_t k = 0; k < b - a; k++) out[k] += lo;
+  }
+  return 0;
+}
+
+/* ---- sequences ------------------------------------------------------------ */
+
+void uih_seq_encode(uih_wbuf *out, const uint64_t *v, size_t n, uih_seq_kind kind) {
+  int order = kind == UIH_SEQ_DELTA ? 1 : kind == UIH_SEQ_DELTA2 ? 2 : 0;
+  uint64_t res[UIH_SEQ_BLOCK], tmp[UIH_SEQ_BLOCK];
+  for (size_t s = 0; s < n; s += UIH_SEQ_BLOCK) {
+    size_t cnt = n - s < UIH_SEQ_BLOCK ? n - s : UIH_SEQ_BLOCK;
+    const uint64_t *blk = v + s;
+    if (order == 0) {
+      block_encode(out, blk, cnt, kind == UIH_SEQ_FOR_SIGNED, tmp);
+      continue;
+    }
+    uih_wbuf_u64(out, blk[0]);
+    size_t skip = 1;
+    if (order == 2 && cnt >= 2) {
+      uih_wbuf_u64(out, blk[1] - blk[0]);
+      skip = 2;
+    }
+    if (cnt <= skip) continue;
+    for (size_t k = skip; k < cnt; k++) {
+      uint64_t d = blk[k] - blk[k - 1];
+      if (order == 2) d -= blk[k - 1] - blk[k - 2];
+      res[k - skip] = d ^ UIH_SIGN64;
+    }
+    block_encode(out, res, cnt - skip, 1, tmp);
+  }
+}
+
+int uih_seq_decode(uih_cursor *c, size_t n, uih_seq_kind kind, size_t a, size_t b, uint64_t *out,
+                   uint64_t *scratch) {
+  int order = kind == UIH_SEQ_DELTA ? 1 : kind == UIH_SEQ_DELTA2 ? 2 : 0;
+  for (size_t s = 0; s < n; s += UIH_SEQ_BLOCK) {
+    size_t cnt = n - s < UIH_SEQ_BLOCK ? n - s : UIH_SEQ_BLOCK;
+    /* The part of [a, b) inside this block, relative to the block. */
+    size_t lo = a > s ? a - s : 0;
+    size_t hi = b < s + cnt ? (b > s ? b - s : 0) : cnt;
+    if (lo > hi) lo = hi;
+    uint64_t *dst = lo < hi ? out + (s + lo - a) : NULL; /* only written when lo < hi */
+    if (order == 0) {
+      if (block_decode(c, cnt, kind == UIH_SEQ_FOR_SIGNED, lo, hi, dst) != 0) return -1;
+      continue;
+    }
+    uint64_t anchor = uih_cursor_u64(c);
+    size_t skip = 1;
+    uint64_t d0 = 0;
+    if (order == 2 && cnt >= 2) {
+      d0 = uih_cursor_u64(c);
+      skip = 2;
+    }
+    if (c->bad) return -1;
+    if (cnt <= skip) {
+      /* Only anchors: values are the anchor (and anchor + d0). */
+      for (size_t k = lo; k < hi; k++) dst[k - lo] = k == 0 ? anchor : anchor + d0;
+      continue;
+    }
+    /* Residuals for positions [skip, hi) are needed to rebuild [lo, hi). */
+    size_t need = hi > skip ? hi - skip : 0;
+    if (block_decode(c, cnt - skip, 1, 0, need, scratch) != 0) return -1;
+    if (lo >= hi) continue;
+    uint64_t prev = anchor, delta = d0;
+    for (size_t k = 0; k < hi; k++) {
+      uint64_t val;
+      if (k == 0) {
+        val = anchor;
+      } else if (k < skip) {
+        val = anchor + d0;
+      } else {
+        uint64_t r = scratch[k - skip] ^ UIH_SIGN64;
+        delta = order == 1 ? r : delta + r;
+        val = prev + delta;
+      }
+      if (k >= lo) dst[k - lo] = val;
+      prev = val;
+    }
+  }
+  return c->bad ? -1 : 0;
+}

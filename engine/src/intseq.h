@@ -1,0 +1,61 @@
+/* Integer sequences: the bit-packed building blocks of every stripe column.
+ * Values are uint64; callers map signed types to an order-preserving
+ * unsigned form first (x ^ 2^63).
+ *
+ * Packing: value k of a packed run of width w occupies bits [k*w, k*w + w)
+ * of a little-endian bit stream, in ceil(n*w/8) bytes; w is 0..64 (w = 0
+ * stores nothing: every value equals the minimum).
+ *
+ * FOR sequence of n values, in blocks of UIH_SEQ_BLOCK values:
+ *
+ *     per block:  varint  min           smallest value of the block; in a
+ *                                       signed sequence, zigzag(min ^ 2^63)
+ *                 u8      w             bits per (value - min)
+ *                 bytes   packed        ceil(cnt*w/8)
+ *
+ * A signed sequence holds sign-flipped int64 values (x ^ 2^63), so small
+ * magnitudes of either sign keep short minimums.
+ *
+ * DELTA sequence (order 1) of n values, per block:
+ *
+ *                 u64     anchor        first value of the block, LE
+ *                 signed FOR block of the cnt-1 deltas v[k]-v[k-1], each ^ 2^63
+ *
+ * DELTA2 (order 2) adds `u64 first delta` after the anchor and packs the
+ * cnt-2 deltas of deltas. Anchors make every block decodable on its own, so
+ * decoding values [a, b) touches only the blocks that hold them.
+ */
+#ifndef UIH_INTSEQ_H
+#define UIH_INTSEQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cursor.h"
+#include "wbuf.h"
+
+#define UIH_SEQ_BLOCK 128
+#define UIH_SIGN64 UINT64_C(0x8000000000000000)
+
+/* Bits needed to represent `v` (0 for 0). */
+static inline unsigned uih_bits(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0u; }
+
+/* Packs v[0..n) at width w (each value must fit) after `out`'s end. */
+void uih_pack(uih_wbuf *out, const uint64_t *v, size_t n, unsigned w);
+/* Unpacks values [a, b) of a packed run of width w stored in `nbytes` bytes
+ * at `p` (the caller has checked nbytes >= ceil(b*w/8)). */
+void uih_unpack(const uint8_t *p, size_t nbytes, unsigned w, size_t a, size_t b, uint64_t *out);
+
+/* Sequence kinds: FOR of unsigned or of sign-flipped values, DELTA, DELTA2. */
+typedef enum uih_seq_kind { UIH_SEQ_FOR = 0, UIH_SEQ_FOR_SIGNED, UIH_SEQ_DELTA, UIH_SEQ_DELTA2 } uih_seq_kind;
+
+void uih_seq_encode(uih_wbuf *out, const uint64_t *v, size_t n, uih_seq_kind kind);
+
+/* Reads a sequence of n values written by uih_seq_encode(kind) from `c`
+ * (advancing past all of it) and stores values [a, b) to out[0..b-a).
+ * `scratch` holds UIH_SEQ_BLOCK values. Returns 0, or -1 if the bytes are
+ * malformed (c->bad is set then too). */
+int uih_seq_decode(uih_cursor *c, size_t n, uih_seq_kind kind, size_t a, size_t b, uint64_t *out,
+                   uint64_t *scratch);
+
+#endif /* UIH_INTSEQ_H */

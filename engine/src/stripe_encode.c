@@ -1,0 +1,133 @@
+/* Stripe writer: header, directory, column payloads, checksum. */
+#include <stdlib.h>
+#include <xxhash.h>
+
+#include "error_internal.h"
+#include "stripe_internal.h"
+
+int uih_stripe_encoder_create(const uih_stripe_encoder_opts *opts, uih_stripe_encoder **out,
+                              uih_error *err) {
+  UIH_RETURN_IF(out == NULL, err, UIH_ERR_INVALID_ARGUMENT, "stripe_encoder_create: NULL out");
+  *out = NULL;
+  uih_stripe_encoder_opts o = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
+  if (opts) o = *opts;
+  UIH_RETURN_IF(!(o.min_compression_gain >= 0.0 && o.min_compression_gain < 1.0), err,
+                UIH_ERR_INVALID_ARGUMENT, "min_compression_gain %g is outside [0, 1)",
+                o.min_compression_gain);
+  UIH_RETURN_IF(o.zstd_level < 1 || o.zstd_level > 19, err, UIH_ERR_INVALID_ARGUMENT,
+                "zstd_level %d is outside [1, 19]", o.zstd_level);
+  uih_stripe_encoder *e = calloc(1, sizeof *e);
+  if (e) e->zstd = ZSTD_createCCtx();
+  if (!e || !e->zstd) {
+    uih_stripe_encoder_free(e);
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe_encoder_create: out of memory");
+  }
+  e->opts = o;
+  *out = e;
+  return UIH_OK;
+}
+
+void uih_stripe_encoder_free(uih_stripe_encoder *e) {
+  if (!e) return;
+  uih_wbuf_free(&e->out);
+  uih_wbuf_free(&e->payload);
+  uih_wbuf_free(&e->cand);
+  uih_wbuf_free(&e->best);
+  uih_wbuf_free(&e->comp);
+  free(e->vals);
+  free(e->aux);
+  free(e->aux2);
+  ZSTD_freeCCtx(e->zstd);
+  free(e);
+}
+
+static int reserve(uih_stripe_encoder *e, size_t n, uih_error *err) {
+  if (n <= e->cap) return UIH_OK;
+  uint64_t *v = realloc(e->vals, n * sizeof *v);
+  if (v) e->vals = v;
+  uint64_t *a = v ? realloc(e->aux, n * sizeof *a) : NULL;
+  if (a) e->aux = a;
+  uint64_t *a2 = a ? realloc(e->aux2, n * sizeof *a2) : NULL;
+  if (a2) e->aux2 = a2;
+  if (!a2) return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
+  e->cap = n;
+  return UIH_OK;
+}
+
+/* Checks the timestamps and returns their range. */
+static int check_ts(const uih_batch *b, int64_t *lo, int64_t *hi, uih_error *err) {
+  const uih_column *ts = NULL;
+  for (uint32_t c = 0; c < b->ncolumns; c++)
+    if (b->columns[c].trait == b->group->ts) ts = &b->columns[c];
+  UIH_RETURN_IF(ts == NULL, err, UIH_ERR_INVALID_ARGUMENT,
+                "stripe encode: the batch has no column for the timestamp trait '%s'",
+                b->group->ts->name);
+  const int64_t *v = (const int64_t *)ts->values;
+  for (uint32_t i = 0; i < b->count; i++) {
+    UIH_RETURN_IF(!uih_column_has(ts, i), err, UIH_ERR_INVALID_ARGUMENT,
+                  "stripe encode: event %u has no timestamp", i);
+    UIH_RETURN_IF(i > 0 && v[i] < v[i - 1], err, UIH_ERR_INVALID_ARGUMENT,
+                  "stripe encode: event %u (ts %lld) is earlier than event %u (ts %lld); "
+                  "a stripe's events are in timestamp order", i, (long long)v[i], i - 1,
+                  (long long)v[i - 1]);
+  }
+  *lo = v[0];
+  *hi = v[b->count - 1];
+  return UIH_OK;
+}
+
+static void put_dir_entry(uint8_t *p, const stripe_dir_entry *de) {
+  memcpy(p, &de->trait_id, 2);
+  p[2] = de->type;
+  p[3] = de->encoding;
+  p[4] = de->compression;
+  p[5] = de->presence;
+  p[6] = p[7] = 0;
+  memcpy(p + 8, &de->offset, 4);
+  memcpy(p + 12, &de->length, 4);
+}
+
+int uih_stripe_encode(uih_stripe_encoder *e, const uih_batch *b, uint32_t schema_version,
+                      const uint8_t **out, size_t *out_len, uih_error *err) {
+  UIH_RETURN_IF(!e || !b || !out || !out_len, err, UIH_ERR_INVALID_ARGUMENT,
+                "stripe_encode: NULL argument");
+  UIH_RETURN_IF(b->count == 0, err, UIH_ERR_INVALID_ARGUMENT, "stripe encode: empty batch");
+  UIH_RETURN_IF(b->count > UIH_STRIPE_EVENTS_MAX, err, UIH_ERR_OUT_OF_RANGE,
+                "stripe encode: %u events, at most %u fit a stripe", b->count, UIH_STRIPE_EVENTS_MAX);
+  int64_t min_ts = 0, max_ts = 0;
+  UIH_FORWARD(check_ts(b, &min_ts, &max_ts, err));
+  UIH_FORWARD(reserve(e, b->count, err));
+
+  uih_wbuf *o = &e->out;
+  uih_wbuf_reset(o);
+  uih_wbuf_u32(o, UIH_STRIPE_MAGIC);
+  uih_wbuf_u8(o, UIH_STRIPE_VERSION);
+  uih_wbuf_u8(o, 0);
+  uih_wbuf_u16(o, b->group->id);
+  uih_wbuf_u32(o, b->count);
+  uih_wbuf_u16(o, (uint16_t)b->ncolumns);
+  uih_wbuf_u16(o, 0);
+  uih_wbuf_u32(o, schema_version);
+  uih_wbuf_u32(o, 0);
+  uih_wbuf_u64(o, (uint64_t)min_ts);
+  uih_wbuf_u64(o, (uint64_t)max_ts);
+  size_t dir = o->len;
+  uih_wbuf_zeros(o, (size_t)b->ncolumns * UIH_STRIPE_DIR_ENTRY_SIZE);
+  UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
+
+  /* Batch columns are in ascending trait id order, as the directory must be. */
+  for (uint32_t c = 0; c < b->ncolumns; c++) {
+    stripe_dir_entry de;
+    size_t start = o->len;
+    UIH_FORWARD(stripe_column_encode(e, &b->columns[c], b->count, &de, err));
+    UIH_RETURN_IF(o->len > UINT32_MAX, err, UIH_ERR_OUT_OF_RANGE,
+                  "stripe encode: stripe exceeds 4 GiB");
+    de.offset = (uint32_t)start;
+    put_dir_entry(o->data + dir + (size_t)c * UIH_STRIPE_DIR_ENTRY_SIZE, &de);
+  }
+  uih_wbuf_u64(o, XXH3_64bits(o->data, o->len));
+  UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
+  *out = o->data;
+  *out_len = o->len;
+  return UIH_OK;
+}

@@ -1,0 +1,63 @@
+/* Shared between the stripe encoder and decoder. */
+#ifndef UIH_STRIPE_INTERNAL_H
+#define UIH_STRIPE_INTERNAL_H
+
+#include <zstd.h>
+
+#include "cursor.h"
+#include "intseq.h"
+#include "stripe_format.h"
+#include "uih/stripe.h"
+#include "wbuf.h"
+
+struct uih_stripe_encoder {
+  uih_stripe_encoder_opts opts;
+  uih_wbuf out;     /* the stripe being built */
+  uih_wbuf payload; /* one column's presence + values, uncompressed */
+  uih_wbuf cand;    /* a candidate value encoding */
+  uih_wbuf best;    /* the smallest candidate so far */
+  uih_wbuf comp;    /* a compressed payload */
+  uint64_t *vals;   /* the column's present values, mapped to uint64 */
+  uint64_t *aux;    /* per-encoding temporaries */
+  uint64_t *aux2;
+  size_t cap;       /* entries in vals/aux/aux2 */
+  ZSTD_CCtx *zstd;
+};
+
+struct uih_stripe_decoder {
+  uint64_t *vals, *aux, *aux2; /* decoded values and per-encoding temporaries */
+  uint64_t *pos;               /* positions of a presence list */
+  size_t cap;
+  uint8_t *raw; /* a decompressed payload */
+  size_t raw_cap;
+  ZSTD_DCtx *zstd;
+};
+
+/* Value encodings as stored: the bit index of the UIH_ENC_* flag. */
+static inline unsigned stripe_enc_id(uint32_t flag) { return (unsigned)__builtin_ctz(flag); }
+
+/* Maps a column value to the uint64 domain the encodings work in, and back. */
+static inline uint64_t stripe_to_u64(uih_type t, uint64_t bits) {
+  return (t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64) ? bits ^ UINT64_C(0x8000000000000000) : bits;
+}
+static inline uint64_t stripe_from_u64(uih_type t, uint64_t u) { return stripe_to_u64(t, u); }
+
+/* FOR sequences of signed types' values keep their minimums short. */
+static inline uih_seq_kind for_kind(uih_type t) {
+  return (t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64) ? UIH_SEQ_FOR_SIGNED : UIH_SEQ_FOR;
+}
+
+/* Appends the column's payload (presence + best value encoding, compressed
+ * when that pays) to enc->out and fills everything in `de` but the offset. */
+int stripe_column_encode(uih_stripe_encoder *enc, const uih_column *col, uint32_t n,
+                         stripe_dir_entry *de, uih_error *err);
+
+/* Decodes rows [begin, end) of the column described by `de` (payload bytes
+ * at `p`) into `col`, rows 0..end-begin. */
+int stripe_column_decode(uih_stripe_decoder *dec, const stripe_dir_entry *de, const uint8_t *p,
+                         uint32_t n, uint32_t begin, uint32_t end, uih_column *col, uih_error *err);
+
+/* Grows the decoder's value arrays to `n` entries (no-op when large enough). */
+int stripe_decoder_reserve(uih_stripe_decoder *dec, size_t n);
+
+#endif /* UIH_STRIPE_INTERNAL_H */

@@ -1,0 +1,54 @@
+/* A growable output buffer for encoders. Allocation failure is sticky:
+ * later appends are ignored and `oom` stays set, so an encoder checks once
+ * at the end. Memory is kept across uih_wbuf_reset() for reuse. */
+#ifndef UIH_WBUF_H
+#define UIH_WBUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct uih_wbuf {
+  uint8_t *data;
+  size_t len, cap;
+  int oom;
+} uih_wbuf;
+
+/* Makes room for `n` more bytes; returns 0 (and sets oom) on failure. */
+int uih_wbuf_reserve(uih_wbuf *b, size_t n);
+void uih_wbuf_free(uih_wbuf *b);
+
+static inline void uih_wbuf_reset(uih_wbuf *b) {
+  b->len = 0;
+  b->oom = 0;
+}
+
+static inline void uih_wbuf_put(uih_wbuf *b, const void *p, size_t n) {
+  if (n == 0 || !uih_wbuf_reserve(b, n)) return;
+  memcpy(b->data + b->len, p, n);
+  b->len += n;
+}
+static inline void uih_wbuf_u8(uih_wbuf *b, uint8_t v) { uih_wbuf_put(b, &v, 1); }
+static inline void uih_wbuf_u16(uih_wbuf *b, uint16_t v) { uih_wbuf_put(b, &v, 2); }
+static inline void uih_wbuf_u32(uih_wbuf *b, uint32_t v) { uih_wbuf_put(b, &v, 4); }
+static inline void uih_wbuf_u64(uih_wbuf *b, uint64_t v) { uih_wbuf_put(b, &v, 8); }
+static inline void uih_wbuf_varint(uih_wbuf *b, uint64_t v) {
+  uint8_t tmp[10];
+  size_t n = 0;
+  while (v >= 0x80) {
+    tmp[n++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  tmp[n++] = (uint8_t)v;
+  uih_wbuf_put(b, tmp, n);
+}
+/* Appends `n` zero bytes and returns where they start (NULL on failure). */
+static inline uint8_t *uih_wbuf_zeros(uih_wbuf *b, size_t n) {
+  if (!uih_wbuf_reserve(b, n)) return NULL;
+  uint8_t *p = b->data + b->len;
+  memset(p, 0, n);
+  b->len += n;
+  return p;
+}
+
+#endif /* UIH_WBUF_H */
