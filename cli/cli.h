@@ -18,6 +18,7 @@ int cli_parse_u16(const char *what, const char *text, uint16_t *out);
 /* Prints "uih: " + message to stderr; returns `code`. */
 int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+int cmd_gen(int argc, char **argv);
 int cmd_key(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
 

@@ -12,6 +12,9 @@ static void usage(FILE *out) {
           "commands:\n"
           "  schema check FILE [--previous OLD]  validate a schema file (and its\n"
           "                                      evolution from OLD) and print it\n"
+          "  gen --schema FILE --group NAME [--users N] [--seed S] [--days D]\n"
+          "      [--start-ts MS] [--first-user ID] [--max-events N] [--out FILE]\n"
+          "                                      write generated histories as CSV\n"
           "  key encode USER GROUP TS            print the 18-byte stripe key in hex\n"
           "  key decode HEX                      print the (user, group, ts) of a key\n"
           "  key prefix USER [GROUP]             print the scan prefix and its upper bound\n"
@@ -36,6 +39,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "schema")) return cmd_schema(argc - 2, argv + 2);
   if (!strcmp(cmd, "key")) return cmd_key(argc - 2, argv + 2);
+  if (!strcmp(cmd, "gen")) return cmd_gen(argc - 2, argv + 2);
   fprintf(stderr, "uih: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return CLI_USAGE;

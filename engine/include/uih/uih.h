@@ -5,12 +5,14 @@
  *   uih/schema.h  schema files: feature groups and traits
  *   uih/batch.h   columnar event batches
  *   uih/stripe.h  the stripe codec (encode, inspect, selective decode)
+ *   uih/gen.h     a deterministic generator of realistic histories
  */
 #ifndef UIH_UIH_H
 #define UIH_UIH_H
 
 #include "uih/batch.h"
 #include "uih/error.h"
+#include "uih/gen.h"
 #include "uih/key.h"
 #include "uih/schema.h"
 #include "uih/stripe.h"
