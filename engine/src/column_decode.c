@@ -37,7 +37,7 @@ static int dec_plain(uih_cursor *c, size_t m, size_t a, size_t b, uih_type t, ui
     size_t nbytes = (m + 7) / 8;
     const uint8_t *p = uih_cursor_take(c, nbytes);
     if (!p || !padding_clean(p, m)) return -1;
-    uih_unpack(p, nbytes, 1, a, b, out);
+    uih_unpack(p, nbytes, 1, a, b, 0, out);
     return 0;
   }
   size_t w = uih_type_width(t);
@@ -172,6 +172,40 @@ static int decompress(uih_stripe_decoder *d, const stripe_dir_entry *de, const u
 
 /* ---- the column -------------------------------------------------------------- */
 
+/* Every row has a value: typed loops the compiler vectorizes, one range
+ * check per column, presence bits set a word at a time. */
+static int scatter_all(const stripe_dir_entry *de, uih_type t, const uint64_t *v, uint32_t rows,
+                       uint64_t limit, uih_column *col, uih_error *err) {
+  uint64_t high = 0;
+  switch (uih_type_width(t)) {
+    case 8: {
+      uint64_t flip = stripe_from_u64(t, 0), *dst = col->values;
+      for (uint32_t r = 0; r < rows; r++) dst[r] = v[r] ^ flip;
+      break;
+    }
+    case 4: {
+      uint32_t *dst = col->values;
+      for (uint32_t r = 0; r < rows; r++) {
+        high |= v[r];
+        dst[r] = (uint32_t)v[r];
+      }
+      break;
+    }
+    default: {
+      uint8_t *dst = col->values;
+      for (uint32_t r = 0; r < rows; r++) {
+        high |= v[r];
+        dst[r] = (uint8_t)v[r];
+      }
+      break;
+    }
+  }
+  if (high > limit) return bad(err, de, "a value does not fit the trait's type");
+  memset(col->present, 0xff, (rows / 64) * sizeof(uint64_t));
+  if (rows % 64) col->present[rows / 64] = (UINT64_C(1) << (rows % 64)) - 1;
+  return UIH_OK;
+}
+
 int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, const uint8_t *p,
                          uint32_t n, uint32_t begin, uint32_t end, uih_column *col,
                          uih_error *err) {
@@ -219,11 +253,11 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
 
   /* Scatter values [ra, rb) to their rows, checking they fit the type. */
   uint64_t limit = t == UIH_TYPE_FLAG ? 1 : uih_type_width(t) == 4 ? UINT32_MAX : UINT64_MAX;
+  if (de->presence == PRESENCE_ALL) return scatter_all(de, t, d->vals, end - begin, limit, col, err);
   size_t j = 0;
   for (uint32_t i = begin; i < end && j < rb - ra; i++) {
     if (bits && !((bits[i >> 3] >> (i & 7)) & 1u)) continue;
     if (list && list[j] != i) continue;
-    if (de->presence == PRESENCE_NONE) break;
     uint64_t v = stripe_from_u64(t, d->vals[j++]);
     if (v > limit) return bad(err, de, "a value does not fit the trait's type");
     uih_column_set_bits(col, i - begin, v);

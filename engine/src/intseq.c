@@ -37,12 +37,47 @@ static inline uint64_t load_bits(const uint8_t *p, size_t nbytes, size_t pos, un
   return (uint64_t)(x >> shift) & mask_of(w);
 }
 
-void uih_unpack(const uint8_t *p, size_t nbytes, unsigned w, size_t a, size_t b, uint64_t *out) {
-  if (w == 0) {
-    memset(out, 0, (b - a) * sizeof *out);
-    return;
+/* Unpacking with `w` a compile-time constant (one copy per width, chosen by
+ * the switch below, lz4-style): each value is one unaligned 8-byte load, a
+ * shift and a mask while the load stays inside the run, then the careful
+ * path for the last few values. */
+static inline __attribute__((always_inline)) void unpack_w(const uint8_t *p, size_t nbytes,
+                                                           const unsigned w, size_t a, size_t b,
+                                                           uint64_t base, uint64_t *out) {
+  const uint64_t mask = mask_of(w);
+  size_t k = a;
+  if (w <= 56 && nbytes >= 8) {
+    size_t safe = (nbytes - 8) * 8 / w + 1; /* values whose 8-byte load fits */
+    size_t stop = b < safe ? b : safe;
+    for (; k < stop; k++) {
+      uint64_t x;
+      memcpy(&x, p + ((k * w) >> 3), 8);
+      out[k - a] = base + ((x >> ((k * w) & 7)) & mask);
+    }
   }
-  for (size_t k = a; k < b; k++) out[k - a] = load_bits(p, nbytes, k * w, w);
+  for (; k < b; k++) out[k - a] = base + load_bits(p, nbytes, k * w, w);
+}
+
+void uih_unpack(const uint8_t *p, size_t nbytes, unsigned w, size_t a, size_t b, uint64_t base,
+                uint64_t *out) {
+  switch (w) {
+    case 0:
+      for (size_t k = a; k < b; k++) out[k - a] = base;
+      return;
+#define UIH_UNPACK_CASE(W) \
+  case W: unpack_w(p, nbytes, W, a, b, base, out); return;
+    UIH_UNPACK_CASE(1) UIH_UNPACK_CASE(2) UIH_UNPACK_CASE(3) UIH_UNPACK_CASE(4)
+    UIH_UNPACK_CASE(5) UIH_UNPACK_CASE(6) UIH_UNPACK_CASE(7) UIH_UNPACK_CASE(8)
+    UIH_UNPACK_CASE(9) UIH_UNPACK_CASE(10) UIH_UNPACK_CASE(11) UIH_UNPACK_CASE(12)
+    UIH_UNPACK_CASE(13) UIH_UNPACK_CASE(14) UIH_UNPACK_CASE(15) UIH_UNPACK_CASE(16)
+    UIH_UNPACK_CASE(17) UIH_UNPACK_CASE(18) UIH_UNPACK_CASE(19) UIH_UNPACK_CASE(20)
+    UIH_UNPACK_CASE(21) UIH_UNPACK_CASE(22) UIH_UNPACK_CASE(23) UIH_UNPACK_CASE(24)
+    UIH_UNPACK_CASE(25) UIH_UNPACK_CASE(26) UIH_UNPACK_CASE(27) UIH_UNPACK_CASE(28)
+    UIH_UNPACK_CASE(29) UIH_UNPACK_CASE(30) UIH_UNPACK_CASE(31) UIH_UNPACK_CASE(32)
+    UIH_UNPACK_CASE(40) UIH_UNPACK_CASE(48)
+#undef UIH_UNPACK_CASE
+    default: unpack_w(p, nbytes, w, a, b, base, out); return;
+  }
 }
 
 /* ---- FOR blocks ----------------------------------------------------------- */
@@ -81,10 +116,7 @@ static int block_decode(uih_cursor *c, size_t cnt, int is_signed, size_t a, size
   size_t nbytes = (cnt * w + 7) / 8;
   const uint8_t *p = uih_cursor_take(c, nbytes);
   if (!p) return -1;
-  if (a < b) {
-    uih_unpack(p, nbytes, w, a, b, out);
-    for (size_t k = 0; k < b - a; k++) out[k] += lo;
-  }
+  if (a < b) uih_unpack(p, nbytes, w, a, b, lo, out);
   return 0;
 }
 

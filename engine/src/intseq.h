@@ -43,8 +43,10 @@ static inline unsigned uih_bits(uint64_t v) { return v ? 64u - (unsigned)__built
 /* Packs v[0..n) at width w (each value must fit) after `out`'s end. */
 void uih_pack(uih_wbuf *out, const uint64_t *v, size_t n, unsigned w);
 /* Unpacks values [a, b) of a packed run of width w stored in `nbytes` bytes
- * at `p` (the caller has checked nbytes >= ceil(b*w/8)). */
-void uih_unpack(const uint8_t *p, size_t nbytes, unsigned w, size_t a, size_t b, uint64_t *out);
+ * at `p` (the caller has checked nbytes >= ceil(b*w/8)), adding `base` to
+ * each: out[k - a] = base + value k. */
+void uih_unpack(const uint8_t *p, size_t nbytes, unsigned w, size_t a, size_t b, uint64_t base,
+                uint64_t *out);
 
 /* Sequence kinds: FOR of unsigned or of sign-flipped values, DELTA, DELTA2. */
 typedef enum uih_seq_kind { UIH_SEQ_FOR = 0, UIH_SEQ_FOR_SIGNED, UIH_SEQ_DELTA, UIH_SEQ_DELTA2 } uih_seq_kind;

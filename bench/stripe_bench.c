@@ -1,0 +1,207 @@
+/* stripe_bench: the stripe codec against row- and column-oriented baselines
+ * on generated histories (uih/gen.h), all in one run.
+ *
+ *   build/release/bench/stripe_bench [--users N] [--seed S] [--schema FILE --group NAME]
+ *
+ * Prints bytes per event (this codec; fixed-width rows compressed with
+ * zstd-3 and with LZ4; each column raw then zstd-3 — all per stripe, the
+ * unit a reader fetches), the same per column, decode throughput in values
+ * per second on one core (full stripe, 2 of the traits, the last 32 events,
+ * timestamps only; checksum verification on and off) and encode throughput. */
+#include <lz4.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zstd.h>
+
+#include "uih/uih.h"
+
+#define LAST_N 32
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, const uih_error *err) {
+  fprintf(stderr, "stripe_bench: %s: %s\n", what, err ? uih_error_message(err) : "failed");
+  exit(1);
+}
+
+typedef struct stripes {
+  uint8_t **data;
+  size_t *len;
+  uint32_t *count;
+  size_t n, cap;
+} stripes;
+
+static void stripes_add(stripes *s, const uint8_t *p, size_t len, uint32_t count) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 1024;
+    s->data = realloc(s->data, s->cap * sizeof *s->data);
+    s->len = realloc(s->len, s->cap * sizeof *s->len);
+    s->count = realloc(s->count, s->cap * sizeof *s->count);
+    if (!s->data || !s->len || !s->count) die("out of memory", NULL);
+  }
+  s->data[s->n] = malloc(len);
+  if (!s->data[s->n]) die("out of memory", NULL);
+  memcpy(s->data[s->n], p, len);
+  s->len[s->n] = len;
+  s->count[s->n++] = count;
+}
+
+/* Serializes rows [0, count) of `b` as fixed-width little-endian structs. */
+static size_t rows_of(const uih_batch *b, uint8_t *out) {
+  size_t o = 0;
+  for (uint32_t r = 0; r < b->count; r++)
+    for (uint32_t c = 0; c < b->ncolumns; c++) {
+      size_t w = uih_type_width(b->columns[c].trait->type);
+      uint64_t v = uih_column_get_bits(&b->columns[c], r);
+      memcpy(out + o, &v, w);
+      o += w;
+    }
+  return o;
+}
+
+/* Decodes every stripe with `dec` into `b` over [begin, end) (end 0 = all
+ * events, begin = count - LAST_N when last_n) until `min_s` seconds pass;
+ * returns decoded values per second. */
+static double decode_rate(uih_stripe_decoder *dec, const stripes *s, uih_batch *b, int last_n,
+                          unsigned flags, double min_s) {
+  uint64_t values = 0;
+  double start = now(), elapsed;
+  uih_error err;
+  do {
+    for (size_t i = 0; i < s->n; i++) {
+      uint32_t begin = last_n && s->count[i] > LAST_N ? s->count[i] - LAST_N : 0;
+      if (uih_stripe_decode(dec, s->data[i], s->len[i], begin, UIH_DECODE_TO_END, flags, b, &err) != UIH_OK)
+        die("decode", &err);
+      values += (uint64_t)b->count * b->ncolumns;
+    }
+    elapsed = now() - start;
+  } while (elapsed < min_s);
+  return (double)values / elapsed;
+}
+
+int main(int argc, char **argv) {
+  const char *schema_path = UIH_SOURCE_DIR "/examples/feed.schema.json", *group_name = "engagement";
+  uih_gen_opts o = UIH_GEN_OPTS_DEFAULT;
+  o.users = 20000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--users")) o.users = strtoull(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--seed")) o.seed = strtoull(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--schema")) schema_path = argv[i + 1];
+    else if (!strcmp(argv[i], "--group")) group_name = argv[i + 1];
+    else {
+      fprintf(stderr, "usage: stripe_bench [--users N] [--seed S] [--schema FILE --group NAME]\n");
+      return 2;
+    }
+  }
+  uih_error err = {0};
+  uih_schema *schema;
+  if (uih_schema_load(schema_path, &schema, &err) != UIH_OK) die("schema", &err);
+  const uih_group *g = uih_schema_group_by_name(schema, group_name);
+  if (!g) die("no such group", NULL);
+  uih_gen *gen;
+  uih_batch *b;
+  uih_stripe_encoder *enc;
+  uih_stripe_decoder *dec;
+  if (uih_gen_create(g, &o, &gen, &err) || uih_batch_create(g, g->stripe_events, NULL, 0, &b, &err) ||
+      uih_stripe_encoder_create(NULL, &enc, &err) || uih_stripe_decoder_create(&dec, &err))
+    die("setup", &err);
+
+  uint32_t ncols = b->ncolumns;
+  size_t row_width = 0;
+  for (uint32_t c = 0; c < ncols; c++) row_width += uih_type_width(b->columns[c].trait->type);
+  uint8_t *rows = malloc((size_t)g->stripe_events * row_width);
+  size_t zcap = ZSTD_compressBound((size_t)g->stripe_events * row_width);
+  uint8_t *z = malloc(zcap);
+  uint64_t *col_codec = calloc(ncols, sizeof *col_codec), *col_zstd = calloc(ncols, sizeof *col_zstd);
+  uint32_t *enc_seen = calloc(ncols, sizeof *enc_seen);
+  ZSTD_CCtx *zc = ZSTD_createCCtx();
+  if (!rows || !z || !col_codec || !col_zstd || !enc_seen || !zc) die("out of memory", NULL);
+
+  /* Generate, encode (timed), and compress the baselines. */
+  stripes s = {0};
+  uint64_t events = 0, codec_bytes = 0, row_zstd = 0, row_lz4 = 0, colz_bytes = 0;
+  double encode_s = 0;
+  uint64_t user;
+  for (;;) {
+    if (uih_gen_next(gen, &user, b, &err) != UIH_OK) die("generate", &err);
+    if (b->count == 0) break;
+    const uint8_t *p;
+    size_t len;
+    double t0 = now();
+    if (uih_stripe_encode(enc, b, uih_schema_version(schema), &p, &len, &err) != UIH_OK) die("encode", &err);
+    encode_s += now() - t0;
+    stripes_add(&s, p, len, b->count);
+    events += b->count;
+    codec_bytes += len;
+    for (uint32_t c = 0; c < ncols; c++) {
+      uih_stripe_column_info ci;
+      if (uih_stripe_column_at(p, len, c, &ci, &err) != UIH_OK) die("column info", &err);
+      col_codec[c] += ci.bytes;
+      enc_seen[c] |= ci.encoding;
+      size_t raw = (size_t)b->count * uih_type_width(b->columns[c].trait->type);
+      size_t zl = ZSTD_compressCCtx(zc, z, zcap, b->columns[c].values, raw, 3);
+      col_zstd[c] += zl;
+      colz_bytes += zl;
+    }
+    size_t rl = rows_of(b, rows);
+    row_zstd += ZSTD_compressCCtx(zc, z, zcap, rows, rl, 3);
+    row_lz4 += (uint64_t)LZ4_compress_default((const char *)rows, (char *)z, (int)rl, (int)zcap);
+  }
+  double ev = (double)events;
+  printf("data: %llu events of %llu users, group '%s', %u traits, %zu stripes of <= %u events\n\n",
+         (unsigned long long)events, (unsigned long long)o.users, g->name, ncols, s.n, g->stripe_events);
+  printf("bytes per event (per stripe, as stored)\n");
+  printf("  %-36s %8.2f\n", "uih stripe codec", (double)codec_bytes / ev);
+  printf("  %-36s %8.2f   codec is %.2fx smaller\n", "rows (fixed-width) + zstd-3", (double)row_zstd / ev,
+         (double)row_zstd / (double)codec_bytes);
+  printf("  %-36s %8.2f   codec is %.2fx smaller\n", "rows (fixed-width) + lz4", (double)row_lz4 / ev,
+         (double)row_lz4 / (double)codec_bytes);
+  printf("  %-36s %8.2f   codec is %.2fx smaller\n", "each column raw + zstd-3", (double)colz_bytes / ev,
+         (double)colz_bytes / (double)codec_bytes);
+  printf("  %-36s %8.2f\n", "rows uncompressed", (double)row_width);
+  printf("\nper column: bytes per event (encodings chosen)\n");
+  for (uint32_t c = 0; c < ncols; c++) {
+    char encs[96] = "";
+    size_t n = 0;
+    for (uint32_t e = 1; e < (1u << UIH_ENC_COUNT); e <<= 1)
+      if (enc_seen[c] & e) n += (size_t)snprintf(encs + n, sizeof encs - n, "%s%s", n ? "," : "", uih_encoding_name(e));
+    printf("  %-16s %-9s codec %7.3f   raw+zstd %7.3f   (%s)\n", b->columns[c].trait->name,
+           uih_type_name(b->columns[c].trait->type), (double)col_codec[c] / ev, (double)col_zstd[c] / ev, encs);
+  }
+
+  /* Decoding: one core, values decoded per second. */
+  const uint16_t two[] = {g->ts->id, uih_group_trait_by_name(g, "item_id") ? uih_group_trait_by_name(g, "item_id")->id
+                                                                          : b->columns[1].trait->id};
+  uih_batch *proj, *ts_only;
+  if (uih_batch_create(g, g->stripe_events, two, 2, &proj, &err) ||
+      uih_batch_create(g, g->stripe_events, two, 1, &ts_only, &err))
+    die("projection", &err);
+  printf("\ndecode, values per second on one core (values = events x traits decoded)\n");
+  double full = decode_rate(dec, &s, b, 0, 0, 1.0);
+  double full_v = decode_rate(dec, &s, b, 0, UIH_DECODE_VERIFY_CHECKSUM, 1.0);
+  double sel = decode_rate(dec, &s, proj, 0, 0, 1.0);
+  double last = decode_rate(dec, &s, b, 1, 0, 1.0);
+  double tsr = decode_rate(dec, &s, ts_only, 0, 0, 1.0);
+  double full_ev = full / ncols, sel_ev = sel / 2;
+  printf("  %-40s %8.1f M values/s  (%.1f M events/s)\n", "full stripe, checksum off", full / 1e6, full_ev / 1e6);
+  printf("  %-40s %8.1f M values/s\n", "full stripe, checksum verified", full_v / 1e6);
+  printf("  %-40s %8.1f M values/s  (%.1f M events/s, %.2fx full per event)\n", "2 of the traits (ts, item_id)",
+         sel / 1e6, sel_ev / 1e6, sel_ev / full_ev);
+  printf("  %-40s %8.1f M values/s\n", "last 32 events of each stripe", last / 1e6);
+  printf("  %-40s %8.1f M values/s\n", "timestamps only (delta + unpack)", tsr / 1e6);
+  printf("\nencode: %.2f M events/s on one core (all encodings tried per column)\n", ev / encode_s / 1e6);
+
+  for (size_t i = 0; i < s.n; i++) free(s.data[i]);
+  free(s.data), free(s.len), free(s.count), free(rows), free(z);
+  free(col_codec), free(col_zstd), free(enc_seen);
+  ZSTD_freeCCtx(zc);
+  uih_batch_free(proj), uih_batch_free(ts_only), uih_batch_free(b);
+  uih_stripe_encoder_free(enc), uih_stripe_decoder_free(dec), uih_gen_free(gen), uih_schema_free(schema);
+  return 0;
+}
