@@ -65,24 +65,47 @@ static size_t rows_of(const uih_batch *b, uint8_t *out) {
   return o;
 }
 
-/* Decodes every stripe with `dec` into `b` over [begin, end) (end 0 = all
- * events, begin = count - LAST_N when last_n) until `min_s` seconds pass;
- * returns decoded values per second. */
+/* Decodes every stripe of `s` into `b` (all events, or the last LAST_N
+ * when last_n) for at least `min_s` seconds, three times; returns the best
+ * rate in decoded values (events x columns) per second. Best of three keeps
+ * a busy neighbour on the 2-core machine from deciding the number. */
 static double decode_rate(uih_stripe_decoder *dec, const stripes *s, uih_batch *b, int last_n,
                           unsigned flags, double min_s) {
-  uint64_t values = 0;
-  double start = now(), elapsed;
+  double best = 0;
   uih_error err;
-  do {
-    for (size_t i = 0; i < s->n; i++) {
-      uint32_t begin = last_n && s->count[i] > LAST_N ? s->count[i] - LAST_N : 0;
-      if (uih_stripe_decode(dec, s->data[i], s->len[i], begin, UIH_DECODE_TO_END, flags, b, &err) != UIH_OK)
-        die("decode", &err);
-      values += (uint64_t)b->count * b->ncolumns;
-    }
-    elapsed = now() - start;
-  } while (elapsed < min_s);
-  return (double)values / elapsed;
+  for (int trial = 0; trial < 3; trial++) {
+    uint64_t values = 0;
+    double start = now(), elapsed;
+    do {
+      for (size_t i = 0; i < s->n; i++) {
+        uint32_t begin = last_n && s->count[i] > LAST_N ? s->count[i] - LAST_N : 0;
+        if (uih_stripe_decode(dec, s->data[i], s->len[i], begin, UIH_DECODE_TO_END, flags, b, &err) != UIH_OK)
+          die("decode", &err);
+        values += (uint64_t)b->count * b->ncolumns;
+      }
+      elapsed = now() - start;
+    } while (elapsed < min_s);
+    double rate = (double)values / elapsed;
+    best = rate > best ? rate : best;
+  }
+  return best;
+}
+
+static void decode_report(const char *title, uih_stripe_decoder *dec, const stripes *s, uih_batch *all,
+                          uih_batch *two, uih_batch *ts_only) {
+  double full = decode_rate(dec, s, all, 0, 0, 0.4);
+  double full_v = decode_rate(dec, s, all, 0, UIH_DECODE_VERIFY_CHECKSUM, 0.4);
+  double sel = decode_rate(dec, s, two, 0, 0, 0.4);
+  double last = decode_rate(dec, s, all, 1, 0, 0.4);
+  double tsr = decode_rate(dec, s, ts_only, 0, 0, 0.4);
+  double full_ev = full / all->ncolumns, sel_ev = sel / 2;
+  printf("\ndecode, %s: values per second on one core (values = events x traits decoded)\n", title);
+  printf("  %-40s %8.1f M values/s  (%.1f M events/s)\n", "full stripe, checksum off", full / 1e6, full_ev / 1e6);
+  printf("  %-40s %8.1f M values/s\n", "full stripe, checksum verified", full_v / 1e6);
+  printf("  %-40s %8.1f M values/s  (%.1f M events/s, %.2fx full per event)\n", "2 of the traits (ts, item_id)",
+         sel / 1e6, sel_ev / 1e6, sel_ev / full_ev);
+  printf("  %-40s %8.1f M values/s\n", "last 32 events of each stripe", last / 1e6);
+  printf("  %-40s %8.1f M values/s\n", "timestamps only (delta + unpack)", tsr / 1e6);
 }
 
 int main(int argc, char **argv) {
@@ -104,10 +127,10 @@ int main(int argc, char **argv) {
   if (uih_schema_load(schema_path, &schema, &err) != UIH_OK) die("schema", &err);
   const uih_group *g = uih_schema_group_by_name(schema, group_name);
   if (!g) die("no such group", NULL);
-  uih_gen *gen;
-  uih_batch *b;
-  uih_stripe_encoder *enc;
-  uih_stripe_decoder *dec;
+  uih_gen *gen = NULL;
+  uih_batch *b = NULL;
+  uih_stripe_encoder *enc = NULL;
+  uih_stripe_decoder *dec = NULL;
   if (uih_gen_create(g, &o, &gen, &err) || uih_batch_create(g, g->stripe_events, NULL, 0, &b, &err) ||
       uih_stripe_encoder_create(NULL, &enc, &err) || uih_stripe_decoder_create(&dec, &err))
     die("setup", &err);
@@ -178,25 +201,62 @@ int main(int argc, char **argv) {
   /* Decoding: one core, values decoded per second. */
   const uint16_t two[] = {g->ts->id, uih_group_trait_by_name(g, "item_id") ? uih_group_trait_by_name(g, "item_id")->id
                                                                           : b->columns[1].trait->id};
-  uih_batch *proj, *ts_only;
+  uih_batch *proj = NULL, *ts_only = NULL;
   if (uih_batch_create(g, g->stripe_events, two, 2, &proj, &err) ||
       uih_batch_create(g, g->stripe_events, two, 1, &ts_only, &err))
     die("projection", &err);
-  printf("\ndecode, values per second on one core (values = events x traits decoded)\n");
-  double full = decode_rate(dec, &s, b, 0, 0, 1.0);
-  double full_v = decode_rate(dec, &s, b, 0, UIH_DECODE_VERIFY_CHECKSUM, 1.0);
-  double sel = decode_rate(dec, &s, proj, 0, 0, 1.0);
-  double last = decode_rate(dec, &s, b, 1, 0, 1.0);
-  double tsr = decode_rate(dec, &s, ts_only, 0, 0, 1.0);
-  double full_ev = full / ncols, sel_ev = sel / 2;
-  printf("  %-40s %8.1f M values/s  (%.1f M events/s)\n", "full stripe, checksum off", full / 1e6, full_ev / 1e6);
-  printf("  %-40s %8.1f M values/s\n", "full stripe, checksum verified", full_v / 1e6);
-  printf("  %-40s %8.1f M values/s  (%.1f M events/s, %.2fx full per event)\n", "2 of the traits (ts, item_id)",
-         sel / 1e6, sel_ev / 1e6, sel_ev / full_ev);
-  printf("  %-40s %8.1f M values/s\n", "last 32 events of each stripe", last / 1e6);
-  printf("  %-40s %8.1f M values/s\n", "timestamps only (delta + unpack)", tsr / 1e6);
+  decode_report("all stripes", dec, &s, b, proj, ts_only);
+  stripes full_only = {0};
+  for (size_t i = 0; i < s.n; i++)
+    if (s.count[i] == g->stripe_events) stripes_add(&full_only, s.data[i], s.len[i], s.count[i]);
+  if (full_only.n) {
+    char title[96];
+    snprintf(title, sizeof title, "the %zu stripes holding %u events", full_only.n, g->stripe_events);
+    decode_report(title, dec, &full_only, b, proj, ts_only);
+  }
+  /* Long stripes: every timestamp of the generated data in stripes of the
+   * format's maximum, 65,536 events, so the per-stripe costs vanish and the
+   * delta + bit-unpacking loop is what is measured. */
+  {
+    const uint16_t ts_id[] = {g->ts->id};
+    uih_batch *big = NULL, *big_out = NULL;
+    if (uih_batch_create(g, UIH_STRIPE_EVENTS_MAX, ts_id, 1, &big, &err) ||
+        uih_batch_create(g, UIH_STRIPE_EVENTS_MAX, ts_id, 1, &big_out, &err))
+      die("long stripes", &err);
+    stripes longs = {0};
+    int64_t *tsv = uih_column_i64(&big->columns[0]);
+    for (size_t i = 0; i < s.n; i++) {
+      /* Re-decode each stripe's timestamps and append them, shifted so the
+       * long stripe stays ordered like one busy user's history. */
+      if (uih_stripe_decode(dec, s.data[i], s.len[i], 0, UIH_DECODE_TO_END, 0, ts_only, &err)) die("decode", &err);
+      const int64_t *src = uih_column_i64(&ts_only->columns[0]);
+      for (uint32_t r = 0; r < ts_only->count; r++) {
+        uint32_t row;
+        if (big->count == big->capacity) {
+          const uint8_t *p;
+          size_t len;
+          if (uih_stripe_encode(enc, big, 1, &p, &len, &err)) die("encode", &err);
+          stripes_add(&longs, p, len, big->count);
+          uih_batch_clear(big);
+        }
+        uih_batch_append(big, &row, NULL);
+        int64_t prev = row ? tsv[row - 1] : src[0];
+        int64_t step = r ? src[r] - src[r - 1] : 1000;
+        uih_column_set_bits(&big->columns[0], row, (uint64_t)(prev + (step > 0 ? step : 0)));
+      }
+    }
+    double rate = decode_rate(dec, &longs, big_out, 0, 0, 0.4);
+    printf("\ndecode of timestamps in %zu stripes of %u events (delta + bit-unpacking, per-stripe costs amortized)\n"
+           "  %-40s %8.1f M values/s\n", longs.n, UIH_STRIPE_EVENTS_MAX, "timestamps only", rate / 1e6);
+    for (size_t i = 0; i < longs.n; i++) free(longs.data[i]);
+    free(longs.data), free(longs.len), free(longs.count);
+    uih_batch_free(big), uih_batch_free(big_out);
+  }
+
   printf("\nencode: %.2f M events/s on one core (all encodings tried per column)\n", ev / encode_s / 1e6);
 
+  for (size_t i = 0; i < full_only.n; i++) free(full_only.data[i]);
+  free(full_only.data), free(full_only.len), free(full_only.count);
   for (size_t i = 0; i < s.n; i++) free(s.data[i]);
   free(s.data), free(s.len), free(s.count), free(rows), free(z);
   free(col_codec), free(col_zstd), free(enc_seen);

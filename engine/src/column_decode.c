@@ -37,7 +37,7 @@ static int dec_plain(uih_cursor *c, size_t m, size_t a, size_t b, uih_type t, ui
     size_t nbytes = (m + 7) / 8;
     const uint8_t *p = uih_cursor_take(c, nbytes);
     if (!p || !padding_clean(p, m)) return -1;
-    uih_unpack(p, nbytes, 1, a, b, 0, out);
+    uih_unpack(p, nbytes + uih_cursor_left(c), 1, a, b, 0, out);
     return 0;
   }
   size_t w = uih_type_width(t);
@@ -103,12 +103,14 @@ static int dec_sparse(uih_stripe_decoder *d, uih_cursor *c, size_t m, size_t a, 
     size_t nbytes = (m + 7) / 8;
     const uint8_t *bits = uih_cursor_take(c, nbytes);
     if (!bits || !padding_clean(bits, m)) return -1;
+    /* Set bits, a 64-bit word at a time (bytes past m are zero-padded). */
     size_t k = 0;
-    for (size_t i = 0; i < m; i++)
-      if ((bits[i >> 3] >> (i & 7)) & 1u) {
-        if (k == z) return -1;
-        pos[k++] = i;
-      }
+    for (size_t wi = 0; wi < nbytes; wi += 8) {
+      uint64_t word = 0;
+      memcpy(&word, bits + wi, nbytes - wi < 8 ? nbytes - wi : 8);
+      if ((size_t)__builtin_popcountll(word) > z - k) return -1;
+      for (; word; word &= word - 1) pos[k++] = wi * 8 + (size_t)__builtin_ctzll(word);
+    }
     if (k != z) return -1;
   } else {
     if (uih_seq_decode(c, z, UIH_SEQ_FOR, 0, z, pos, blk) != 0) return -1;
@@ -206,8 +208,18 @@ static int scatter_all(const stripe_dir_entry *de, uih_type t, const uint64_t *v
   return UIH_OK;
 }
 
+void stripe_clear_rows(uih_column *col, uint32_t from, uint32_t to) {
+  if (from >= to) return;
+  size_t w = uih_type_width(col->trait->type);
+  memset((uint8_t *)col->values + (size_t)from * w, 0, (size_t)(to - from) * w);
+  uint32_t i = from;
+  for (; i < to && (i & 63); i++) col->present[i >> 6] &= ~(UINT64_C(1) << (i & 63));
+  if (to - i >= 64) memset(col->present + (i >> 6), 0, ((to - i) >> 6) * sizeof(uint64_t));
+  for (i += (to - i) & ~63u; i < to; i++) col->present[i >> 6] &= ~(UINT64_C(1) << (i & 63));
+}
+
 int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, const uint8_t *p,
-                         uint32_t n, uint32_t begin, uint32_t end, uih_column *col,
+                         uint32_t n, uint32_t begin, uint32_t end, uint32_t dirty, uih_column *col,
                          uih_error *err) {
   uih_cursor c = uih_cursor_make(p, de->length);
   if (de->compression != STRIPE_COMPRESS_NONE) UIH_FORWARD(decompress(d, de, p, n, &c, err));
@@ -254,6 +266,7 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
   /* Scatter values [ra, rb) to their rows, checking they fit the type. */
   uint64_t limit = t == UIH_TYPE_FLAG ? 1 : uih_type_width(t) == 4 ? UINT32_MAX : UINT64_MAX;
   if (de->presence == PRESENCE_ALL) return scatter_all(de, t, d->vals, end - begin, limit, col, err);
+  stripe_clear_rows(col, 0, dirty);
   size_t j = 0;
   for (uint32_t i = begin; i < end && j < rb - ra; i++) {
     if (bits && !((bits[i >> 3] >> (i & 7)) & 1u)) continue;

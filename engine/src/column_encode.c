@@ -218,7 +218,7 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
   const uih_wbuf *src = algo == STRIPE_COMPRESS_NONE ? &e->payload : &e->comp;
   de->compression = (uint8_t)algo;
   de->length = (uint32_t)src->len;
-  uih_wbuf_put(&e->out, src->data, src->len);
-  UIH_RETURN_IF(e->out.oom, err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
+  uih_wbuf_put(&e->body, src->data, src->len);
+  UIH_RETURN_IF(e->body.oom, err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
   return UIH_OK;
 }

@@ -93,30 +93,88 @@ static uint64_t min_load(uint64_t z, int is_signed) {
   return ((z >> 1) ^ (0 - (z & 1))) ^ UIH_SIGN64;
 }
 
-static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_signed,
-                         uint64_t *tmp) {
-  uint64_t lo = v[0], hi = v[0];
-  for (size_t k = 1; k < cnt; k++) {
-    lo = v[k] < lo ? v[k] : lo;
-    hi = v[k] > hi ? v[k] : hi;
-  }
-  unsigned w = uih_bits(hi - lo);
-  for (size_t k = 0; k < cnt; k++) tmp[k] = v[k] - lo;
-  uih_wbuf_varint(out, min_store(lo, is_signed));
-  uih_wbuf_u8(out, (uint8_t)w);
-  uih_pack(out, tmp, cnt, w);
+/* Bytes a block costs with low width `w`, given how many values need each
+ * bit length (hist[b] = values with uih_bits(v - min) == b). */
+static size_t block_cost(const size_t hist[65], size_t cnt, unsigned w, unsigned hw) {
+  size_t nexc = 0;
+  for (unsigned b = w + 1; b <= 64; b++) nexc += hist[b];
+  size_t cost = (cnt * w + 7) / 8;
+  if (nexc) cost += 1 + nexc + (nexc * (hw - w) + 7) / 8;
+  return cost;
 }
 
-/* Reads one FOR block of `cnt` values and stores values [a, b) of it. */
-static int block_decode(uih_cursor *c, size_t cnt, int is_signed, size_t a, size_t b,
-                        uint64_t *out) {
-  uint64_t lo = min_load(uih_cursor_varint(c), is_signed);
+static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_signed,
+                         uint64_t *tmp) {
+  uint64_t lo = v[0];
+  for (size_t k = 1; k < cnt; k++) lo = v[k] < lo ? v[k] : lo;
+  size_t hist[65] = {0};
+  unsigned hw = 0;
+  for (size_t k = 0; k < cnt; k++) {
+    tmp[k] = v[k] - lo;
+    unsigned b = uih_bits(tmp[k]);
+    hist[b]++;
+    hw = b > hw ? b : hw;
+  }
+  /* Patched FOR: the low width minimizing the block's size; values wider
+   * than it become exceptions that store their high bits apart. Ties go to
+   * the wider width (fewer exceptions, faster decoding). */
+  unsigned w = hw;
+  size_t best = block_cost(hist, cnt, hw, hw);
+  for (unsigned cand = 0; cand < hw; cand++) {
+    size_t cost = block_cost(hist, cnt, cand, hw);
+    if (cost < best) best = cost, w = cand;
+  }
+  size_t nexc = 0;
+  for (unsigned b = w + 1; b <= hw; b++) nexc += hist[b];
+  uih_wbuf_varint(out, min_store(lo, is_signed));
+  uih_wbuf_u8(out, (uint8_t)w);
+  uih_wbuf_u8(out, (uint8_t)nexc);
+  uint64_t high[UIH_SEQ_BLOCK];
+  uint8_t pos[UIH_SEQ_BLOCK];
+  size_t e = 0;
+  uint64_t low_mask = mask_of(w);
+  for (size_t k = 0; k < cnt && nexc; k++)
+    if (uih_bits(tmp[k]) > w) {
+      pos[e] = (uint8_t)k;
+      high[e++] = tmp[k] >> w;
+      tmp[k] &= low_mask;
+    }
+  uih_pack(out, tmp, cnt, w);
+  if (nexc) {
+    uih_wbuf_u8(out, (uint8_t)(hw - w));
+    uih_wbuf_put(out, pos, nexc);
+    uih_pack(out, high, nexc, hw - w);
+  }
+}
+
+/* Reads one FOR block of `cnt` values and stores values [a, b) of it, each
+ * plus `bias`. */
+static int block_decode(uih_cursor *c, size_t cnt, int is_signed, uint64_t bias, size_t a,
+                        size_t b, uint64_t *out) {
+  uint64_t lo = min_load(uih_cursor_varint(c), is_signed) + bias;
   unsigned w = uih_cursor_u8(c);
-  if (c->bad || w > 64) return c->bad = 1, -1;
+  size_t nexc = uih_cursor_u8(c);
+  if (c->bad || w > 64 || nexc > cnt || (nexc && w == 64)) return c->bad = 1, -1;
   size_t nbytes = (cnt * w + 7) / 8;
   const uint8_t *p = uih_cursor_take(c, nbytes);
   if (!p) return -1;
-  if (a < b) uih_unpack(p, nbytes, w, a, b, lo, out);
+  /* Bytes after the run but before the cursor's end may be loaded (and
+   * masked off): most values then take the one-load path. */
+  if (a < b) uih_unpack(p, nbytes + uih_cursor_left(c), w, a, b, lo, out);
+  if (nexc == 0) return 0;
+  unsigned xw = uih_cursor_u8(c);
+  const uint8_t *pos = uih_cursor_take(c, nexc);
+  size_t xbytes = (nexc * xw + 7) / 8;
+  const uint8_t *xp = uih_cursor_take(c, xbytes);
+  /* Exceptions have high bits (xw >= 1) that fit above w. */
+  if (!pos || !xp || xw == 0 || xw > 64 - w) return c->bad = 1, -1;
+  for (size_t i = 0; i < nexc; i++)
+    if (pos[i] >= cnt || (i > 0 && pos[i] <= pos[i - 1])) return c->bad = 1, -1;
+  if (a >= b) return 0;
+  uint64_t high[UIH_SEQ_BLOCK];
+  uih_unpack(xp, xbytes + uih_cursor_left(c), xw, 0, nexc, 0, high);
+  for (size_t i = 0; i < nexc; i++)
+    if (pos[i] >= a && pos[i] < b) out[pos[i] - a] += high[i] << w;
   return 0;
 }
 
@@ -159,7 +217,7 @@ int uih_seq_decode(uih_cursor *c, size_t n, uih_seq_kind kind, size_t a, size_t 
     if (lo > hi) lo = hi;
     uint64_t *dst = lo < hi ? out + (s + lo - a) : NULL; /* only written when lo < hi */
     if (order == 0) {
-      if (block_decode(c, cnt, kind == UIH_SEQ_FOR_SIGNED, lo, hi, dst) != 0) return -1;
+      if (block_decode(c, cnt, kind == UIH_SEQ_FOR_SIGNED, 0, lo, hi, dst) != 0) return -1;
       continue;
     }
     uint64_t anchor = uih_cursor_u64(c);
@@ -175,24 +233,35 @@ int uih_seq_decode(uih_cursor *c, size_t n, uih_seq_kind kind, size_t a, size_t 
       for (size_t k = lo; k < hi; k++) dst[k - lo] = k == 0 ? anchor : anchor + d0;
       continue;
     }
-    /* Residuals for positions [skip, hi) are needed to rebuild [lo, hi). */
+    /* Residuals for positions [skip, hi) are needed to rebuild [lo, hi).
+     * They are stored as r = d ^ 2^63, and x ^ 2^63 = x + 2^63 (mod 2^64),
+     * so unpacking with base min + 2^63 yields the deltas themselves. */
     size_t need = hi > skip ? hi - skip : 0;
-    if (block_decode(c, cnt - skip, 1, 0, need, scratch) != 0) return -1;
+    if (block_decode(c, cnt - skip, 1, UIH_SIGN64, 0, need, scratch) != 0) return -1;
     if (lo >= hi) continue;
-    uint64_t prev = anchor, delta = d0;
-    for (size_t k = 0; k < hi; k++) {
-      uint64_t val;
-      if (k == 0) {
-        val = anchor;
-      } else if (k < skip) {
-        val = anchor + d0;
-      } else {
-        uint64_t r = scratch[k - skip] ^ UIH_SIGN64;
-        delta = order == 1 ? r : delta + r;
-        val = prev + delta;
+    uint64_t val = anchor;
+    if (lo == 0) dst[0] = val;
+    if (order == 1) {
+      size_t k = 1;
+      for (; k < lo; k++) val += scratch[k - 1];
+      for (; k < hi; k++) {
+        val += scratch[k - 1];
+        dst[k - lo] = val;
       }
-      if (k >= lo) dst[k - lo] = val;
-      prev = val;
+    } else {
+      uint64_t delta = d0;
+      val += d0; /* k = 1 */
+      if (lo <= 1 && hi > 1) dst[1 - lo] = val;
+      size_t k = 2;
+      for (; k < lo; k++) {
+        delta += scratch[k - 2];
+        val += delta;
+      }
+      for (; k < hi; k++) {
+        delta += scratch[k - 2];
+        val += delta;
+        dst[k - lo] = val;
+      }
     }
   }
   return c->bad ? -1 : 0;

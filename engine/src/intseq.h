@@ -10,8 +10,16 @@
  *
  *     per block:  varint  min           smallest value of the block; in a
  *                                       signed sequence, zigzag(min ^ 2^63)
- *                 u8      w             bits per (value - min)
- *                 bytes   packed        ceil(cnt*w/8)
+ *                 u8      w             low bits per (value - min)
+ *                 u8      x             exceptions: values wider than w
+ *                 bytes   packed        ceil(cnt*w/8): the low w bits of each
+ *       if x > 0: u8      xw            high bits per exception (>= 1)
+ *                 x bytes positions     ascending, < cnt
+ *                 bytes   packed        ceil(x*xw/8): (value - min) >> w
+ *
+ * (Patched frame of reference: w is chosen per block to minimize its size,
+ * so a few outliers, such as the gaps between sessions, do not widen every
+ * value of the block.)
  *
  * A signed sequence holds sign-flipped int64 values (x ^ 2^63), so small
  * magnitudes of either sign keep short minimums.
@@ -42,10 +50,11 @@ static inline unsigned uih_bits(uint64_t v) { return v ? 64u - (unsigned)__built
 
 /* Packs v[0..n) at width w (each value must fit) after `out`'s end. */
 void uih_pack(uih_wbuf *out, const uint64_t *v, size_t n, unsigned w);
-/* Unpacks values [a, b) of a packed run of width w stored in `nbytes` bytes
- * at `p` (the caller has checked nbytes >= ceil(b*w/8)), adding `base` to
- * each: out[k - a] = base + value k. */
-void uih_unpack(const uint8_t *p, size_t nbytes, unsigned w, size_t a, size_t b, uint64_t base,
+/* Unpacks values [a, b) of a packed run of width w at `p`, adding `base` to
+ * each: out[k - a] = base + value k. `avail` is how many bytes may be read
+ * from `p`: at least the run's ceil(b*w/8), more lets more values take the
+ * single-load path (the extra bits are masked off). */
+void uih_unpack(const uint8_t *p, size_t avail, unsigned w, size_t a, size_t b, uint64_t base,
                 uint64_t *out);
 
 /* Sequence kinds: FOR of unsigned or of sign-flipped values, DELTA, DELTA2. */

@@ -30,6 +30,7 @@ int uih_stripe_encoder_create(const uih_stripe_encoder_opts *opts, uih_stripe_en
 void uih_stripe_encoder_free(uih_stripe_encoder *e) {
   if (!e) return;
   uih_wbuf_free(&e->out);
+  uih_wbuf_free(&e->body);
   uih_wbuf_free(&e->payload);
   uih_wbuf_free(&e->cand);
   uih_wbuf_free(&e->best);
@@ -76,17 +77,6 @@ static int check_ts(const uih_batch *b, int64_t *lo, int64_t *hi, uih_error *err
   return UIH_OK;
 }
 
-static void put_dir_entry(uint8_t *p, const stripe_dir_entry *de) {
-  memcpy(p, &de->trait_id, 2);
-  p[2] = de->type;
-  p[3] = de->encoding;
-  p[4] = de->compression;
-  p[5] = de->presence;
-  p[6] = p[7] = 0;
-  memcpy(p + 8, &de->offset, 4);
-  memcpy(p + 12, &de->length, 4);
-}
-
 int uih_stripe_encode(uih_stripe_encoder *e, const uih_batch *b, uint32_t schema_version,
                       const uint8_t **out, size_t *out_len, uih_error *err) {
   UIH_RETURN_IF(!e || !b || !out || !out_len, err, UIH_ERR_INVALID_ARGUMENT,
@@ -98,34 +88,33 @@ int uih_stripe_encode(uih_stripe_encoder *e, const uih_batch *b, uint32_t schema
   UIH_FORWARD(check_ts(b, &min_ts, &max_ts, err));
   UIH_FORWARD(reserve(e, b->count, err));
 
+  /* Payloads first: the directory needs their lengths. Batch columns are in
+   * ascending trait id order, as the directory must be. */
   uih_wbuf *o = &e->out;
   uih_wbuf_reset(o);
+  uih_wbuf_reset(&e->body);
   uih_wbuf_u32(o, UIH_STRIPE_MAGIC);
   uih_wbuf_u8(o, UIH_STRIPE_VERSION);
   uih_wbuf_u8(o, 0);
   uih_wbuf_u16(o, b->group->id);
-  uih_wbuf_u32(o, b->count);
-  uih_wbuf_u16(o, (uint16_t)b->ncolumns);
-  uih_wbuf_u16(o, 0);
-  uih_wbuf_u32(o, schema_version);
-  uih_wbuf_u32(o, 0);
   uih_wbuf_u64(o, (uint64_t)min_ts);
-  uih_wbuf_u64(o, (uint64_t)max_ts);
-  size_t dir = o->len;
-  uih_wbuf_zeros(o, (size_t)b->ncolumns * UIH_STRIPE_DIR_ENTRY_SIZE);
-  UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
-
-  /* Batch columns are in ascending trait id order, as the directory must be. */
+  uih_wbuf_varint(o, b->count);
+  uih_wbuf_varint(o, b->ncolumns);
+  uih_wbuf_varint(o, schema_version);
+  uih_wbuf_varint(o, (uint64_t)max_ts - (uint64_t)min_ts);
   for (uint32_t c = 0; c < b->ncolumns; c++) {
     stripe_dir_entry de;
-    size_t start = o->len;
     UIH_FORWARD(stripe_column_encode(e, &b->columns[c], b->count, &de, err));
-    UIH_RETURN_IF(o->len > UINT32_MAX, err, UIH_ERR_OUT_OF_RANGE,
-                  "stripe encode: stripe exceeds 4 GiB");
-    de.offset = (uint32_t)start;
-    put_dir_entry(o->data + dir + (size_t)c * UIH_STRIPE_DIR_ENTRY_SIZE, &de);
+    uih_wbuf_varint(o, de.trait_id);
+    uih_wbuf_u8(o, de.type);
+    uih_wbuf_u8(o, stripe_dir_codes(&de));
+    uih_wbuf_varint(o, de.length);
   }
-  uih_wbuf_u64(o, XXH3_64bits(o->data, o->len));
+  uih_wbuf_put(o, e->body.data, e->body.len);
+  UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
+  UIH_RETURN_IF(o->len > UINT32_MAX - UIH_STRIPE_CHECKSUM_SIZE, err, UIH_ERR_OUT_OF_RANGE,
+                "stripe encode: stripe exceeds 4 GiB");
+  uih_wbuf_u32(o, (uint32_t)XXH3_64bits(o->data, o->len));
   UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
   *out = o->data;
   *out_len = o->len;

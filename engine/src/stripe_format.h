@@ -1,31 +1,30 @@
 /* The stripe: up to 65,536 events of one user in one feature group, stored
- * column by column as one RocksDB value. Format version 1; all integers
- * little-endian.
+ * column by column as one RocksDB value. Format version 1; integers are
+ * little-endian, varints LEB128. Most users have short histories, so the
+ * fixed part is kept small (about 20 bytes plus 4 or 5 per column).
  *
- *   offset        size  field
- *   ------------  ----  ----------------------------------------------------
- *   0                4  magic "UIHS"
- *   4                1  format version (1); readers reject other versions
- *   5                1  flags (0)
- *   6                2  feature group id
- *   8                4  event count n (1..65536)
- *   12               2  column count c
- *   14               2  reserved (0)
- *   16               4  schema version the writer used
- *   20               4  reserved (0)
- *   24               8  min timestamp (int64)
- *   32               8  max timestamp (int64)
- *   40          16 * c  column directory, ascending trait id:
- *                         +0  u16 trait id
- *                         +2  u8  trait type (uih_type)
- *                         +3  u8  value encoding (UIH_STRIPE_ENC_*)
- *                         +4  u8  compression (0 none, 1 lz4, 2 zstd)
- *                         +5  u8  presence (0 all, 1 none, 2 bitmap, 3 list)
- *                         +6  u16 reserved (0)
- *                         +8  u32 payload offset from the stripe's start
- *                         +12 u32 payload length
- *   40 + 16c         .  column payloads, contiguous, in directory order
- *   len - 8          8  XXH3-64 of bytes [0, len - 8)
+ *   offset  size  field
+ *   ------  ----  ------------------------------------------------------
+ *   0          4  magic "UIHS"
+ *   4          1  format version (1); readers reject other versions
+ *   5          1  flags (0)
+ *   6          2  feature group id
+ *   8          8  min timestamp (int64): the first event's
+ *   16         .  varint event count n (1..65536)
+ *              .  varint column count c
+ *              .  varint schema version the writer used
+ *              .  varint max timestamp - min timestamp (as uint64)
+ *              .  column directory, c entries in ascending trait id order:
+ *                   varint trait id
+ *                   u8     trait type (uih_type)
+ *                   u8     bits 0-2 value encoding (UIH_ENC_* bit index)
+ *                          bits 3-4 compression (0 none, 1 lz4, 2 zstd)
+ *                          bits 5-6 presence (0 all, 1 none, 2 bitmap, 3 list)
+ *                          bit  7   0
+ *                   varint payload length
+ *              .  column payloads, contiguous, in directory order: a
+ *                 column's offset is the sum of the lengths before it
+ *   len - 4    4  low 32 bits of XXH3-64 of bytes [0, len - 4)
  *
  * A column payload (after decompression; a compressed payload is
  * `varint raw_length` + the LZ4 block or ZSTD frame):
@@ -61,18 +60,21 @@
 
 #define UIH_STRIPE_MAGIC 0x53484955u /* "UIHS" read as little-endian u32 */
 #define UIH_STRIPE_VERSION 1
-#define UIH_STRIPE_HEADER_SIZE 40
-#define UIH_STRIPE_DIR_ENTRY_SIZE 16
-#define UIH_STRIPE_CHECKSUM_SIZE 8
+#define UIH_STRIPE_FIXED_SIZE 16 /* magic .. min timestamp */
+#define UIH_STRIPE_CHECKSUM_SIZE 4
 
 enum { PRESENCE_ALL = 0, PRESENCE_NONE = 1, PRESENCE_BITMAP = 2, PRESENCE_LIST = 3 };
 enum { STRIPE_COMPRESS_NONE = 0, STRIPE_COMPRESS_LZ4 = 1, STRIPE_COMPRESS_ZSTD = 2 };
 
-/* One directory entry, decoded. */
+/* One directory entry, decoded; `offset` is computed from the lengths. */
 typedef struct stripe_dir_entry {
   uint16_t trait_id;
   uint8_t type, encoding, compression, presence;
   uint32_t offset, length;
 } stripe_dir_entry;
+
+static inline uint8_t stripe_dir_codes(const stripe_dir_entry *de) {
+  return (uint8_t)(de->encoding | de->compression << 3 | de->presence << 5);
+}
 
 #endif /* UIH_STRIPE_FORMAT_H */

@@ -13,6 +13,7 @@
 struct uih_stripe_encoder {
   uih_stripe_encoder_opts opts;
   uih_wbuf out;     /* the stripe being built */
+  uih_wbuf body;    /* the column payloads, before the header is known */
   uih_wbuf payload; /* one column's presence + values, uncompressed */
   uih_wbuf cand;    /* a candidate value encoding */
   uih_wbuf best;    /* the smallest candidate so far */
@@ -48,14 +49,19 @@ static inline uih_seq_kind for_kind(uih_type t) {
 }
 
 /* Appends the column's payload (presence + best value encoding, compressed
- * when that pays) to enc->out and fills everything in `de` but the offset. */
+ * when that pays) to enc->body and fills everything in `de` but the offset. */
 int stripe_column_encode(uih_stripe_encoder *enc, const uih_column *col, uint32_t n,
                          stripe_dir_entry *de, uih_error *err);
 
 /* Decodes rows [begin, end) of the column described by `de` (payload bytes
- * at `p`) into `col`, rows 0..end-begin. */
+ * at `p`) into `col`, rows 0..end-begin. Rows [0, dirty) of `col` may hold
+ * old values: they are overwritten or cleared. */
 int stripe_column_decode(uih_stripe_decoder *dec, const stripe_dir_entry *de, const uint8_t *p,
-                         uint32_t n, uint32_t begin, uint32_t end, uih_column *col, uih_error *err);
+                         uint32_t n, uint32_t begin, uint32_t end, uint32_t dirty, uih_column *col,
+                         uih_error *err);
+
+/* Zeroes values and presence bits of rows [from, to) of `col`. */
+void stripe_clear_rows(uih_column *col, uint32_t from, uint32_t to);
 
 /* Grows the decoder's value arrays to `n` entries (no-op when large enough). */
 int stripe_decoder_reserve(uih_stripe_decoder *dec, size_t n);

@@ -93,7 +93,9 @@ void FillRandomBatch(std::mt19937_64& rng, uih_batch* b, uint32_t n) {
                                    : static_cast<int64_t>(rng() % 2000000000000ull) - 1000000000000ll;
       for (uint32_t i = 0; i < n; i++) {
         uint64_t step = rng() % 4 == 0 ? 0 : rng() % 3 == 0 ? rng() % 100000000 : rng() % 5000;
-        if (i > 0 && INT64_MAX - cur > static_cast<int64_t>(step)) cur += static_cast<int64_t>(step);
+        // Room below INT64_MAX, computed in uint64 so that it cannot overflow.
+        uint64_t room = static_cast<uint64_t>(INT64_MAX) - static_cast<uint64_t>(cur);
+        if (i > 0 && room > step) cur += static_cast<int64_t>(step);
         if (rng() % 50 == 0 && i == n - 1) cur = INT64_MAX;
         uih_column_set_bits(col, i, static_cast<uint64_t>(cur));
       }

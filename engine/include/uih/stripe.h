@@ -104,7 +104,8 @@ enum {
  * before the trait was added) comes back absent. `out` must belong to the
  * stripe's group, have capacity for the range, and ask each trait with the
  * type the stripe stored (else UIH_ERR_TYPE_MISMATCH). The bytes are only
- * read during the call. */
+ * read during the call. On error `out` is left as it was or empty (count 0);
+ * either way rows past its count are clear, so it can be reused. */
 int uih_stripe_decode(uih_stripe_decoder *dec, const uint8_t *buf, size_t len, uint32_t begin,
                       uint32_t end, unsigned flags, uih_batch *out, uih_error *err);
 
