@@ -180,9 +180,10 @@ static int scatter_all(const stripe_dir_entry *de, uih_type t, const uint64_t *v
                        uint64_t limit, uih_column *col, uih_error *err) {
   uint64_t high = 0;
   switch (uih_type_width(t)) {
-    case 8: {
+    case 8: { /* decoded in place (see stripe_column_decode) */
       uint64_t flip = stripe_from_u64(t, 0), *dst = col->values;
-      for (uint32_t r = 0; r < rows; r++) dst[r] = v[r] ^ flip;
+      if (flip)
+        for (uint32_t r = 0; r < rows; r++) dst[r] ^= flip;
       break;
     }
     case 4: {
@@ -259,13 +260,16 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
     }
   }
 
-  if (m > 0 && (dec_values(d, &c, de->encoding, m, ra, rb, t, d->vals) != 0 || c.bad))
+  /* Dense 8-byte columns decode straight into the batch. */
+  int direct = de->presence == PRESENCE_ALL && uih_type_width(t) == 8;
+  uint64_t *vals = direct ? (uint64_t *)col->values : d->vals;
+  if (m > 0 && (dec_values(d, &c, de->encoding, m, ra, rb, t, vals) != 0 || c.bad))
     return bad(err, de, "values are truncated or malformed");
   if (uih_cursor_left(&c) != 0) return bad(err, de, "payload has trailing bytes");
 
   /* Scatter values [ra, rb) to their rows, checking they fit the type. */
   uint64_t limit = t == UIH_TYPE_FLAG ? 1 : uih_type_width(t) == 4 ? UINT32_MAX : UINT64_MAX;
-  if (de->presence == PRESENCE_ALL) return scatter_all(de, t, d->vals, end - begin, limit, col, err);
+  if (de->presence == PRESENCE_ALL) return scatter_all(de, t, vals, end - begin, limit, col, err);
   stripe_clear_rows(col, 0, dirty);
   size_t j = 0;
   for (uint32_t i = begin; i < end && j < rb - ra; i++) {

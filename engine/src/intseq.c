@@ -58,8 +58,64 @@ static inline __attribute__((always_inline)) void unpack_w(const uint8_t *p, siz
   for (; k < b; k++) out[k - a] = base + load_bits(p, nbytes, k * w, w);
 }
 
-void uih_unpack(const uint8_t *p, size_t nbytes, unsigned w, size_t a, size_t b, uint64_t base,
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* AVX2: four values per step, each an 8-byte gather at its byte offset,
+ * shifted by its bit offset and masked. For w <= 56 (one load covers a
+ * value) and only the values whose load stays inside `avail`; returns the
+ * first value it did not unpack, for the scalar code to finish. */
+__attribute__((target("avx2"))) static size_t unpack_avx2(const uint8_t *p, size_t avail,
+                                                          unsigned w, size_t a, size_t b,
+                                                          uint64_t base, uint64_t *out) {
+  if (avail < 8) return a;
+  size_t safe = (avail - 8) * 8 / w + 1; /* values whose 8-byte load fits */
+  size_t stop = b < safe ? b : safe;
+  const __m256i vbase = _mm256_set1_epi64x((long long)base);
+  const __m256i vmask = _mm256_set1_epi64x((long long)mask_of(w));
+  const __m256i seven = _mm256_set1_epi64x(7);
+  const __m256i step = _mm256_set1_epi64x((long long)(4 * (uint64_t)w));
+  __m256i bit = _mm256_setr_epi64x((long long)(a * w), (long long)((a + 1) * w),
+                                   (long long)((a + 2) * w), (long long)((a + 3) * w));
+  size_t k = a;
+  for (; k + 4 <= stop; k += 4) {
+    __m256i x = _mm256_i64gather_epi64((const long long *)(const void *)p, _mm256_srli_epi64(bit, 3), 1);
+    x = _mm256_and_si256(_mm256_srlv_epi64(x, _mm256_and_si256(bit, seven)), vmask);
+    _mm256_storeu_si256((__m256i *)(void *)(out + (k - a)), _mm256_add_epi64(x, vbase));
+    bit = _mm256_add_epi64(bit, step);
+  }
+  return k;
+}
+
+static int simd_disabled;
+
+static int have_avx2(void) {
+  static int cached = -1;
+  if (cached < 0) cached = __builtin_cpu_supports("avx2") ? 1 : 0;
+  return cached && !simd_disabled;
+}
+#endif
+
+int uih_intseq_set_simd(int enabled) {
+#if defined(__x86_64__)
+  simd_disabled = !enabled;
+  return enabled && __builtin_cpu_supports("avx2");
+#else
+  (void)enabled;
+  return 0;
+#endif
+}
+
+void uih_unpack(const uint8_t *p, size_t avail, unsigned w, size_t a, size_t b, uint64_t base,
                 uint64_t *out) {
+  size_t nbytes = avail;
+#if defined(__x86_64__)
+  if (w > 0 && w <= 56 && b - a >= 8 && have_avx2()) {
+    size_t done = unpack_avx2(p, avail, w, a, b, base, out);
+    out += done - a;
+    a = done;
+  }
+#endif
   switch (w) {
     case 0:
       for (size_t k = a; k < b; k++) out[k - a] = base;

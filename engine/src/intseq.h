@@ -42,6 +42,10 @@
 #include "cursor.h"
 #include "wbuf.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define UIH_SEQ_BLOCK 128
 #define UIH_SIGN64 UINT64_C(0x8000000000000000)
 
@@ -57,6 +61,11 @@ void uih_pack(uih_wbuf *out, const uint64_t *v, size_t n, unsigned w);
 void uih_unpack(const uint8_t *p, size_t avail, unsigned w, size_t a, size_t b, uint64_t base,
                 uint64_t *out);
 
+/* Turns the AVX2 unpacking path on (the default where the CPU has AVX2) or
+ * off, so tests can compare it with the scalar path. Returns 1 if AVX2 is
+ * in use afterwards. Not thread-safe: for tests. */
+int uih_intseq_set_simd(int enabled);
+
 /* Sequence kinds: FOR of unsigned or of sign-flipped values, DELTA, DELTA2. */
 typedef enum uih_seq_kind { UIH_SEQ_FOR = 0, UIH_SEQ_FOR_SIGNED, UIH_SEQ_DELTA, UIH_SEQ_DELTA2 } uih_seq_kind;
 
@@ -69,4 +78,7 @@ void uih_seq_encode(uih_wbuf *out, const uint64_t *v, size_t n, uih_seq_kind kin
 int uih_seq_decode(uih_cursor *c, size_t n, uih_seq_kind kind, size_t a, size_t b, uint64_t *out,
                    uint64_t *scratch);
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* UIH_INTSEQ_H */

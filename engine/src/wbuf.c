@@ -4,7 +4,9 @@
 
 int uih_wbuf_reserve(uih_wbuf *b, size_t n) {
   if (b->oom) return 0;
-  if (n <= b->cap - b->len) return 1;
+  /* The first reservation always allocates, so `data` is never NULL after
+   * a successful one (even of 0 bytes). */
+  if (b->data && n <= b->cap - b->len) return 1;
   size_t cap = b->cap ? b->cap : 256;
   while (cap - b->len < n) {
     if (cap > SIZE_MAX / 2) {

@@ -8,6 +8,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct uih_wbuf {
   uint8_t *data;
   size_t len, cap;
@@ -51,4 +55,7 @@ static inline uint8_t *uih_wbuf_zeros(uih_wbuf *b, size_t n) {
   return p;
 }
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* UIH_WBUF_H */
