@@ -6,6 +6,7 @@
  *   uih/batch.h   columnar event batches
  *   uih/stripe.h  the stripe codec (encode, inspect, selective decode)
  *   uih/gen.h     a deterministic generator of realistic histories
+ *   uih/table.h   the UihTable file format: data section and index
  */
 #ifndef UIH_UIH_H
 #define UIH_UIH_H
@@ -16,6 +17,7 @@
 #include "uih/key.h"
 #include "uih/schema.h"
 #include "uih/stripe.h"
+#include "uih/table.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,163 @@
+/* uihstore — the UihTable file format: values and a memory-resident index.
+ *
+ * UihTable is the immutable tier's table format (RocksDB glue in plugin/).
+ * This module owns the data section and the index; RocksDB's own builders
+ * write the properties block, metaindex and footer after them.
+ *
+ *   +-----------------------------------------------+ offset 0
+ *   | data section: for each entry in key order     |
+ *   |   value bytes, then u32 low 32 bits of XXH3   |
+ *   |   of the value (the per-value checksum)       |
+ *   +-----------------------------------------------+ data_size
+ *   | index block (below)                           |
+ *   +-----------------------------------------------+
+ *   | properties block, metaindex block, footer     |  RocksDB's format,
+ *   | (magic UIH_TABLE_MAGIC)                       |  written by plugin/
+ *   +-----------------------------------------------+
+ *
+ * The values of consecutive keys are adjacent, so all stripes of a user are
+ * one contiguous byte range. The metaindex names the index block
+ * "uih.index". Index block, format version 1, integers little-endian:
+ *
+ *   offset  size  field
+ *   0          4  magic "UIHI"
+ *   4          1  version (1)
+ *   5          1  flags (0)
+ *   6          2  restart interval R (1..1024)
+ *   8          .  varint entry count n, varint restart count,
+ *                 varint longest user key, varint entries length E
+ *   .          E  entries, in internal-key order (user key ascending,
+ *                 then (sequence << 8 | type) descending); every R-th is a
+ *                 restart entry. Entry:
+ *                   u8 head: bits 0-3 shared key bytes (15 = varint follows)
+ *                            bits 4-6 unshared key bytes (7 = varint follows)
+ *                            bit  7   trailer equals the previous entry's
+ *                   [varint shared] [varint unshared] unshared key bytes
+ *                   [varint trailer, (sequence << 8) | type, if bit 7 clear]
+ *                   [varint value offset: restart entries only]
+ *                   varint value length
+ *                 Restart entries share nothing and spell their trailer and
+ *                 value offset out; other values start where the previous
+ *                 value's checksum ends.
+ *   .      4 * r  u32 offset of each restart entry inside the entries
+ *   .          8  XXH3-64 of every byte before it
+ *
+ * UIH keys (user, group, stripe start) of one user differ in a few
+ * timestamp bytes, so an entry is typically 6-8 bytes. Keys can be any byte
+ * strings; the order is RocksDB's bytewise internal-key order.
+ *
+ * Everything read from a file is untrusted: uih_table_index_open() checks
+ * the checksum and walks every entry once (order, offsets, restarts) so
+ * that lookups afterwards can trust the structure.
+ */
+#ifndef UIH_TABLE_H
+#define UIH_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uih/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UIH_TABLE_MAGIC UINT64_C(0x5549485461626c31) /* "UIHTabl1" */
+#define UIH_TABLE_INDEX_NAME "uih.index"
+#define UIH_TABLE_VALUE_CHECKSUM_SIZE 4
+
+/* Internal-key order: user keys bytewise, then trailers descending. */
+int uih_table_compare(const uint8_t *a, size_t alen, uint64_t atrailer, const uint8_t *b,
+                      size_t blen, uint64_t btrailer);
+
+/* Low 32 bits of XXH3-64 of a value: the per-value checksum. */
+uint32_t uih_table_value_checksum(const void *value, size_t len);
+
+/* ---- writing --------------------------------------------------------------- */
+
+/* Appends bytes to the file being built; returns UIH_OK or an error code
+ * (its message is the writer's business). */
+typedef int (*uih_table_write_fn)(void *ctx, const void *data, size_t len);
+
+typedef struct uih_table_builder uih_table_builder;
+
+/* A builder writing the data section through `write` (starting at file
+ * offset 0) with a restart every `restart_interval` entries (0: 16). */
+int uih_table_builder_create(uih_table_write_fn write, void *ctx, uint32_t restart_interval,
+                             uih_table_builder **out, uih_error *err);
+void uih_table_builder_free(uih_table_builder *b); /* NULL is fine */
+
+/* Adds one entry; keys must come in strictly increasing internal-key order
+ * (UIH_ERR_INVALID_ARGUMENT otherwise). The value goes straight to the
+ * file; only the index entry stays in memory. Errors are sticky: after one,
+ * every call returns it. */
+int uih_table_builder_add(uih_table_builder *b, const uint8_t *ukey, size_t uklen,
+                          uint64_t trailer, const void *value, size_t vlen, uih_error *err);
+
+/* Ends the data section and serializes the index; *index / *len stay valid
+ * until the builder is freed. The caller writes them after the data. */
+int uih_table_builder_finish(uih_table_builder *b, const uint8_t **index, size_t *len,
+                             uih_error *err);
+
+typedef struct uih_table_build_stats {
+  uint64_t entries;
+  uint64_t data_size;  /* bytes written so far, checksums included */
+  uint64_t raw_key_size;   /* user keys + 8 per trailer, as RocksDB counts them */
+  uint64_t raw_value_size;
+  uint64_t index_size;     /* after finish */
+} uih_table_build_stats;
+
+void uih_table_builder_stats(const uih_table_builder *b, uih_table_build_stats *out);
+
+/* ---- reading --------------------------------------------------------------- */
+
+typedef struct uih_table_index uih_table_index;
+
+/* Validates and loads `len` index bytes of a file whose data section is
+ * `data_size` bytes; the bytes are copied. UIH_ERR_CORRUPTION names the
+ * offset and what is wrong; UIH_ERR_NOT_SUPPORTED an unknown version. */
+int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
+                         uih_table_index **out, uih_error *err);
+void uih_table_index_free(uih_table_index *idx); /* NULL is fine */
+
+uint64_t uih_table_index_entries(const uih_table_index *idx);
+size_t uih_table_index_memory(const uih_table_index *idx); /* bytes held */
+
+/* A position in the index. Plain data, no cleanup; one per thread/iterator;
+ * valid while its index is. */
+typedef struct uih_table_cursor {
+  const uih_table_index *idx;
+  uint64_t pos;        /* entry ordinal; == entries when past the end */
+  size_t at;           /* byte offset of the next entry in the entries area */
+  uint8_t *key;        /* current user key (buffer of the longest key) */
+  size_t klen;
+  uint64_t trailer;    /* (sequence << 8) | type */
+  uint64_t voff;       /* value offset in the data section */
+  uint32_t vlen;       /* value length, checksum excluded */
+} uih_table_cursor;
+
+/* Cursors need a key buffer of the index's longest user key; this makes
+ * one (free with uih_table_cursor_free). */
+int uih_table_cursor_init(uih_table_cursor *c, const uih_table_index *idx, uih_error *err);
+void uih_table_cursor_free(uih_table_cursor *c);
+
+static inline int uih_table_cursor_valid(const uih_table_cursor *c) {
+  return c->pos < uih_table_index_entries(c->idx);
+}
+
+void uih_table_cursor_first(uih_table_cursor *c);
+void uih_table_cursor_last(uih_table_cursor *c);
+void uih_table_cursor_next(uih_table_cursor *c);
+void uih_table_cursor_prev(uih_table_cursor *c); /* before the first: invalid */
+/* First entry >= (ukey, trailer) in internal-key order. */
+void uih_table_cursor_seek(uih_table_cursor *c, const uint8_t *ukey, size_t uklen, uint64_t trailer);
+/* Last entry <= (ukey, trailer). */
+void uih_table_cursor_seek_prev(uih_table_cursor *c, const uint8_t *ukey, size_t uklen,
+                                uint64_t trailer);
+/* Moves to entry ordinal `pos` (entries: past the end). */
+void uih_table_cursor_goto(uih_table_cursor *c, uint64_t pos);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UIH_TABLE_H */

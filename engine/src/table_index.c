@@ -1,0 +1,269 @@
+/* UihTable index: validation at open, then cursor movement over the
+ * prefix-compressed entries. Format in uih/table.h. */
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "cursor.h"
+#include "error_internal.h"
+#include "uih/table.h"
+
+#define INDEX_MAGIC 0x49484955u
+
+struct uih_table_index {
+  uint8_t *block; /* owned copy of the index bytes */
+  size_t len;
+  const uint8_t *entries;
+  size_t elen;
+  const uint8_t *restarts;
+  uint64_t nrestarts;
+  uint64_t n;
+  uint32_t interval;
+  size_t max_key;
+  uint64_t data_size;
+};
+
+/* One decoded entry; key bytes land in `key` (max_key bytes). */
+typedef struct entry {
+  uint8_t *key;
+  size_t klen;
+  uint64_t trailer, voff;
+  uint32_t vlen;
+} entry;
+
+static uint32_t restart_at(const uih_table_index *x, uint64_t r) {
+  uint32_t v;
+  memcpy(&v, x->restarts + r * 4, 4);
+  return v;
+}
+
+/* Decodes the entry at byte `at` over `e`, which holds the previous entry
+ * (ignored for a restart). Returns the offset after it, or 0 if the bytes
+ * are malformed. */
+static size_t parse_entry(const uih_table_index *x, size_t at, int restart, entry *e) {
+  uih_cursor c = uih_cursor_make(x->entries + at, x->elen - at);
+  uint8_t head = uih_cursor_u8(&c);
+  uint64_t shared = head & 15, unshared = (head >> 4) & 7;
+  int same = head >> 7;
+  if (shared == 15) shared = uih_cursor_varint(&c);
+  if (unshared == 7) unshared = uih_cursor_varint(&c);
+  if (c.bad || shared > e->klen || (restart && (shared || same)) || unshared > x->max_key - shared)
+    return 0;
+  const uint8_t *bytes = uih_cursor_take(&c, unshared);
+  if (!bytes) return 0;
+  if (unshared) memcpy(e->key + shared, bytes, unshared);
+  e->klen = shared + unshared;
+  if (!same) e->trailer = uih_cursor_varint(&c);
+  uint64_t voff = restart ? uih_cursor_varint(&c) : e->voff + e->vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+  uint64_t vlen = uih_cursor_varint(&c);
+  if (c.bad || vlen > UINT32_MAX) return 0;
+  e->voff = voff;
+  e->vlen = (uint32_t)vlen;
+  return (size_t)(c.p - x->entries);
+}
+
+static int corrupt(uih_error *err, const char *what, uint64_t where) {
+  return uih_corruption(err, "UihTable index: %s (at entry %llu)", what, (unsigned long long)where);
+}
+
+/* Walks every entry once: structure, strictly increasing keys, restart
+ * offsets where the restarts say, values tiling the data section. */
+static int validate(const uih_table_index *x, uih_error *err) {
+  uint8_t *cur = malloc(x->max_key + 1), *prev = malloc(x->max_key + 1);
+  if (!cur || !prev) {
+    free(cur);
+    free(prev);
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "UihTable index: out of memory");
+  }
+  entry e = {cur, 0, 0, 0, 0};
+  size_t prev_len = 0, at = 0;
+  uint64_t prev_trailer = 0;
+  int rc = UIH_OK;
+  for (uint64_t i = 0; i < x->n && rc == UIH_OK; i++) {
+    int restart = i % x->interval == 0;
+    uint64_t expect = i == 0 ? 0 : e.voff + e.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+    if (restart && restart_at(x, i / x->interval) != at) rc = corrupt(err, "restart offset does not match", i);
+    else if (at >= x->elen) rc = corrupt(err, "entries end early", i);
+    else if (!(at = parse_entry(x, at, restart, &e))) rc = corrupt(err, "malformed entry", i);
+    else if (e.voff != expect) rc = corrupt(err, "value does not follow the previous one", i);
+    else if (e.voff > x->data_size || e.vlen + (uint64_t)UIH_TABLE_VALUE_CHECKSUM_SIZE > x->data_size - e.voff)
+      rc = corrupt(err, "value lies outside the data section", i);
+    else if (i > 0 && uih_table_compare(prev, prev_len, prev_trailer, e.key, e.klen, e.trailer) >= 0)
+      rc = corrupt(err, "keys are not in increasing order", i);
+    memcpy(prev, e.key, e.klen);
+    prev_len = e.klen;
+    prev_trailer = e.trailer;
+  }
+  if (rc == UIH_OK && at != x->elen) rc = corrupt(err, "bytes after the last entry", x->n);
+  if (rc == UIH_OK && x->n > 0 && e.voff + e.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE != x->data_size)
+    rc = corrupt(err, "values do not end where the data section ends", x->n - 1);
+  if (rc == UIH_OK && x->n == 0 && x->data_size != 0) rc = corrupt(err, "data without entries", 0);
+  free(cur);
+  free(prev);
+  return rc;
+}
+
+int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
+                         uih_table_index **out, uih_error *err) {
+  UIH_RETURN_IF(!out, err, UIH_ERR_INVALID_ARGUMENT, "table_index_open: NULL out");
+  *out = NULL;
+  if (!bytes || len < 8 + 8)
+    return uih_corruption(err, "UihTable index: %zu bytes is too short", bytes ? len : 0);
+  uint64_t stored;
+  memcpy(&stored, bytes + len - 8, 8);
+  if (stored != XXH3_64bits(bytes, len - 8))
+    return uih_corruption(err, "UihTable index: checksum mismatch over %zu bytes", len - 8);
+  uih_cursor c = uih_cursor_make(bytes, len - 8);
+  uint32_t magic = uih_cursor_u32(&c);
+  uint8_t version = uih_cursor_u8(&c), flags = uih_cursor_u8(&c);
+  uint16_t interval = uih_cursor_u16(&c);
+  uint64_t n = uih_cursor_varint(&c), nrestarts = uih_cursor_varint(&c);
+  uint64_t max_key = uih_cursor_varint(&c), elen = uih_cursor_varint(&c);
+  if (c.bad || magic != INDEX_MAGIC)
+    return uih_corruption(err, "UihTable index: bad magic or truncated header");
+  if (version != 1)
+    return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
+                         "UihTable index version %u is not supported (this build reads 1)", version);
+  if (flags || interval == 0 || interval > 1024 || nrestarts != (n + interval - 1) / interval ||
+      max_key > (1u << 30) || elen > uih_cursor_left(&c) || nrestarts > (uih_cursor_left(&c) - elen) / 4 ||
+      uih_cursor_left(&c) - elen != nrestarts * 4)
+    return uih_corruption(err, "UihTable index: header fields are inconsistent (%llu entries, "
+                          "%llu restarts, interval %u)", (unsigned long long)n,
+                          (unsigned long long)nrestarts, interval);
+  uih_table_index *x = calloc(1, sizeof *x);
+  uint8_t *copy = malloc(len);
+  if (!x || !copy) {
+    free(x);
+    free(copy);
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "UihTable index: out of memory");
+  }
+  memcpy(copy, bytes, len);
+  size_t head = (size_t)(c.p - bytes);
+  x->block = copy;
+  x->len = len;
+  x->entries = copy + head;
+  x->elen = (size_t)elen;
+  x->restarts = copy + head + elen;
+  x->nrestarts = nrestarts;
+  x->n = n;
+  x->interval = interval;
+  x->max_key = (size_t)max_key;
+  x->data_size = data_size;
+  int rc = validate(x, err);
+  if (rc != UIH_OK) {
+    uih_table_index_free(x);
+    return rc;
+  }
+  *out = x;
+  return UIH_OK;
+}
+
+void uih_table_index_free(uih_table_index *x) {
+  if (!x) return;
+  free(x->block);
+  free(x);
+}
+
+uint64_t uih_table_index_entries(const uih_table_index *x) { return x->n; }
+size_t uih_table_index_memory(const uih_table_index *x) { return x->len + sizeof *x; }
+
+/* ---- cursors (the index was validated: parsing cannot fail) ---------------- */
+
+int uih_table_cursor_init(uih_table_cursor *c, const uih_table_index *x, uih_error *err) {
+  memset(c, 0, sizeof *c);
+  c->idx = x;
+  c->key = malloc(x->max_key + 1);
+  UIH_RETURN_IF(!c->key, err, UIH_ERR_NO_MEMORY, "table cursor: out of memory");
+  c->pos = x->n;
+  return UIH_OK;
+}
+
+void uih_table_cursor_free(uih_table_cursor *c) {
+  free(c->key);
+  c->key = NULL;
+}
+
+/* Parses entry `c->pos` at byte `c->at` into the cursor. */
+static void load(uih_table_cursor *c) {
+  const uih_table_index *x = c->idx;
+  entry e = {c->key, c->klen, c->trailer, c->voff, c->vlen};
+  c->at = parse_entry(x, c->at, c->pos % x->interval == 0, &e);
+  c->klen = e.klen;
+  c->trailer = e.trailer;
+  c->voff = e.voff;
+  c->vlen = e.vlen;
+}
+
+void uih_table_cursor_goto(uih_table_cursor *c, uint64_t pos) {
+  const uih_table_index *x = c->idx;
+  if (pos >= x->n) {
+    c->pos = x->n;
+    return;
+  }
+  uint64_t r = pos / x->interval;
+  c->pos = r * x->interval;
+  c->at = restart_at(x, r);
+  load(c);
+  while (c->pos < pos) {
+    c->pos++;
+    load(c);
+  }
+}
+
+void uih_table_cursor_first(uih_table_cursor *c) { uih_table_cursor_goto(c, 0); }
+void uih_table_cursor_last(uih_table_cursor *c) {
+  uih_table_cursor_goto(c, c->idx->n ? c->idx->n - 1 : 0);
+}
+
+void uih_table_cursor_next(uih_table_cursor *c) {
+  if (c->pos >= c->idx->n) return;
+  if (++c->pos < c->idx->n) load(c);
+}
+
+void uih_table_cursor_prev(uih_table_cursor *c) {
+  if (c->pos == 0 || c->pos >= c->idx->n) {
+    c->pos = c->idx->n;
+    return;
+  }
+  uih_table_cursor_goto(c, c->pos - 1);
+}
+
+/* The full key of restart `r` (restart entries share nothing). */
+static void restart_key(const uih_table_index *x, uint64_t r, const uint8_t **key, size_t *klen,
+                        uint64_t *trailer) {
+  uih_cursor c = uih_cursor_make(x->entries + restart_at(x, r), x->elen - restart_at(x, r));
+  uint8_t head = uih_cursor_u8(&c);
+  uint64_t unshared = (head >> 4) & 7;
+  if (unshared == 7) unshared = uih_cursor_varint(&c);
+  *key = uih_cursor_take(&c, unshared);
+  *klen = (size_t)unshared;
+  *trailer = uih_cursor_varint(&c);
+}
+
+void uih_table_cursor_seek(uih_table_cursor *c, const uint8_t *ukey, size_t uklen, uint64_t trailer) {
+  const uih_table_index *x = c->idx;
+  /* The last restart whose key is below the target; scan from there. */
+  uint64_t lo = 0, hi = x->nrestarts; /* answer in [lo, hi) ... lo is a candidate */
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    const uint8_t *k;
+    size_t kl;
+    uint64_t tr;
+    restart_key(x, mid, &k, &kl, &tr);
+    if (uih_table_compare(k, kl, tr, ukey, uklen, trailer) < 0) lo = mid;
+    else hi = mid;
+  }
+  uih_table_cursor_goto(c, lo * x->interval);
+  while (c->pos < x->n && uih_table_compare(c->key, c->klen, c->trailer, ukey, uklen, trailer) < 0)
+    uih_table_cursor_next(c);
+}
+
+void uih_table_cursor_seek_prev(uih_table_cursor *c, const uint8_t *ukey, size_t uklen,
+                                uint64_t trailer) {
+  uih_table_cursor_seek(c, ukey, uklen, trailer);
+  if (c->pos >= c->idx->n) {
+    uih_table_cursor_last(c);
+    return;
+  }
+  if (uih_table_compare(c->key, c->klen, c->trailer, ukey, uklen, trailer) > 0) uih_table_cursor_prev(c);
+}

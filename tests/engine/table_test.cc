@@ -1,0 +1,257 @@
+// UihTable data section and index against a sorted model: iteration both
+// ways, seeks, values and checksums, for UIH-shaped and arbitrary keys;
+// corrupt indexes are rejected at open.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <xxhash.h>
+
+#include "uih/key.h"
+#include "uih/table.h"
+
+namespace {
+
+struct Entry {
+  std::string key;
+  uint64_t trailer;
+  std::string value;
+};
+
+bool Less(const Entry& a, const Entry& b) {
+  return uih_table_compare(reinterpret_cast<const uint8_t*>(a.key.data()), a.key.size(), a.trailer,
+                           reinterpret_cast<const uint8_t*>(b.key.data()), b.key.size(), b.trailer) < 0;
+}
+
+int Append(void* ctx, const void* data, size_t len) {
+  auto* out = static_cast<std::string*>(ctx);
+  out->append(static_cast<const char*>(data), len);
+  return UIH_OK;
+}
+
+struct Built {
+  std::string data;
+  std::string index;
+};
+
+Built Build(const std::vector<Entry>& entries, uint32_t interval) {
+  Built b;
+  uih_table_builder* tb = nullptr;
+  EXPECT_EQ(UIH_OK, uih_table_builder_create(Append, &b.data, interval, &tb, nullptr));
+  for (const auto& e : entries) {
+    uih_error err{};
+    EXPECT_EQ(UIH_OK, uih_table_builder_add(tb, reinterpret_cast<const uint8_t*>(e.key.data()), e.key.size(),
+                                            e.trailer, e.value.data(), e.value.size(), &err))
+        << err.msg;
+  }
+  const uint8_t* idx;
+  size_t len;
+  EXPECT_EQ(UIH_OK, uih_table_builder_finish(tb, &idx, &len, nullptr));
+  b.index.assign(reinterpret_cast<const char*>(idx), len);
+  uih_table_build_stats st;
+  uih_table_builder_stats(tb, &st);
+  EXPECT_EQ(entries.size(), st.entries);
+  EXPECT_EQ(b.data.size(), st.data_size);
+  EXPECT_EQ(len, st.index_size);
+  uih_table_builder_free(tb);
+  return b;
+}
+
+std::vector<Entry> RandomEntries(std::mt19937_64& rng, bool uih_keys, size_t n) {
+  std::vector<Entry> v;
+  uint64_t user = rng() % 1000;
+  int64_t ts = 1700000000000;
+  for (size_t i = 0; i < n; i++) {
+    Entry e;
+    if (uih_keys) {
+      if (rng() % 4 == 0) user += 1 + rng() % 50, ts = 1700000000000 + static_cast<int64_t>(rng() % 1000000);
+      ts += static_cast<int64_t>(rng() % 500000000);
+      uint8_t k[UIH_KEY_SIZE];
+      uih_key key{user, static_cast<uint16_t>(1 + rng() % 2), ts};
+      uih_key_encode(&key, k);
+      e.key.assign(reinterpret_cast<char*>(k), sizeof k);
+      e.trailer = 1;  // ingested data: sequence 0, type value
+    } else {
+      size_t len = rng() % 5 == 0 ? 0 : rng() % 3 == 0 ? 100 + rng() % 300 : rng() % 6;
+      for (size_t j = 0; j < len; j++) e.key.push_back(static_cast<char>(rng() % 4 ? rng() % 3 : rng()));
+      e.trailer = (rng() % 1000) << 8 | (rng() % 4);
+    }
+    size_t vlen = rng() % 10 == 0 ? 0 : rng() % 400;
+    for (size_t j = 0; j < vlen; j++) e.value.push_back(static_cast<char>(rng()));
+    v.push_back(e);
+  }
+  std::sort(v.begin(), v.end(), Less);
+  v.erase(std::unique(v.begin(), v.end(), [](const Entry& a, const Entry& b) { return !Less(a, b) && !Less(b, a); }),
+          v.end());
+  return v;
+}
+
+void ExpectAt(const uih_table_cursor& c, const std::vector<Entry>& model, size_t i, const std::string& data) {
+  ASSERT_TRUE(uih_table_cursor_valid(&c));
+  ASSERT_EQ(i, c.pos);
+  ASSERT_EQ(model[i].key, std::string(reinterpret_cast<const char*>(c.key), c.klen));
+  ASSERT_EQ(model[i].trailer, c.trailer);
+  ASSERT_EQ(model[i].value, data.substr(c.voff, c.vlen));
+  uint32_t sum;
+  std::memcpy(&sum, data.data() + c.voff + c.vlen, 4);
+  ASSERT_EQ(uih_table_value_checksum(data.data() + c.voff, c.vlen), sum);
+}
+
+class Table : public testing::TestWithParam<std::tuple<bool, uint32_t>> {};
+
+TEST_P(Table, CursorMatchesTheModel) {
+  auto [uih_keys, interval] = GetParam();
+  std::mt19937_64 rng(interval * 2 + uih_keys);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{17}, size_t{500}, size_t{3000}}) {
+    auto model = RandomEntries(rng, uih_keys, n);
+    Built b = Build(model, interval);
+    uih_table_index* idx = nullptr;
+    uih_error err{};
+    ASSERT_EQ(UIH_OK, uih_table_index_open(reinterpret_cast<const uint8_t*>(b.index.data()), b.index.size(),
+                                           b.data.size(), &idx, &err))
+        << err.msg;
+    ASSERT_EQ(model.size(), uih_table_index_entries(idx));
+    uih_table_cursor c;
+    ASSERT_EQ(UIH_OK, uih_table_cursor_init(&c, idx, nullptr));
+    size_t i = 0;
+    for (uih_table_cursor_first(&c); uih_table_cursor_valid(&c); uih_table_cursor_next(&c)) ExpectAt(c, model, i++, b.data);
+    ASSERT_EQ(model.size(), i);
+    for (uih_table_cursor_last(&c); uih_table_cursor_valid(&c); uih_table_cursor_prev(&c)) ExpectAt(c, model, --i, b.data);
+    ASSERT_EQ(0u, i);
+    // Seeks to present keys, to neighbours of present keys, and to random keys.
+    for (int s = 0; s < 400 && !model.empty(); s++) {
+      Entry t = model[rng() % model.size()];
+      switch (rng() % 4) {
+        case 0: break;
+        case 1: t.trailer += rng() % 3 - 1; break;
+        case 2: t.key.push_back(static_cast<char>(rng())); break;
+        default: if (!t.key.empty()) t.key.back() = static_cast<char>(t.key.back() + 1); break;
+      }
+      size_t lb = static_cast<size_t>(std::lower_bound(model.begin(), model.end(), t, Less) - model.begin());
+      uih_table_cursor_seek(&c, reinterpret_cast<const uint8_t*>(t.key.data()), t.key.size(), t.trailer);
+      if (lb == model.size()) ASSERT_FALSE(uih_table_cursor_valid(&c));
+      else ExpectAt(c, model, lb, b.data);
+      size_t ub = static_cast<size_t>(std::upper_bound(model.begin(), model.end(), t, Less) - model.begin());
+      uih_table_cursor_seek_prev(&c, reinterpret_cast<const uint8_t*>(t.key.data()), t.key.size(), t.trailer);
+      if (ub == 0) ASSERT_FALSE(uih_table_cursor_valid(&c));
+      else ExpectAt(c, model, ub - 1, b.data);
+    }
+    uih_table_cursor_free(&c);
+    uih_table_index_free(idx);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(KeysAndRestarts, Table,
+                         testing::Combine(testing::Bool(), testing::Values(1u, 2u, 16u, 1024u)));
+
+TEST(TableIndex, EveryFlippedByteAndTruncationIsRejected) {
+  std::mt19937_64 rng(5);
+  auto model = RandomEntries(rng, true, 60);
+  Built b = Build(model, 4);
+  for (size_t i = 0; i < b.index.size(); i++) {
+    std::string c = b.index;
+    c[i] = static_cast<char>(c[i] ^ (1 << (i % 8)));
+    uih_table_index* idx = nullptr;
+    uih_error err{};
+    ASSERT_EQ(UIH_ERR_CORRUPTION, uih_table_index_open(reinterpret_cast<const uint8_t*>(c.data()), c.size(),
+                                                       b.data.size(), &idx, &err)) << i;
+    ASSERT_EQ(nullptr, idx);
+  }
+  for (size_t len = 0; len < b.index.size(); len++) {
+    uih_table_index* idx = nullptr;
+    ASSERT_NE(UIH_OK, uih_table_index_open(reinterpret_cast<const uint8_t*>(b.index.data()), len,
+                                           b.data.size(), &idx, nullptr)) << len;
+  }
+  // The data size must match what the index describes.
+  uih_table_index* idx = nullptr;
+  uih_error err{};
+  EXPECT_EQ(UIH_ERR_CORRUPTION, uih_table_index_open(reinterpret_cast<const uint8_t*>(b.index.data()),
+                                                     b.index.size(), b.data.size() + 1, &idx, &err));
+  EXPECT_NE(nullptr, std::strstr(err.msg, "data section")) << err.msg;
+}
+
+// Structural damage behind a valid checksum (a writer bug, or an attacker):
+// open either rejects the index or yields one whose every entry can be
+// walked safely; under the sanitizers this proves no out-of-bounds access.
+TEST(TableIndex, StructuralDamageIsRejectedOrHarmless) {
+  std::mt19937_64 rng(6);
+  auto model = RandomEntries(rng, false, 80);
+  Built b = Build(model, 4);
+  int rejected = 0;
+  const size_t restarts_begin = b.index.size() - 8 - 4 * ((model.size() + 3) / 4);
+  for (size_t i = 0; i + 8 < b.index.size(); i++) {
+    for (uint8_t mask : {uint8_t{0x01}, uint8_t{0x80}, uint8_t{0xff}}) {
+      std::string c = b.index;
+      c[i] = static_cast<char>(c[i] ^ mask);
+      uint64_t sum = XXH3_64bits(c.data(), c.size() - 8);
+      std::memcpy(&c[c.size() - 8], &sum, 8);
+      uih_table_index* idx = nullptr;
+      if (uih_table_index_open(reinterpret_cast<const uint8_t*>(c.data()), c.size(), b.data.size(), &idx,
+                               nullptr) != UIH_OK) {
+        rejected++;
+        continue;
+      }
+      ASSERT_LT(i, restarts_begin) << "a damaged restart offset was accepted";
+      uih_table_cursor cur;
+      ASSERT_EQ(UIH_OK, uih_table_cursor_init(&cur, idx, nullptr));
+      uint64_t n = 0;
+      for (uih_table_cursor_first(&cur); uih_table_cursor_valid(&cur); uih_table_cursor_next(&cur)) {
+        ASSERT_LE(cur.voff + cur.vlen + 4, b.data.size());
+        n++;
+      }
+      ASSERT_EQ(uih_table_index_entries(idx), n);
+      uih_table_cursor_seek(&cur, reinterpret_cast<const uint8_t*>("\x01"), 1, 5);
+      uih_table_cursor_free(&cur);
+      uih_table_index_free(idx);
+    }
+  }
+  // Many flips only change key or trailer bytes and leave a valid index;
+  // damage to lengths, offsets, order and restarts is caught.
+  EXPECT_GT(rejected, 0);
+}
+
+TEST(TableBuilder, RejectsUnorderedKeysAndStaysFailed) {
+  std::string data;
+  uih_table_builder* tb = nullptr;
+  ASSERT_EQ(UIH_OK, uih_table_builder_create(Append, &data, 0, &tb, nullptr));
+  const uint8_t a[] = {'a'}, b[] = {'b'};
+  uih_error err{};
+  ASSERT_EQ(UIH_OK, uih_table_builder_add(tb, b, 1, 5, "x", 1, &err));
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_table_builder_add(tb, a, 1, 5, "y", 1, &err));
+  EXPECT_STREQ("table builder: keys must be added in strictly increasing internal-key order", err.msg);
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_table_builder_add(tb, b, 1, 4, "z", 1, &err)) << "sticky";
+  const uint8_t* idx;
+  size_t len;
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_table_builder_finish(tb, &idx, &len, &err));
+  uih_table_builder_free(tb);
+}
+
+int FailingWrite(void*, const void*, size_t) { return UIH_ERR_IO; }
+
+TEST(TableBuilder, WriteErrorsAreSticky) {
+  uih_table_builder* tb = nullptr;
+  ASSERT_EQ(UIH_OK, uih_table_builder_create(FailingWrite, nullptr, 0, &tb, nullptr));
+  const uint8_t k[] = {'k'};
+  uih_error err{};
+  EXPECT_EQ(UIH_ERR_IO, uih_table_builder_add(tb, k, 1, 1, "v", 1, &err));
+  const uint8_t* idx;
+  size_t len;
+  EXPECT_EQ(UIH_ERR_IO, uih_table_builder_finish(tb, &idx, &len, &err));
+  uih_table_builder_free(tb);
+}
+
+TEST(TableCompare, IsInternalKeyOrder) {
+  const uint8_t a[] = {1, 2}, ab[] = {1, 2, 0}, b[] = {1, 3};
+  EXPECT_LT(uih_table_compare(a, 2, 0, ab, 3, 0), 0);   // prefix first
+  EXPECT_LT(uih_table_compare(ab, 3, 9, b, 2, 9), 0);
+  EXPECT_LT(uih_table_compare(a, 2, 9, a, 2, 8), 0);    // newer (larger trailer) first
+  EXPECT_EQ(0, uih_table_compare(a, 2, 7, a, 2, 7));
+  EXPECT_LT(uih_table_compare(nullptr, 0, 0, a, 2, 0), 0);  // the empty key sorts first
+}
+
+}  // namespace
