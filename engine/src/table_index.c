@@ -166,6 +166,7 @@ void uih_table_index_free(uih_table_index *x) {
 
 uint64_t uih_table_index_entries(const uih_table_index *x) { return x->n; }
 size_t uih_table_index_memory(const uih_table_index *x) { return x->len + sizeof *x; }
+size_t uih_table_index_max_key(const uih_table_index *x) { return x->max_key; }
 
 /* ---- cursors (the index was validated: parsing cannot fail) ---------------- */
 
@@ -175,6 +176,17 @@ int uih_table_cursor_init(uih_table_cursor *c, const uih_table_index *x, uih_err
   c->key = malloc(x->max_key + 1);
   UIH_RETURN_IF(!c->key, err, UIH_ERR_NO_MEMORY, "table cursor: out of memory");
   c->pos = x->n;
+  return UIH_OK;
+}
+
+int uih_table_cursor_init_buf(uih_table_cursor *c, const uih_table_index *x, uint8_t *buf,
+                              size_t buflen, uih_error *err) {
+  memset(c, 0, sizeof *c);
+  c->idx = x;
+  c->pos = x->n;
+  UIH_RETURN_IF(buflen < x->max_key + 1, err, UIH_ERR_OUT_OF_RANGE,
+                "table cursor: a %zu-byte buffer cannot hold keys of %zu bytes", buflen, x->max_key);
+  c->key = buf;
   return UIH_OK;
 }
 

@@ -122,6 +122,7 @@ void uih_table_index_free(uih_table_index *idx); /* NULL is fine */
 
 uint64_t uih_table_index_entries(const uih_table_index *idx);
 size_t uih_table_index_memory(const uih_table_index *idx); /* bytes held */
+size_t uih_table_index_max_key(const uih_table_index *idx); /* longest user key */
 
 /* A position in the index. Plain data, no cleanup; one per thread/iterator;
  * valid while its index is. */
@@ -140,6 +141,11 @@ typedef struct uih_table_cursor {
  * one (free with uih_table_cursor_free). */
 int uih_table_cursor_init(uih_table_cursor *c, const uih_table_index *idx, uih_error *err);
 void uih_table_cursor_free(uih_table_cursor *c);
+
+/* The same with a caller's buffer of `buflen` bytes (no allocation, no
+ * free): UIH_ERR_OUT_OF_RANGE if shorter than the longest key. */
+int uih_table_cursor_init_buf(uih_table_cursor *c, const uih_table_index *idx, uint8_t *buf,
+                              size_t buflen, uih_error *err);
 
 static inline int uih_table_cursor_valid(const uih_table_cursor *c) {
   return c->pos < uih_table_index_entries(c->idx);

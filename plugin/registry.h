@@ -1,0 +1,18 @@
+// The names uihstore registers in RocksDB's ObjectLibrary.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace rocksdb {
+class ObjectLibrary;
+}
+
+namespace uih {
+// Every name uih_rocksdb_register() adds; tests create each from a string.
+const std::vector<std::string>& RegisteredNames();
+}  // namespace uih
+
+// Adds every uihstore factory to `library`; returns how many names it added.
+// RocksDB's ROCKSDB_PLUGINS build calls it as the plugin's registrar.
+extern "C" int uih_rocksdb_register(rocksdb::ObjectLibrary& library, const std::string& arg);

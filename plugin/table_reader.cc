@@ -1,0 +1,387 @@
+// UihTable reader: opens the footer, properties and the engine's index;
+// serves Get, iterators (both directions), checksums and size estimates.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "db/dbformat.h"
+#include "db/pinned_iterators_manager.h"
+#include "file/random_access_file_reader.h"
+#include "memory/arena.h"
+#include "rocksdb/comparator.h"
+#include "status.h"
+#include "table/format.h"
+#include "table/get_context.h"
+#include "table/internal_iterator.h"
+#include "table/meta_blocks.h"
+#include "table/sst_file_writer_collectors.h"
+#include "table/table_builder.h"
+#include "table/table_reader.h"
+#include "uih/table.h"
+#include "uih_table.h"
+
+namespace uih {
+
+using namespace rocksdb;
+
+namespace {
+
+constexpr uint64_t kSeekFirstTrailer = ~uint64_t{0};  // sorts before every entry of a key
+
+// BlockBasedTable's rule for the global sequence number of ingested files,
+// with the property sizes checked.
+Status GlobalSeqno(const TableProperties& props, SequenceNumber largest_seqno, SequenceNumber* out) {
+  const auto& up = props.user_collected_properties;
+  auto version = up.find(ExternalSstFilePropertyNames::kVersion);
+  auto seqno = up.find(ExternalSstFilePropertyNames::kGlobalSeqno);
+  *out = kDisableGlobalSequenceNumber;
+  if (version == up.end()) {
+    if (seqno != up.end()) return Status::Corruption("UihTable: global seqno property on a non-external file");
+    return Status::OK();
+  }
+  if (version->second.size() != 4 || (seqno != up.end() && seqno->second.size() != 8))
+    return Status::Corruption("UihTable: external file properties have the wrong size");
+  uint32_t v = DecodeFixed32(version->second.data());
+  if (v < 2) {
+    if (seqno != up.end() || v != 1) return Status::Corruption("UihTable: bad external file version");
+    return Status::OK();
+  }
+  SequenceNumber g = seqno != up.end() ? DecodeFixed64(seqno->second.data()) : 0;
+  if (largest_seqno < kMaxSequenceNumber) {
+    if (g == 0) g = largest_seqno;
+    if (g != largest_seqno)
+      return Status::Corruption("UihTable: global seqno ", std::to_string(g) + " differs from the file's " +
+                                                               std::to_string(largest_seqno));
+  }
+  if (g > kMaxSequenceNumber) return Status::Corruption("UihTable: global seqno out of range");
+  *out = g;
+  return Status::OK();
+}
+
+// A cursor for one call: its key buffer on the stack unless keys are long.
+class CallCursor {
+ public:
+  explicit CallCursor(const uih_table_index* idx) {
+    size_t need = uih_table_index_max_key(idx) + 1;
+    uint8_t* buf = stack_;
+    if (need > sizeof stack_) {
+      heap_.reset(new uint8_t[need]);
+      buf = heap_.get();
+    }
+    uih_table_cursor_init_buf(&c, idx, buf, std::max(need, sizeof stack_), nullptr);
+  }
+  uih_table_cursor c;
+
+ private:
+  uint8_t stack_[256];
+  std::unique_ptr<uint8_t[]> heap_;
+};
+
+// Reads [offset, offset + n) of the file; the result may point into
+// `scratch` or (mmap) into the file mapping.
+IOStatus ReadExact(RandomAccessFileReader* file, uint64_t offset, size_t n, char* scratch, Slice* out) {
+  IOStatus s = file->Read(IOOptions(), offset, n, out, scratch, /*aligned_buf=*/nullptr, Env::IO_TOTAL);
+  if (s.ok() && out->size() != n)
+    return IOStatus::Corruption("UihTable: short read of " + std::to_string(n) + " bytes at offset " +
+                                std::to_string(offset) + " (file truncated?)");
+  return s;
+}
+
+class UihTableReader : public TableReader {
+ public:
+  UihTableReader(const UihTableOptions& options, std::unique_ptr<RandomAccessFileReader>&& file)
+      : options_(options), file_(std::move(file)) {}
+  ~UihTableReader() override { uih_table_index_free(index_); }
+
+  Status Open(const TableReaderOptions& tro, uint64_t file_size);
+
+  InternalIterator* NewIterator(const ReadOptions& ro, const SliceTransform* prefix_extractor, Arena* arena,
+                                bool skip_filters, TableReaderCaller caller, size_t compaction_readahead_size,
+                                bool allow_unprepared_value) override;
+  uint64_t ApproximateOffsetOf(const Slice& key, TableReaderCaller caller) override;
+  uint64_t ApproximateSize(const Slice& start, const Slice& end, TableReaderCaller caller) override {
+    uint64_t a = ApproximateOffsetOf(start, caller), b = ApproximateOffsetOf(end, caller);
+    return b > a ? b - a : 0;
+  }
+  void SetupForCompaction() override {}
+  std::shared_ptr<const TableProperties> GetTableProperties() const override { return props_; }
+  size_t ApproximateMemoryUsage() const override { return uih_table_index_memory(index_); }
+  Status Get(const ReadOptions& ro, const Slice& key, GetContext* get_context,
+             const SliceTransform* prefix_extractor, bool skip_filters) override;
+  Status VerifyChecksum(const ReadOptions& ro, TableReaderCaller caller) override;
+
+  // ---- shared with the iterator ----
+  const uih_table_index* index() const { return index_; }
+  RandomAccessFileReader* file() const { return file_.get(); }
+  uint64_t data_size() const { return data_size_; }
+  size_t readahead() const { return options_.readahead_size; }
+
+  // The trailer an entry shows: its own, or with the global seqno applied.
+  uint64_t Trailer(const uih_table_cursor& c) const {
+    return global_seqno_ == kDisableGlobalSequenceNumber ? c.trailer
+                                                         : PackSequenceAndType(global_seqno_, ExtractType(c));
+  }
+  static ValueType ExtractType(const uih_table_cursor& c) { return static_cast<ValueType>(c.trailer & 0xff); }
+
+  // First entry >= the internal key `target`, seqno rule applied.
+  void Seek(uih_table_cursor* c, const Slice& target) const {
+    Slice uk = ExtractUserKey(target);
+    uint64_t tt = ExtractInternalKeyFooter(target);
+    if (global_seqno_ == kDisableGlobalSequenceNumber) {
+      uih_table_cursor_seek(c, U8(uk), uk.size(), tt);
+      return;
+    }
+    uih_table_cursor_seek(c, U8(uk), uk.size(), kSeekFirstTrailer);
+    while (uih_table_cursor_valid(c) && SameKey(*c, uk) && Trailer(*c) > tt) uih_table_cursor_next(c);
+  }
+  // Last entry <= `target`.
+  void SeekForPrev(uih_table_cursor* c, const Slice& target) const {
+    Slice uk = ExtractUserKey(target);
+    uint64_t tt = ExtractInternalKeyFooter(target);
+    if (global_seqno_ == kDisableGlobalSequenceNumber) {
+      uih_table_cursor_seek_prev(c, U8(uk), uk.size(), tt);
+      return;
+    }
+    uih_table_cursor_seek_prev(c, U8(uk), uk.size(), 0);
+    while (uih_table_cursor_valid(c) && SameKey(*c, uk) && Trailer(*c) < tt) uih_table_cursor_prev(c);
+  }
+  static bool SameKey(const uih_table_cursor& c, const Slice& uk) {
+    return c.klen == uk.size() && (uk.empty() || memcmp(c.key, uk.data(), c.klen) == 0);
+  }
+  static const uint8_t* U8(const Slice& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+
+  Status CheckValue(const Slice& v, uint32_t stored, uint64_t offset) const {
+    if (uih_table_value_checksum(v.data(), v.size()) == stored) return Status::OK();
+    return Status::Corruption("UihTable: value checksum mismatch at data offset " + std::to_string(offset) +
+                              " in " + file_->file_name());
+  }
+
+ private:
+  UihTableOptions options_;
+  std::unique_ptr<RandomAccessFileReader> file_;
+  uih_table_index* index_ = nullptr;
+  std::shared_ptr<const TableProperties> props_;
+  SequenceNumber global_seqno_ = kDisableGlobalSequenceNumber;
+  uint64_t data_size_ = 0;
+};
+
+// ---- iterator -----------------------------------------------------------------
+
+class UihTableIterator : public InternalIterator {
+ public:
+  UihTableIterator(const UihTableReader* t, const ReadOptions& ro, size_t readahead)
+      : t_(t), verify_(ro.verify_checksums), readahead_(std::max<size_t>(readahead, 1)) {
+    uih_error err{};
+    if (uih_table_cursor_init(&c_, t->index(), &err) != UIH_OK) status_ = ToStatus(err);
+    else c_.pos = uih_table_index_entries(t->index());
+  }
+  ~UihTableIterator() override {
+    uih_table_cursor_free(&c_);
+    delete buf_;
+  }
+
+  bool Valid() const override { return status_.ok() && c_.key && uih_table_cursor_valid(&c_); }
+  void SeekToFirst() override { Move([&] { uih_table_cursor_first(&c_); }, true); }
+  void SeekToLast() override { Move([&] { uih_table_cursor_last(&c_); }, false); }
+  void Seek(const Slice& target) override { Move([&] { t_->Seek(&c_, target); }, true); }
+  void SeekForPrev(const Slice& target) override { Move([&] { t_->SeekForPrev(&c_, target); }, false); }
+  void Next() override {
+    uih_table_cursor_next(&c_);
+    Load(true);
+  }
+  void Prev() override {
+    uih_table_cursor_prev(&c_);
+    Load(false);
+  }
+  Slice key() const override { return Slice(key_); }
+  Slice value() const override { return value_; }
+  Status status() const override { return status_; }
+
+  // Keys are rebuilt per entry (the global seqno may rewrite them), so they
+  // are not pinned. Values are: while pinning is on, a read window that the
+  // iterator moves away from is handed to the manager instead of reused.
+  void SetPinnedItersMgr(PinnedIteratorsManager* mgr) override { pinned_ = mgr; }
+  bool IsKeyPinned() const override { return false; }
+  bool IsValuePinned() const override { return pinned_ && pinned_->PinningEnabled(); }
+
+ private:
+  template <class F>
+  void Move(F f, bool forward) {
+    if (!c_.key) return;  // cursor allocation failed: status_ says so
+    status_ = Status::OK();
+    f();
+    Load(forward);
+  }
+
+  static void ReleaseBuffer(void* p) { delete static_cast<std::string*>(p); }
+
+  // Builds key() and value() for the current entry; reads ahead in the
+  // direction of travel so a scan is one read per window, not per value.
+  void Load(bool forward) {
+    if (!uih_table_cursor_valid(&c_)) return;
+    key_.assign(reinterpret_cast<const char*>(c_.key), c_.klen);
+    PutFixed64(&key_, t_->Trailer(c_));
+    uint64_t need = uint64_t{c_.vlen} + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+    if (c_.voff < win_off_ || c_.voff + need > win_off_ + win_.size()) {
+      uint64_t len = std::max<uint64_t>(need, readahead_);
+      uint64_t start = c_.voff;
+      if (forward) {
+        len = std::min<uint64_t>(len, t_->data_size() - start);
+      } else {
+        uint64_t end = c_.voff + need;
+        start = end > len ? end - len : 0;
+        len = end - start;
+      }
+      if (buf_ && IsValuePinned()) {
+        pinned_->PinPtr(buf_, &UihTableIterator::ReleaseBuffer);  // values still point into it
+        buf_ = nullptr;
+      }
+      if (!buf_) buf_ = new std::string();
+      buf_->resize(len);
+      IOStatus s = ReadExact(t_->file(), start, len, &(*buf_)[0], &win_);
+      if (!s.ok()) {
+        status_ = s;
+        win_ = Slice();
+        return;
+      }
+      win_off_ = start;
+    }
+    const char* p = win_.data() + (c_.voff - win_off_);
+    value_ = Slice(p, c_.vlen);
+    if (verify_) {
+      uint32_t stored;
+      memcpy(&stored, p + c_.vlen, sizeof stored);
+      status_ = t_->CheckValue(value_, stored, c_.voff);
+    }
+  }
+
+  const UihTableReader* t_;
+  bool verify_;
+  size_t readahead_;
+  uih_table_cursor c_{};
+  Status status_;
+  std::string key_;
+  Slice value_;
+  std::string* buf_ = nullptr;  // read window (unless the file is mmapped)
+  Slice win_;
+  uint64_t win_off_ = 0;
+  PinnedIteratorsManager* pinned_ = nullptr;
+};
+
+// ---- reader -------------------------------------------------------------------
+
+Status UihTableReader::Open(const TableReaderOptions& tro, uint64_t file_size) {
+  if (tro.internal_comparator.user_comparator()->GetId() != BytewiseComparator()->GetId())
+    return Status::NotSupported("UihTable stores keys in bytewise order only");
+  Footer footer;
+  Status s = ReadFooterFromFile(IOOptions(), file_.get(), nullptr, file_size, &footer, UIH_TABLE_MAGIC);
+  if (!s.ok()) return s;
+  BlockHandle ih;
+  s = FindMetaBlockInFile(file_.get(), file_size, UIH_TABLE_MAGIC, tro.ioptions, UIH_TABLE_INDEX_NAME, &ih);
+  if (!s.ok()) return s;
+  if (ih.offset() > file_size || ih.size() > file_size - ih.offset())
+    return Status::Corruption("UihTable: index block handle points outside the file");
+  std::unique_ptr<char[]> scratch(new char[ih.size()]);
+  Slice bytes;
+  s = ReadExact(file_.get(), ih.offset(), ih.size(), scratch.get(), &bytes);
+  if (!s.ok()) return s;
+  uih_error err{};
+  if (uih_table_index_open(U8(bytes), bytes.size(), ih.offset(), &index_, &err) != UIH_OK)
+    return ToStatus(err.code, (file_->file_name() + ": " + uih_error_message(&err)).c_str());
+  data_size_ = ih.offset();
+  std::unique_ptr<TableProperties> props;
+  s = ReadTableProperties(file_.get(), file_size, UIH_TABLE_MAGIC, tro.ioptions, &props);
+  if (!s.ok()) return s;
+  s = GlobalSeqno(*props, tro.largest_seqno, &global_seqno_);
+  if (!s.ok()) return s;
+  props_ = std::move(props);
+  return Status::OK();
+}
+
+InternalIterator* UihTableReader::NewIterator(const ReadOptions& ro, const SliceTransform*, Arena* arena,
+                                              bool, TableReaderCaller, size_t compaction_readahead_size,
+                                              bool) {
+  size_t ra = std::max(options_.readahead_size, compaction_readahead_size);
+  if (arena) return new (arena->AllocateAligned(sizeof(UihTableIterator))) UihTableIterator(this, ro, ra);
+  return new UihTableIterator(this, ro, ra);
+}
+
+uint64_t UihTableReader::ApproximateOffsetOf(const Slice& key, TableReaderCaller) {
+  CallCursor cc(index_);
+  Seek(&cc.c, key);
+  return uih_table_cursor_valid(&cc.c) ? cc.c.voff : data_size_;
+}
+
+Status UihTableReader::Get(const ReadOptions& ro, const Slice& key, GetContext* get_context,
+                           const SliceTransform*, bool) {
+  CallCursor cc(index_);
+  uih_table_cursor& c = cc.c;
+  Seek(&c, key);
+  Slice uk = ExtractUserKey(key);
+  if (!uih_table_cursor_valid(&c) || !SameKey(c, uk)) return Status::OK();  // not in this file
+  if (ro.read_tier == kBlockCacheTier) {  // the key is here, but reading it needs I/O
+    get_context->MarkKeyMayExist();
+    return Status::Incomplete("UihTable: reading the value needs I/O");
+  }
+  std::string scratch;
+  while (uih_table_cursor_valid(&c) && SameKey(c, uk)) {
+    scratch.resize(c.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE);
+    Slice bytes;
+    IOStatus io = ReadExact(file_.get(), c.voff, scratch.size(), scratch.data(), &bytes);
+    if (!io.ok()) return io;
+    Slice value(bytes.data(), c.vlen);
+    if (ro.verify_checksums) {
+      uint32_t stored;
+      memcpy(&stored, bytes.data() + c.vlen, sizeof stored);
+      Status s = CheckValue(value, stored, c.voff);
+      if (!s.ok()) return s;
+    }
+    ParsedInternalKey pk(uk, Trailer(c) >> 8, ExtractType(c));
+    bool matched = false;
+    if (!get_context->SaveValue(pk, value, &matched, /*value_pinner=*/nullptr)) break;
+    uih_table_cursor_next(&c);
+  }
+  return Status::OK();
+}
+
+Status UihTableReader::VerifyChecksum(const ReadOptions&, TableReaderCaller) {
+  // The index was verified at open; here every value, one window at a time.
+  uih_table_cursor c;
+  uih_error err{};
+  if (uih_table_cursor_init(&c, index_, &err) != UIH_OK) return ToStatus(err);
+  std::string buf;
+  Slice win;
+  uint64_t win_off = 0;
+  Status s;
+  for (uih_table_cursor_first(&c); s.ok() && uih_table_cursor_valid(&c); uih_table_cursor_next(&c)) {
+    uint64_t need = uint64_t{c.vlen} + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+    if (c.voff < win_off || c.voff + need > win_off + win.size()) {
+      uint64_t len = std::min<uint64_t>(std::max<uint64_t>(need, 1 << 20), data_size_ - c.voff);
+      buf.resize(len);
+      s = ReadExact(file_.get(), c.voff, len, buf.data(), &win);
+      win_off = c.voff;
+      if (!s.ok()) break;
+    }
+    const char* p = win.data() + (c.voff - win_off);
+    uint32_t stored;
+    memcpy(&stored, p + c.vlen, sizeof stored);
+    s = CheckValue(Slice(p, c.vlen), stored, c.voff);
+  }
+  uih_table_cursor_free(&c);
+  return s;
+}
+
+}  // namespace
+
+Status OpenUihTable(const UihTableOptions& options, const ReadOptions&, const TableReaderOptions& tro,
+                    std::unique_ptr<RandomAccessFileReader>&& file, uint64_t file_size,
+                    std::unique_ptr<TableReader>* reader) {
+  std::unique_ptr<UihTableReader> t(new UihTableReader(options, std::move(file)));
+  Status s = t->Open(tro, file_size);
+  if (s.ok()) *reader = std::move(t);
+  return s;
+}
+
+}  // namespace uih

@@ -1,0 +1,66 @@
+// UihTable, RocksDB's side: the table factory and its options. The file
+// layout, the index and the checksums live in the engine (uih/table.h);
+// these classes adapt them to RocksDB's TableFactory / TableBuilder /
+// TableReader / InternalIterator, mirroring table/cuckoo's split.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "rocksdb/table.h"
+
+namespace uih {
+
+// Options of table_factory={id=UihTable;...}; all round-trip through the
+// OPTIONS file.
+struct UihTableOptions {
+  // Index entries between restart points: smaller is faster to seek, larger
+  // is smaller in memory. 1..1024.
+  uint32_t restart_interval = 16;
+  // Bytes an iterator reads ahead when it moves to a value not yet in its
+  // buffer, so scans and range reads are one read, not one per value.
+  size_t readahead_size = 256 * 1024;
+};
+
+class UihTableFactory : public rocksdb::TableFactory {
+ public:
+  static const char* kClassName() { return "UihTable"; }
+  static const char* kOptionsName() { return "UihTableOptions"; }
+
+  explicit UihTableFactory(const UihTableOptions& options = UihTableOptions());
+
+  const char* Name() const override { return kClassName(); }
+
+  using rocksdb::TableFactory::NewTableReader;
+  rocksdb::Status NewTableReader(const rocksdb::ReadOptions& ro,
+                                 const rocksdb::TableReaderOptions& options,
+                                 std::unique_ptr<rocksdb::RandomAccessFileReader>&& file,
+                                 uint64_t file_size, std::unique_ptr<rocksdb::TableReader>* reader,
+                                 bool prefetch_index_and_filter_in_cache) const override;
+  rocksdb::TableBuilder* NewTableBuilder(const rocksdb::TableBuilderOptions& options,
+                                         rocksdb::WritableFileWriter* file) const override;
+
+  // Fails at DB open for what UihTable cannot store correctly.
+  rocksdb::Status ValidateOptions(const rocksdb::DBOptions& db_opts,
+                                  const rocksdb::ColumnFamilyOptions& cf_opts) const override;
+
+  // Range deletions are not stored; RocksDB then refuses DeleteRange on
+  // column families using this table with NotSupported.
+  bool IsDeleteRangeSupported() const override { return false; }
+
+  const UihTableOptions& options() const { return options_; }
+
+ private:
+  UihTableOptions options_;
+};
+
+// Creates the TableBuilder / TableReader (table_builder.cc, table_reader.cc).
+rocksdb::TableBuilder* NewUihTableBuilder(const UihTableOptions& options,
+                                          const rocksdb::TableBuilderOptions& tbo,
+                                          rocksdb::WritableFileWriter* file);
+rocksdb::Status OpenUihTable(const UihTableOptions& options, const rocksdb::ReadOptions& ro,
+                             const rocksdb::TableReaderOptions& tro,
+                             std::unique_ptr<rocksdb::RandomAccessFileReader>&& file,
+                             uint64_t file_size, std::unique_ptr<rocksdb::TableReader>* reader);
+
+}  // namespace uih

@@ -1,0 +1,258 @@
+// The differential harness: the same random workload against a UihTable DB
+// and a BlockBasedTable DB, then every read compared. BlockBasedTable is the
+// model: whatever it answers, UihTable must answer too.
+//   UIH_DIFF_SEEDS=N   run N seeds per test (default 12; the long mode uses more)
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "registry.h"
+#include "rocksdb/convenience.h"
+#include "rocksdb/db.h"
+#include "rocksdb/merge_operator.h"
+#include "rocksdb/sst_file_writer.h"
+#include "rocksdb/table.h"
+#include "rocksdb/utilities/options_util.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace rocksdb;
+
+int Seeds() {
+  const char* s = std::getenv("UIH_DIFF_SEEDS");
+  return s && *s ? std::atoi(s) : 12;
+}
+
+Options BaseOptions(bool uih) {
+  Options o;
+  o.create_if_missing = true;
+  o.disable_auto_compactions = false;
+  o.write_buffer_size = 64 << 10;  // small memtables: several files per run
+  ConfigOptions cfg;
+  cfg.ignore_unsupported_options = false;
+  ColumnFamilyOptions cf;
+  std::string spec = std::string("merge_operator=stringappend;") +
+                     (uih ? "table_factory={id=UihTable;restart_interval=4;readahead_size=4096}" : "");
+  Status s = GetColumnFamilyOptionsFromString(cfg, ColumnFamilyOptions(o), spec, &cf);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return Options(DBOptions(o), cf);
+}
+
+std::string RandomKey(std::mt19937_64& rng, int keyspace) {
+  if (keyspace > 0) {  // small keyspace: overwrites, deletes of existing keys
+    char buf[16];
+    snprintf(buf, sizeof buf, "k%05d", static_cast<int>(rng() % static_cast<uint64_t>(keyspace)));
+    std::string k = buf;
+    if (rng() % 20 == 0) k.push_back('\0');  // binary byte inside a key
+    return k;
+  }
+  size_t len = rng() % 10 == 0 ? 0 : rng() % 7 == 0 ? 50 + rng() % 200 : 1 + rng() % 12;
+  std::string k;
+  for (size_t i = 0; i < len; i++) k.push_back(static_cast<char>(rng() % 3 ? 'a' + rng() % 4 : rng()));
+  return k;
+}
+
+std::string RandomValue(std::mt19937_64& rng) {
+  size_t len = rng() % 8 == 0 ? 0 : rng() % 4 == 0 ? 1000 + rng() % 5000 : rng() % 64;
+  std::string v(len, '\0');
+  for (auto& c : v) c = static_cast<char>(rng());
+  return v;
+}
+
+class Pair {
+ public:
+  Pair() {
+    for (int i = 0; i < 2; i++) {
+      DB* db = nullptr;
+      Status s = DB::Open(BaseOptions(i == 0), dir_ / (i == 0 ? "uih" : "bbt"), &db);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      db_[i].reset(db);
+    }
+  }
+  ~Pair() {
+    for (auto& s : snaps_)
+      for (int i = 0; i < 2; i++) db_[i]->ReleaseSnapshot(s[i]);
+  }
+  DB* uih() { return db_[0].get(); }
+  DB* bbt() { return db_[1].get(); }
+  DB* db(int i) { return db_[i].get(); }
+  const std::string& dir() const { return dir_.path(); }
+
+  // Both DBs, same operation, same status code.
+  template <class F>
+  void Both(F f) {
+    Status a = f(uih()), b = f(bbt());
+    ASSERT_EQ(b.code(), a.code()) << "uih: " << a.ToString() << " bbt: " << b.ToString();
+  }
+  void TakeSnapshot() { snaps_.push_back({uih()->GetSnapshot(), bbt()->GetSnapshot()}); }
+  std::vector<std::array<const Snapshot*, 2>> snaps_;
+
+ private:
+  uih_test::TempDir dir_;
+  std::unique_ptr<DB> db_[2];
+};
+
+// Compares everything a reader can ask, at the latest state and at every
+// snapshot.
+void CompareAll(Pair& p, std::mt19937_64& rng, const std::vector<std::string>& probe) {
+  std::vector<const Snapshot*> views[2] = {{nullptr}, {nullptr}};
+  for (auto& s : p.snaps_) views[0].push_back(s[0]), views[1].push_back(s[1]);
+  for (size_t v = 0; v < views[0].size(); v++) {
+    ReadOptions ro[2];
+    for (int i = 0; i < 2; i++) ro[i].snapshot = views[i][v];
+    // Get of present and absent keys.
+    for (const auto& k : probe) {
+      std::string a, b;
+      Status sa = p.uih()->Get(ro[0], k, &a), sb = p.bbt()->Get(ro[1], k, &b);
+      ASSERT_EQ(sb.code(), sa.code()) << "Get " << Slice(k).ToString(true) << ": " << sa.ToString();
+      if (sb.ok()) {
+        ASSERT_EQ(b, a) << "Get " << Slice(k).ToString(true) << " sizes " << b.size() << " " << a.size();
+      }
+    }
+    // Batched MultiGet.
+    std::vector<Slice> keys(probe.begin(), probe.end());
+    std::vector<PinnableSlice> va(keys.size()), vb(keys.size());
+    std::vector<Status> sa(keys.size()), sb(keys.size());
+    p.uih()->MultiGet(ro[0], p.uih()->DefaultColumnFamily(), keys.size(), keys.data(), va.data(), sa.data());
+    p.bbt()->MultiGet(ro[1], p.bbt()->DefaultColumnFamily(), keys.size(), keys.data(), vb.data(), sb.data());
+    for (size_t i = 0; i < keys.size(); i++) {
+      ASSERT_EQ(sb[i].code(), sa[i].code()) << "MultiGet " << keys[i].ToString(true);
+      if (sb[i].ok()) {
+        ASSERT_EQ(vb[i].ToString(), va[i].ToString());
+      }
+    }
+    // Full scans, both directions.
+    std::unique_ptr<Iterator> ia(p.uih()->NewIterator(ro[0])), ib(p.bbt()->NewIterator(ro[1]));
+    size_t n = 0;
+    for (ia->SeekToFirst(), ib->SeekToFirst(); ib->Valid(); ia->Next(), ib->Next(), n++) {
+      ASSERT_TRUE(ia->Valid()) << "forward scan ends early at " << n << " " << ia->status().ToString();
+      ASSERT_EQ(ib->key().ToString(), ia->key().ToString());
+      ASSERT_EQ(ib->value().ToString(), ia->value().ToString());
+    }
+    ASSERT_FALSE(ia->Valid());
+    ASSERT_TRUE(ia->status().ok()) << ia->status().ToString();
+    n = 0;
+    for (ia->SeekToLast(), ib->SeekToLast(); ib->Valid(); ia->Prev(), ib->Prev(), n++) {
+      ASSERT_TRUE(ia->Valid()) << "backward scan ends early at " << n << " " << ia->status().ToString();
+      ASSERT_EQ(ib->key().ToString(), ia->key().ToString());
+    }
+    ASSERT_FALSE(ia->Valid());
+    // Random seeks followed by random walks.
+    for (int s = 0; s < 60; s++) {
+      std::string t = rng() % 2 ? probe[rng() % probe.size()] : RandomKey(rng, 0);
+      if (rng() % 2) ia->Seek(t), ib->Seek(t);
+      else ia->SeekForPrev(t), ib->SeekForPrev(t);
+      for (int step = 0; step < 12; step++) {
+        ASSERT_EQ(ib->Valid(), ia->Valid()) << "after seek to " << Slice(t).ToString(true);
+        if (!ib->Valid()) break;
+        ASSERT_EQ(ib->key().ToString(), ia->key().ToString());
+        ASSERT_EQ(ib->value().ToString(), ia->value().ToString());
+        if (rng() % 3) ia->Next(), ib->Next();
+        else ia->Prev(), ib->Prev();
+      }
+      ASSERT_TRUE(ia->status().ok()) << ia->status().ToString();
+    }
+  }
+}
+
+TEST(UihTableDiff, RandomWritesFlushesSnapshotsAndCompaction) {
+  for (int seed = 0; seed < Seeds(); seed++) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    Pair p;
+    int keyspace = 200 + static_cast<int>(rng() % 2000);
+    std::vector<std::string> probe;
+    int ops = 3000 + static_cast<int>(rng() % 3000);
+    for (int i = 0; i < ops; i++) {
+      std::string k = RandomKey(rng, keyspace);
+      if (probe.size() < 400 || rng() % 10 == 0) probe.push_back(k);
+      switch (rng() % 10) {
+        case 0: case 1: p.Both([&](DB* db) { return db->Delete(WriteOptions(), k); }); break;
+        case 2: {
+          // SingleDelete's contract: one Put since the key was last deleted,
+          // no Delete/Merge/overwrite. Keys of their own, each used once.
+          std::string sk = "sd" + std::to_string(i), v = RandomValue(rng);
+          p.Both([&](DB* db) { return db->Put(WriteOptions(), sk, v); });
+          if (rng() % 4) p.Both([&](DB* db) { return db->SingleDelete(WriteOptions(), sk); });
+          probe.push_back(sk);
+          break;
+        }
+        case 3: { std::string v = RandomValue(rng); p.Both([&](DB* db) { return db->Merge(WriteOptions(), k, v); }); break; }
+        default: { std::string v = RandomValue(rng); p.Both([&](DB* db) { return db->Put(WriteOptions(), k, v); }); }
+      }
+      if (rng() % 700 == 0) p.Both([](DB* db) { return db->Flush(FlushOptions()); });
+      if (rng() % 1500 == 0) p.TakeSnapshot();
+    }
+    probe.push_back(RandomKey(rng, 0));  // absent
+    ASSERT_NO_FATAL_FAILURE(CompareAll(p, rng, probe));
+    p.Both([](DB* db) { return db->Flush(FlushOptions()); });
+    ASSERT_NO_FATAL_FAILURE(CompareAll(p, rng, probe));
+    p.Both([](DB* db) { return db->CompactRange(CompactRangeOptions(), nullptr, nullptr); });
+    ASSERT_NO_FATAL_FAILURE(CompareAll(p, rng, probe));
+    EXPECT_TRUE(p.uih()->VerifyChecksum().ok());
+  }
+}
+
+// Sorted random data written with SstFileWriter (UihTable for one DB,
+// BlockBasedTable for the other) and ingested, several files at once.
+TEST(UihTableDiff, BulkIngestion) {
+  for (int seed = 0; seed < Seeds(); seed++) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(1000 + seed);
+    Pair p;
+    std::map<std::string, std::string> data;
+    size_t n = 1 + rng() % 3000;
+    while (data.size() < n) data[RandomKey(rng, 0)] = RandomValue(rng);
+    int files = 1 + static_cast<int>(rng() % 4);
+    std::vector<std::string> probe;
+    for (int i = 0; i < 2; i++) {
+      Options o = BaseOptions(i == 0);
+      std::vector<std::string> paths;
+      auto it = data.begin();
+      for (int f = 0; f < files && it != data.end(); f++) {
+        SstFileWriter w(EnvOptions(), o);
+        std::string path = p.dir() + "/ingest" + std::to_string(i) + "_" + std::to_string(f) + ".sst";
+        ASSERT_TRUE(w.Open(path).ok());
+        size_t per = data.size() / static_cast<size_t>(files) + 1;
+        for (size_t c = 0; c < per && it != data.end(); c++, ++it) {
+          ASSERT_TRUE(w.Put(it->first, it->second).ok());
+          if (i == 0 && rng() % 4 == 0) probe.push_back(it->first);
+        }
+        ASSERT_TRUE(w.Finish().ok());
+        paths.push_back(path);
+      }
+      IngestExternalFileOptions ifo;
+      ifo.move_files = seed % 2 == 0;
+      ifo.write_global_seqno = seed % 3 == 0;  // 7.8.3 defaults to true; both must work
+      Status s = p.db(i)->IngestExternalFile(paths, ifo);
+      ASSERT_TRUE(s.ok()) << (i == 0 ? "uih: " : "bbt: ") << s.ToString();
+    }
+    // Writes on top of the ingested level, then an older snapshot's view.
+    p.TakeSnapshot();
+    for (int i = 0; i < 50; i++) {
+      std::string k = probe.empty() || rng() % 2 ? RandomKey(rng, 0) : probe[rng() % probe.size()];
+      std::string v = RandomValue(rng);
+      bool put = rng() % 2;  // drawn once: both DBs get the same operation
+      p.Both([&](DB* db) { return put ? db->Put(WriteOptions(), k, v) : db->Delete(WriteOptions(), k); });
+    }
+    for (int i = 0; i < 20; i++) probe.push_back(RandomKey(rng, 0));
+    if (probe.empty()) probe.push_back("");
+    ASSERT_NO_FATAL_FAILURE(CompareAll(p, rng, probe));
+    EXPECT_TRUE(p.uih()->VerifyChecksum().ok());
+    // Ingested files land in one level, the bottommost.
+    ColumnFamilyMetaData meta;
+    p.uih()->GetColumnFamilyMetaData(&meta);
+    int levels = 0;
+    for (const auto& l : meta.levels) levels += !l.files.empty();
+    EXPECT_EQ(1, levels);
+    EXPECT_FALSE(meta.levels.back().files.empty()) << "not in the bottommost level";
+  }
+}
+
+}  // namespace
