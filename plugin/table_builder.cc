@@ -1,5 +1,7 @@
 // UihTable writer: entries go to the engine's builder (values straight to
 // the file), then RocksDB's properties block, metaindex and footer.
+#include <xxhash.h>
+
 #include <memory>
 #include <vector>
 
@@ -8,6 +10,7 @@
 #include "rocksdb/comparator.h"
 #include "rocksdb/merge_operator.h"
 #include "status.h"
+#include "table_tail.h"
 #include "table/format.h"
 #include "table/meta_blocks.h"
 #include "table/table_builder.h"
@@ -91,21 +94,28 @@ class UihTableBuilder : public TableBuilder {
     props_.num_data_blocks = st.entries ? 1 : 0;
     NotifyCollectTableCollectorsOnBlockAdd(collectors_, st.data_size, 0, 0);
 
-    BlockHandle index_handle(offset_, index_len);
-    Append(Slice(reinterpret_cast<const char*>(index), index_len));
+    BlockHandle index_handle;
+    AppendBlock(Slice(reinterpret_cast<const char*>(index), index_len), &index_handle);
 
     PropertyBlockBuilder pbb;
     pbb.AddTableProperty(props_);
     pbb.Add(props_.user_collected_properties);
     NotifyCollectTableCollectorsOnFinish(collectors_, logger_, &pbb);
+    Slice props_block = pbb.Finish();
+    TableTail tail;
+    tail.seqno_at = FindSeqnoField(props_block);
+    tail.properties_sum = PropertiesChecksum(props_block, tail.seqno_at);
     BlockHandle props_handle;
-    AppendBlock(pbb.Finish(), &props_handle);
+    AppendBlock(props_block, &props_handle);
 
     MetaIndexBuilder meta;
     meta.Add(kPropertiesBlockName, props_handle);
     meta.Add(UIH_TABLE_INDEX_NAME, index_handle);
+    Slice meta_block = meta.Finish();
+    tail.metaindex_sum = XXH3_64bits(meta_block.data(), meta_block.size());
     BlockHandle meta_handle;
-    AppendBlock(meta.Finish(), &meta_handle);
+    AppendBlock(meta_block, &meta_handle);
+    Append(EncodeTableTail(tail));
 
     FooterBuilder footer;
     footer.Build(UIH_TABLE_MAGIC, /*format_version=*/1, offset_, kNoChecksum, meta_handle);

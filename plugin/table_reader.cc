@@ -1,5 +1,7 @@
 // UihTable reader: opens the footer, properties and the engine's index;
 // serves Get, iterators (both directions), checksums and size estimates.
+#include <xxhash.h>
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -12,6 +14,7 @@
 #include "memory/arena.h"
 #include "rocksdb/comparator.h"
 #include "status.h"
+#include "table_tail.h"
 #include "table/format.h"
 #include "table/get_context.h"
 #include "table/internal_iterator.h"
@@ -272,30 +275,66 @@ class UihTableIterator : public InternalIterator {
 
 // ---- reader -------------------------------------------------------------------
 
+// Reads a whole block into `buf` and returns it.
+static Status ReadBlock(RandomAccessFileReader* file, const BlockHandle& h, std::string* buf, Slice* out) {
+  buf->resize(h.size());
+  return ReadExact(file, h.offset(), h.size(), &(*buf)[0], out);
+}
+
 Status UihTableReader::Open(const TableReaderOptions& tro, uint64_t file_size) {
   if (tro.internal_comparator.user_comparator()->GetId() != BytewiseComparator()->GetId())
     return Status::NotSupported("UihTable stores keys in bytewise order only");
+  const std::string& name = file_->file_name();
+  auto corrupt = [&](const std::string& what) { return Status::Corruption("UihTable: " + name + ": " + what); };
+
+  // Layout from the end: footer, tail, metaindex, properties, index, data.
+  // Each block is checked before RocksDB's parsers see it.
   Footer footer;
   Status s = ReadFooterFromFile(IOOptions(), file_.get(), nullptr, file_size, &footer, UIH_TABLE_MAGIC);
   if (!s.ok()) return s;
-  BlockHandle ih;
-  s = FindMetaBlockInFile(file_.get(), file_size, UIH_TABLE_MAGIC, tro.ioptions, UIH_TABLE_INDEX_NAME, &ih);
+  if (footer.format_version() != 1)
+    return Status::NotSupported("UihTable: " + name + ": format version " + std::to_string(footer.format_version()));
+  const uint64_t footer_at = file_size - Footer::kNewVersionsEncodedLength;
+  if (footer_at < kTableTailSize) return corrupt("too short for the checksum tail");
+  const uint64_t tail_at = footer_at - kTableTailSize;
+  std::string tail_buf(kTableTailSize, '\0');
+  Slice tail_bytes;
+  s = ReadExact(file_.get(), tail_at, kTableTailSize, &tail_buf[0], &tail_bytes);
+  TableTail tail;
+  if (s.ok()) s = DecodeTableTail(tail_bytes, &tail);
   if (!s.ok()) return s;
-  if (ih.offset() > file_size || ih.size() > file_size - ih.offset())
-    return Status::Corruption("UihTable: index block handle points outside the file");
-  std::unique_ptr<char[]> scratch(new char[ih.size()]);
+
+  const BlockHandle& mh = footer.metaindex_handle();
+  if (mh.offset() > tail_at || mh.size() != tail_at - mh.offset()) return corrupt("metaindex handle is off");
+  std::string buf;
   Slice bytes;
-  s = ReadExact(file_.get(), ih.offset(), ih.size(), scratch.get(), &bytes);
+  s = ReadBlock(file_.get(), mh, &buf, &bytes);
   if (!s.ok()) return s;
-  uih_error err{};
-  if (uih_table_index_open(U8(bytes), bytes.size(), ih.offset(), &index_, &err) != UIH_OK)
-    return ToStatus(err.code, (file_->file_name() + ": " + uih_error_message(&err)).c_str());
-  data_size_ = ih.offset();
+  if (XXH3_64bits(bytes.data(), bytes.size()) != tail.metaindex_sum) return corrupt("metaindex checksum mismatch");
+
+  BlockHandle ih, ph;
+  s = FindMetaBlockInFile(file_.get(), file_size, UIH_TABLE_MAGIC, tro.ioptions, UIH_TABLE_INDEX_NAME, &ih);
+  if (s.ok()) s = FindMetaBlockInFile(file_.get(), file_size, UIH_TABLE_MAGIC, tro.ioptions, kPropertiesBlockName, &ph);
+  if (s.IsNotFound()) return corrupt(s.ToString());
+  if (!s.ok()) return s;
+  if (ph.offset() > mh.offset() || ph.size() != mh.offset() - ph.offset() || ih.offset() > ph.offset() ||
+      ih.size() != ph.offset() - ih.offset())
+    return corrupt("block handles do not tile the file");
+  s = ReadBlock(file_.get(), ph, &buf, &bytes);
+  if (!s.ok()) return s;
+  if (PropertiesChecksum(bytes, tail.seqno_at) != tail.properties_sum) return corrupt("properties checksum mismatch");
   std::unique_ptr<TableProperties> props;
   s = ReadTableProperties(file_.get(), file_size, UIH_TABLE_MAGIC, tro.ioptions, &props);
   if (!s.ok()) return s;
   s = GlobalSeqno(*props, tro.largest_seqno, &global_seqno_);
   if (!s.ok()) return s;
+
+  s = ReadBlock(file_.get(), ih, &buf, &bytes);
+  if (!s.ok()) return s;
+  uih_error err{};
+  if (uih_table_index_open(U8(bytes), bytes.size(), ih.offset(), &index_, &err) != UIH_OK)
+    return ToStatus(err.code, (name + ": " + uih_error_message(&err)).c_str());
+  data_size_ = ih.offset();
   props_ = std::move(props);
   return Status::OK();
 }

@@ -11,8 +11,9 @@
  *   +-----------------------------------------------+ data_size
  *   | index block (below)                           |
  *   +-----------------------------------------------+
- *   | properties block, metaindex block, footer     |  RocksDB's format,
- *   | (magic UIH_TABLE_MAGIC)                       |  written by plugin/
+ *   | properties block, metaindex block (RocksDB's  |  written by plugin/,
+ *   | formats), a 40-byte tail with their checksums |  drawn in
+ *   | (plugin/uih_table.h), footer (UIH_TABLE_MAGIC)|  plugin/uih_table.h
  *   +-----------------------------------------------+
  *
  * The values of consecutive keys are adjacent, so all stripes of a user are
