@@ -1,0 +1,163 @@
+// Many threads reading one UihTable while others open and close it, plus
+// the ingestion edge cases: single-key files, direct I/O, mmap reads.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rocksdb/db.h"
+#include "rocksdb/sst_file_reader.h"
+#include "rocksdb/sst_file_writer.h"
+#include "test_util.h"
+#include "uih_table.h"
+
+namespace {
+
+using namespace rocksdb;
+
+Options UihOptions() {
+  Options o;
+  o.create_if_missing = true;
+  o.table_factory.reset(new uih::UihTableFactory());
+  return o;
+}
+
+std::string Key(int i) {
+  char k[32];
+  snprintf(k, sizeof k, "user%06d/stripe", i);
+  return k;
+}
+std::string Value(int i) { return std::string(static_cast<size_t>(i % 300), static_cast<char>('a' + i % 26)); }
+
+std::string WriteTable(const std::string& path, int n, const Options& o = UihOptions()) {
+  SstFileWriter w(EnvOptions(), o);
+  EXPECT_TRUE(w.Open(path).ok());
+  for (int i = 0; i < n; i++) EXPECT_TRUE(w.Put(Key(i), Value(i)).ok());
+  EXPECT_TRUE(w.Finish().ok());
+  return path;
+}
+
+TEST(UihTableConcurrency, ReadersWhileOthersOpenAndClose) {
+  uih_test::TempDir dir;
+  const int n = 5000;
+  std::string path = WriteTable(dir / "t.sst", n);
+  DB* raw = nullptr;
+  ASSERT_TRUE(DB::Open(UihOptions(), dir / "db", &raw).ok());
+  std::unique_ptr<DB> db(raw);
+  ASSERT_TRUE(db->IngestExternalFile({path}, IngestExternalFileOptions()).ok());
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; t++) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(t);
+      while (!stop) {
+        int i = static_cast<int>(rng() % n);
+        std::string v;
+        if (!db->Get(ReadOptions(), Key(i), &v).ok() || v != Value(i)) errors++;
+        std::unique_ptr<Iterator> it(db->NewIterator(ReadOptions()));
+        it->Seek(Key(i));
+        for (int k = 0; k < 20 && it->Valid(); k++, it->Next())
+          if (it->key().ToString() != Key(i + k) || it->value().ToString() != Value(i + k)) errors++;
+        if (!it->status().ok()) errors++;
+      }
+    });
+  }
+  // Others open, verify and close the same file directly, over and over.
+  std::vector<LiveFileMetaData> live;
+  db->GetLiveFilesMetaData(&live);
+  ASSERT_EQ(1u, live.size());
+  const std::string ingested = live[0].db_path + live[0].name;
+  for (int t = 0; t < 2; t++) {
+    threads.emplace_back([&] {
+      for (int round = 0; round < 40 && !stop; round++) {
+        SstFileReader r(UihOptions());
+        if (!r.Open(ingested).ok() || !r.VerifyChecksum().ok()) errors++;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  stop = true;
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(0, errors.load());
+}
+
+// RocksDB 7.8.3 has trouble with ingested files whose smallest and largest
+// keys are equal (fixed upstream later); UihTable files with one key must
+// ingest and read back like BlockBasedTable ones.
+TEST(UihTableIngest, SingleKeyFiles) {
+  uih_test::TempDir dir;
+  for (bool move : {false, true}) {
+    for (bool global_seqno : {false, true}) {
+      std::string tag = std::to_string(move) + std::to_string(global_seqno);
+      DB* raw = nullptr;
+      ASSERT_TRUE(DB::Open(UihOptions(), dir / ("db" + tag), &raw).ok());
+      std::unique_ptr<DB> db(raw);
+      ASSERT_TRUE(db->Put(WriteOptions(), Key(99999), "memtable").ok());  // forces a real seqno
+      std::vector<std::string> files;
+      for (int f = 0; f < 3; f++) {
+        SstFileWriter w(EnvOptions(), UihOptions());
+        std::string p = dir / ("one" + tag + std::to_string(f) + ".sst");
+        ASSERT_TRUE(w.Open(p).ok());
+        ASSERT_TRUE(w.Put(Key(f * 10), Value(f * 10 + 1)).ok());
+        ASSERT_TRUE(w.Finish().ok());
+        files.push_back(p);
+      }
+      IngestExternalFileOptions ifo;
+      ifo.move_files = move;
+      ifo.write_global_seqno = global_seqno;
+      Status s = db->IngestExternalFile(files, ifo);
+      ASSERT_TRUE(s.ok()) << tag << ": " << s.ToString();
+      for (int f = 0; f < 3; f++) {
+        std::string v;
+        ASSERT_TRUE(db->Get(ReadOptions(), Key(f * 10), &v).ok()) << tag;
+        EXPECT_EQ(Value(f * 10 + 1), v);
+      }
+      std::unique_ptr<Iterator> it(db->NewIterator(ReadOptions()));
+      int count = 0;
+      for (it->SeekToLast(); it->Valid(); it->Prev()) count++;
+      EXPECT_EQ(4, count) << tag;
+      EXPECT_TRUE(db->VerifyChecksum().ok());
+    }
+  }
+}
+
+// Direct I/O and mmap reads go through the same RandomAccessFileReader
+// calls; both must return the same data as buffered reads.
+TEST(UihTableIo, DirectAndMmapReads) {
+  uih_test::TempDir dir;
+  const int n = 3000;
+  for (int mode = 0; mode < 2; mode++) {
+    Options o = UihOptions();
+    if (mode == 0) o.use_direct_reads = true;
+    else o.allow_mmap_reads = true;
+    std::string path = WriteTable(dir / ("t" + std::to_string(mode) + ".sst"), n, o);
+    DB* raw = nullptr;
+    Status s = DB::Open(o, dir / ("db" + std::to_string(mode)), &raw);
+    if (mode == 0 && s.IsNotSupported()) GTEST_SKIP() << "no O_DIRECT on this filesystem: " << s.ToString();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    std::unique_ptr<DB> db(raw);
+    s = db->IngestExternalFile({path}, IngestExternalFileOptions());
+    if (mode == 0 && !s.ok() && s.ToString().find("Invalid argument") != std::string::npos)
+      GTEST_SKIP() << s.ToString();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    for (int i = 0; i < n; i += 13) {
+      std::string v;
+      ASSERT_TRUE(db->Get(ReadOptions(), Key(i), &v).ok()) << "mode " << mode;
+      ASSERT_EQ(Value(i), v);
+    }
+    std::unique_ptr<Iterator> it(db->NewIterator(ReadOptions()));
+    int i = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next(), i++) ASSERT_EQ(Value(i), it->value().ToString());
+    ASSERT_EQ(n, i);
+    ASSERT_TRUE(it->status().ok()) << it->status().ToString();
+    EXPECT_TRUE(db->VerifyChecksum().ok());
+  }
+}
+
+}  // namespace
