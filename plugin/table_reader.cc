@@ -104,6 +104,8 @@ class UihTableReader : public TableReader {
                                 bool skip_filters, TableReaderCaller caller, size_t compaction_readahead_size,
                                 bool allow_unprepared_value) override;
   uint64_t ApproximateOffsetOf(const Slice& key, TableReaderCaller caller) override;
+  // Data offset of the first entry of `user_key` or after it.
+  uint64_t OffsetOfUserKey(const std::string& user_key) const;
   uint64_t ApproximateSize(const Slice& start, const Slice& end, TableReaderCaller caller) override {
     uint64_t a = ApproximateOffsetOf(start, caller), b = ApproximateOffsetOf(end, caller);
     return b > a ? b - a : 0;
@@ -175,7 +177,9 @@ class UihTableReader : public TableReader {
 class UihTableIterator : public InternalIterator {
  public:
   UihTableIterator(const UihTableReader* t, const ReadOptions& ro, size_t readahead)
-      : t_(t), verify_(ro.verify_checksums), readahead_(std::max<size_t>(readahead, 1)) {
+      : t_(t), verify_(ro.verify_checksums), max_readahead_(std::max<size_t>(readahead, 1)) {
+    if (ro.iterate_upper_bound) upper_ = ro.iterate_upper_bound->ToString();
+    has_upper_ = ro.iterate_upper_bound != nullptr;
     uih_error err{};
     if (uih_table_cursor_init(&c_, t->index(), &err) != UIH_OK) status_ = ToStatus(err);
     else c_.pos = uih_table_index_entries(t->index());
@@ -190,6 +194,7 @@ class UihTableIterator : public InternalIterator {
   void SeekToLast() override { Move([&] { uih_table_cursor_last(&c_); }, false); }
   void Seek(const Slice& target) override { Move([&] { t_->Seek(&c_, target); }, true); }
   void SeekForPrev(const Slice& target) override { Move([&] { t_->SeekForPrev(&c_, target); }, false); }
+
   void Next() override {
     uih_table_cursor_next(&c_);
     Load(true);
@@ -214,8 +219,22 @@ class UihTableIterator : public InternalIterator {
   void Move(F f, bool forward) {
     if (!c_.key) return;  // cursor allocation failed: status_ says so
     status_ = Status::OK();
+    readahead_ = 0;  // a seek starts a new run: read what it needs, then grow
     f();
     Load(forward);
+  }
+
+  // Bytes to read for a window starting at the current value (forward):
+  // up to the upper bound when there is one (a bounded range read is one
+  // read), else doubling from the first value's size up to the maximum as
+  // a scan goes on.
+  uint64_t ForwardWindow(uint64_t need) {
+    if (has_upper_ && readahead_ == 0) {
+      uint64_t end = t_->OffsetOfUserKey(upper_);
+      if (end > c_.voff) return std::min<uint64_t>(std::max<uint64_t>(end - c_.voff, need), max_readahead_);
+    }
+    readahead_ = readahead_ == 0 ? kFirstWindow : std::min<size_t>(2 * readahead_, max_readahead_);
+    return std::max<uint64_t>(need, readahead_);
   }
 
   static void ReleaseBuffer(void* p) { delete static_cast<std::string*>(p); }
@@ -228,11 +247,13 @@ class UihTableIterator : public InternalIterator {
     PutFixed64(&key_, t_->Trailer(c_));
     uint64_t need = uint64_t{c_.vlen} + UIH_TABLE_VALUE_CHECKSUM_SIZE;
     if (c_.voff < win_off_ || c_.voff + need > win_off_ + win_.size()) {
-      uint64_t len = std::max<uint64_t>(need, readahead_);
       uint64_t start = c_.voff;
+      uint64_t len;
       if (forward) {
-        len = std::min<uint64_t>(len, t_->data_size() - start);
+        len = std::min<uint64_t>(ForwardWindow(need), t_->data_size() - start);
       } else {
+        readahead_ = readahead_ == 0 ? kFirstWindow : std::min<size_t>(2 * readahead_, max_readahead_);
+        len = std::max<uint64_t>(need, readahead_);
         uint64_t end = c_.voff + need;
         start = end > len ? end - len : 0;
         len = end - start;
@@ -260,9 +281,14 @@ class UihTableIterator : public InternalIterator {
     }
   }
 
+  static constexpr size_t kFirstWindow = 8 * 1024;
+
   const UihTableReader* t_;
   bool verify_;
-  size_t readahead_;
+  size_t max_readahead_;
+  size_t readahead_ = 0;  // the last window's size; 0 right after a seek
+  std::string upper_;     // ReadOptions::iterate_upper_bound, a user key
+  bool has_upper_ = false;
   uih_table_cursor c_{};
   Status status_;
   std::string key_;
@@ -350,6 +376,12 @@ InternalIterator* UihTableReader::NewIterator(const ReadOptions& ro, const Slice
 uint64_t UihTableReader::ApproximateOffsetOf(const Slice& key, TableReaderCaller) {
   CallCursor cc(index_);
   Seek(&cc.c, key);
+  return uih_table_cursor_valid(&cc.c) ? cc.c.voff : data_size_;
+}
+
+uint64_t UihTableReader::OffsetOfUserKey(const std::string& user_key) const {
+  CallCursor cc(index_);
+  uih_table_cursor_seek(&cc.c, U8(user_key), user_key.size(), kSeekFirstTrailer);
   return uih_table_cursor_valid(&cc.c) ? cc.c.voff : data_size_;
 }
 
