@@ -19,7 +19,7 @@ const std::vector<std::string>& RegisteredNames() {
 
 }  // namespace uih
 
-extern "C" int uih_rocksdb_register(rocksdb::ObjectLibrary& library, const std::string& /*arg*/) {
+int uih_rocksdb_register(rocksdb::ObjectLibrary& library, const std::string& /*arg*/) {
   library.AddFactory<rocksdb::TableFactory>(
       uih::UihTableFactory::kClassName(),
       [](const std::string&, std::unique_ptr<rocksdb::TableFactory>* guard, std::string*) {

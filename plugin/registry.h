@@ -14,5 +14,6 @@ const std::vector<std::string>& RegisteredNames();
 }  // namespace uih
 
 // Adds every uihstore factory to `library`; returns how many names it added.
-// RocksDB's ROCKSDB_PLUGINS build calls it as the plugin's registrar.
-extern "C" int uih_rocksdb_register(rocksdb::ObjectLibrary& library, const std::string& arg);
+// RocksDB's ROCKSDB_PLUGINS build calls it as the plugin's registrar (uih.mk
+// names it), declaring it itself with exactly this C++ signature.
+int uih_rocksdb_register(rocksdb::ObjectLibrary& library, const std::string& arg);

@@ -1,0 +1,13 @@
+# RocksDB ROCKSDB_PLUGINS fragment (Makefile build). To compile uihstore into
+# a RocksDB source tree instead of preloading libuih_rocksdb.so:
+#   1. install uihstore's engine (cmake --install; it ships uihstore.pc),
+#   2. ln -s /path/to/uihstore/plugin /path/to/rocksdb/plugin/uih
+#   3. make ROCKSDB_PLUGINS=uih   (or cmake -DROCKSDB_PLUGINS=uih)
+# RocksDB then calls uih_rocksdb_register() at startup, and UihTable can be
+# named in options strings. Requires the same RocksDB release as
+# ROCKSDB_VERSION.
+uih_SOURCES = registry.cc status.cc table_builder.cc table_factory.cc table_reader.cc table_tail.cc
+uih_HEADERS = registry.h status.h table_tail.h uih_table.h
+uih_FUNC = uih_rocksdb_register
+uih_PKGCONFIG_REQUIRES = uihstore
+uih_CXXFLAGS = $(shell pkg-config --cflags uihstore)
