@@ -1,0 +1,212 @@
+// uih_table_bench: UihTable against BlockBasedTable (defaults, and tuned
+// with a bloom filter and a pinned index) on UIH-shaped data, same data,
+// same run.
+//
+//   build/release/bench/uih_table_bench [--users N] [--seconds S] [--dir D]
+//
+// Generates histories (uih/gen.h), cuts them into 256-event stripes encoded
+// with the stripe codec, keyed (user, group, stripe start); writes the same
+// sorted stripes with SstFileWriter for each table format and ingests them;
+// then, on one thread, times point reads of random stripes and range reads
+// of the last K stripes of random users (iterate_upper_bound set to the
+// end of the user's group, as the materializer reads), and prints ops/s,
+// ratios to BlockBasedTable, file sizes and index memory.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "rocksdb/db.h"
+#include "rocksdb/filter_policy.h"
+#include "rocksdb/sst_file_writer.h"
+#include "rocksdb/table.h"
+#include "uih/uih.h"
+#include "uih_table.h"
+
+using namespace rocksdb;
+
+namespace {
+
+struct Stripe {
+  std::string key, value;
+};
+
+[[noreturn]] void Die(const std::string& what) {
+  fprintf(stderr, "uih_table_bench: %s\n", what.c_str());
+  exit(1);
+}
+
+// Sorted stripes of generated users, and each user's key prefix and count.
+struct Data {
+  std::vector<Stripe> stripes;
+  struct User {
+    std::string prefix;  // user + group
+    size_t first, count;
+  };
+  std::vector<User> users;
+  uint64_t raw_bytes = 0;
+};
+
+Data Generate(uint64_t users) {
+  uih_error err{};
+  uih_schema* schema = nullptr;
+  if (uih_schema_load(UIH_SOURCE_DIR "/examples/feed.schema.json", &schema, &err)) Die(err.msg);
+  const uih_group* g = uih_schema_group_by_name(schema, "engagement");
+  uih_gen_opts o = UIH_GEN_OPTS_DEFAULT;
+  o.users = users;
+  uih_gen* gen = nullptr;
+  uih_batch* b = nullptr;
+  uih_stripe_encoder* enc = nullptr;
+  if (uih_gen_create(g, &o, &gen, &err) || uih_batch_create(g, g->stripe_events, nullptr, 0, &b, &err) ||
+      uih_stripe_encoder_create(nullptr, &enc, &err))
+    Die(err.msg);
+  Data d;
+  uint64_t user = 0, last_user = UINT64_MAX;
+  for (;;) {
+    if (uih_gen_next(gen, &user, b, &err)) Die(err.msg);
+    if (b->count == 0) break;
+    const uint8_t* p;
+    size_t len;
+    if (uih_stripe_encode(enc, b, 1, &p, &len, &err)) Die(err.msg);
+    uih_key k{user, g->id, uih_column_i64(uih_batch_ts_column(b))[0]};
+    uint8_t kb[UIH_KEY_SIZE];
+    uih_key_encode(&k, kb);
+    if (user != last_user) {
+      d.users.push_back({std::string(reinterpret_cast<char*>(kb), UIH_KEY_GROUP_PREFIX_SIZE), d.stripes.size(), 0});
+      last_user = user;
+    }
+    d.users.back().count++;
+    d.stripes.push_back({std::string(reinterpret_cast<char*>(kb), UIH_KEY_SIZE),
+                         std::string(reinterpret_cast<const char*>(p), len)});
+    d.raw_bytes += len + UIH_KEY_SIZE;
+  }
+  uih_stripe_encoder_free(enc);
+  uih_batch_free(b);
+  uih_gen_free(gen);
+  uih_schema_free(schema);
+  return d;  // generated in (user, ts) order: already sorted
+}
+
+struct Variant {
+  const char* name;
+  std::shared_ptr<TableFactory> table;
+  std::unique_ptr<DB> db;
+  uint64_t file_bytes = 0;
+  uint64_t index_bytes = 0;
+};
+
+double Seconds(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint64_t users = 50000;
+  double seconds = 2.0;
+  std::string dir = "/tmp/uih_table_bench";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--users")) users = strtoull(argv[i + 1], nullptr, 10);
+    else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--dir")) dir = argv[i + 1];
+    else Die("usage: uih_table_bench [--users N] [--seconds S] [--dir D]");
+  }
+  Data data = Generate(users);
+  printf("data: %zu stripes of %zu users, %.1f MB of keys and stripes\n\n", data.stripes.size(), data.users.size(),
+         static_cast<double>(data.raw_bytes) / 1e6);
+
+  BlockBasedTableOptions tuned;
+  tuned.filter_policy.reset(NewBloomFilterPolicy(10));
+  tuned.cache_index_and_filter_blocks = false;  // index and filter held by the reader: pinned
+  Variant variants[3];
+  variants[0].name = "UihTable";
+  variants[0].table.reset(new uih::UihTableFactory());
+  variants[1].name = "BlockBasedTable (defaults)";
+  variants[1].table.reset(NewBlockBasedTableFactory());
+  variants[2].name = "BlockBasedTable (bloom, pinned index)";
+  variants[2].table.reset(NewBlockBasedTableFactory(tuned));
+
+  if (system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()) != 0) Die("cannot prepare " + dir);
+  for (auto& v : variants) {
+    Options o;
+    o.create_if_missing = true;
+    o.create_missing_column_families = true;
+    o.table_factory = v.table;
+    o.compression = kNoCompression;  // stripes are already encoded
+    o.allow_mmap_reads = getenv("UIH_BENCH_MMAP") != nullptr;
+    std::string path = dir + "/" + std::to_string(&v - variants);
+    SstFileWriter w(EnvOptions(), o);
+    if (!w.Open(path + ".sst").ok()) Die("open sst");
+    for (const auto& s : data.stripes)
+      if (!w.Put(s.key, s.value).ok()) Die("put");
+    ExternalSstFileInfo info;
+    if (!w.Finish(&info).ok()) Die("finish");
+    v.file_bytes = info.file_size;
+    DB* db = nullptr;
+    if (!DB::Open(o, path, &db).ok()) Die("db open");
+    v.db.reset(db);
+    IngestExternalFileOptions ifo;
+    ifo.move_files = true;
+    Status s = db->IngestExternalFile({path + ".sst"}, ifo);
+    if (!s.ok()) Die(s.ToString());
+    std::string mem;
+    db->GetProperty("rocksdb.estimate-table-readers-mem", &mem);
+    v.index_bytes = strtoull(mem.c_str(), nullptr, 10);
+  }
+
+  printf("%-40s %12s %14s %16s\n", "table", "file MB", "reader memory", "memory/stripe");
+  for (auto& v : variants)
+    printf("%-40s %12.1f %13.1fK %15.2fB\n", v.name, static_cast<double>(v.file_bytes) / 1e6,
+           static_cast<double>(v.index_bytes) / 1e3,
+           static_cast<double>(v.index_bytes) / static_cast<double>(data.stripes.size()));
+
+  // Workloads: a random stripe by key; the last K stripes of a random user.
+  struct Workload {
+    const char* name;
+    int k;  // 0: point read
+  } workloads[] = {{"point read of a random stripe", 0}, {"last 1 stripe of a user", 1},
+                   {"last 4 stripes of a user", 4}, {"last 16 stripes of a user", 16}};
+  printf("\n%-34s", "ops/s, one thread");
+  for (auto& v : variants) printf(" %22.22s", v.name);
+  printf("   UihTable/BBT(defaults)  UihTable/BBT(tuned)\n");
+  for (const auto& w : workloads) {
+    double rate[3];
+    for (int vi = 0; vi < 3; vi++) {
+      Variant& v = variants[vi];
+      std::mt19937_64 rng(42);  // same operations for every table
+      uint64_t ops = 0, found = 0;
+      auto t0 = std::chrono::steady_clock::now();
+      std::string value;
+      while (Seconds(t0) < seconds) {
+        for (int batch = 0; batch < 256; batch++, ops++) {
+          if (w.k == 0) {
+            const Stripe& s = data.stripes[rng() % data.stripes.size()];
+            if (v.db->Get(ReadOptions(), s.key, &value).ok()) found++;
+            continue;
+          }
+          const auto& u = data.users[rng() % data.users.size()];
+          std::string upper = u.prefix;
+          uint8_t* bytes = reinterpret_cast<uint8_t*>(&upper[0]);
+          Slice bound(upper);
+          ReadOptions ro;
+          if (uih_key_prefix_successor(bytes, upper.size())) ro.iterate_upper_bound = &bound;
+          size_t take = std::min<size_t>(static_cast<size_t>(w.k), u.count);
+          std::unique_ptr<Iterator> it(v.db->NewIterator(ro));
+          it->Seek(data.stripes[u.first + u.count - take].key);
+          for (size_t i = 0; i < take && it->Valid(); i++, it->Next()) found += it->value().size() > 0;
+        }
+      }
+      rate[vi] = static_cast<double>(ops) / Seconds(t0);
+      if (found == 0) Die("nothing found");
+    }
+    printf("%-34s", w.name);
+    for (double r : rate) printf(" %22.0f", r);
+    printf("   %22.2fx %19.2fx\n", rate[0] / rate[1], rate[0] / rate[2]);
+  }
+  return 0;
+}
