@@ -124,8 +124,10 @@ int main(int argc, char** argv) {
   tuned.filter_policy.reset(NewBloomFilterPolicy(10));
   tuned.cache_index_and_filter_blocks = false;  // index and filter held by the reader: pinned
   Variant variants[3];
-  variants[0].name = "UihTable";
-  variants[0].table.reset(new uih::UihTableFactory());
+  variants[0].name = "UihTable (8 MiB value cache)";
+  uih::UihTableOptions uopts;
+  uopts.cache_size = 8 << 20;  // the same budget as BlockBasedTable's default block cache
+  variants[0].table.reset(new uih::UihTableFactory(uopts));
   variants[1].name = "BlockBasedTable (defaults)";
   variants[1].table.reset(NewBlockBasedTableFactory());
   variants[2].name = "BlockBasedTable (bloom, pinned index)";

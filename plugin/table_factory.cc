@@ -18,6 +18,9 @@ const std::unordered_map<std::string, OptionTypeInfo> kUihTableOptionsTypeInfo =
     {"readahead_size",
      {offsetof(UihTableOptions, readahead_size), OptionType::kSizeT,
       OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+    {"cache_size",
+     {offsetof(UihTableOptions, cache_size), OptionType::kSizeT,
+      OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
 };
 
 }  // namespace
@@ -40,11 +43,20 @@ Status UihTableFactory::ValidateOptions(const DBOptions& db_opts,
   return TableFactory::ValidateOptions(db_opts, cf_opts);
 }
 
+const UihTableOptions& UihTableFactory::Resolved() const {
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  if (!options_.cache && options_.cache_size > 0) {
+    auto* self = const_cast<UihTableFactory*>(this);
+    self->options_.cache = NewLRUCache(options_.cache_size);
+  }
+  return options_;
+}
+
 Status UihTableFactory::NewTableReader(const ReadOptions& ro, const TableReaderOptions& options,
                                        std::unique_ptr<RandomAccessFileReader>&& file,
                                        uint64_t file_size, std::unique_ptr<TableReader>* reader,
                                        bool /*prefetch_index_and_filter_in_cache*/) const {
-  return OpenUihTable(options_, ro, options, std::move(file), file_size, reader);
+  return OpenUihTable(Resolved(), ro, options, std::move(file), file_size, reader);
 }
 
 TableBuilder* UihTableFactory::NewTableBuilder(const TableBuilderOptions& options,

@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -157,6 +158,27 @@ class UihTableReader : public TableReader {
   }
   static const uint8_t* U8(const Slice& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
 
+  // ---- the value cache (options_.cache; null when there is none) ----
+  Cache* cache() const { return options_.cache.get(); }
+  Cache::Handle* CacheLookup(uint64_t voff) const {
+    char key[16];
+    return cache()->Lookup(CacheKey(voff, key));
+  }
+  // Inserts a copy of a verified value; returns a handle (nullptr when the
+  // cache refused it), which the caller releases.
+  Cache::Handle* CacheInsert(uint64_t voff, const Slice& value) const {
+    char key[16];
+    auto* copy = new std::string(value.data(), value.size());
+    Cache::Handle* h = nullptr;
+    if (!cache()->Insert(CacheKey(voff, key), copy, copy->size() + sizeof(std::string), &DeleteCached, &h).ok())
+      return nullptr;  // the cache deleted the copy
+    return h;
+  }
+  Slice CachedValue(Cache::Handle* h) const { return Slice(*static_cast<std::string*>(cache()->Value(h))); }
+  static void ReleaseHandle(void* cache, void* handle) {
+    static_cast<Cache*>(cache)->Release(static_cast<Cache::Handle*>(handle));
+  }
+
   Status CheckValue(const Slice& v, uint32_t stored, uint64_t offset) const {
     if (uih_table_value_checksum(v.data(), v.size()) == stored) return Status::OK();
     return Status::Corruption("UihTable: value checksum mismatch at data offset " + std::to_string(offset) +
@@ -170,6 +192,18 @@ class UihTableReader : public TableReader {
   std::shared_ptr<const TableProperties> props_;
   SequenceNumber global_seqno_ = kDisableGlobalSequenceNumber;
   uint64_t data_size_ = 0;
+  uint64_t cache_id_ = NextCacheId();  // this reader's values in a shared cache
+
+  static uint64_t NextCacheId() {
+    static std::atomic<uint64_t> next{1};
+    return next++;
+  }
+  Slice CacheKey(uint64_t voff, char* buf) const {
+    EncodeFixed64(buf, cache_id_);
+    EncodeFixed64(buf + 8, voff);
+    return Slice(buf, 16);
+  }
+  static void DeleteCached(const Slice&, void* value) { delete static_cast<std::string*>(value); }
 };
 
 // ---- iterator -----------------------------------------------------------------
@@ -177,19 +211,29 @@ class UihTableReader : public TableReader {
 class UihTableIterator : public InternalIterator {
  public:
   UihTableIterator(const UihTableReader* t, const ReadOptions& ro, size_t readahead)
-      : t_(t), verify_(ro.verify_checksums), max_readahead_(std::max<size_t>(readahead, 1)) {
+      : t_(t),
+        verify_(ro.verify_checksums),
+        fill_cache_(ro.fill_cache),
+        no_io_(ro.read_tier == kBlockCacheTier),
+        max_readahead_(std::max<size_t>(readahead, 1)) {
     if (ro.iterate_upper_bound) upper_ = ro.iterate_upper_bound->ToString();
     has_upper_ = ro.iterate_upper_bound != nullptr;
-    uih_error err{};
-    if (uih_table_cursor_init(&c_, t->index(), &err) != UIH_OK) status_ = ToStatus(err);
-    else c_.pos = uih_table_index_entries(t->index());
+    // Keys up to 255 bytes (UIH keys are 18) live in the iterator itself.
+    size_t need = uih_table_index_max_key(t->index()) + 1;
+    uint8_t* buf = key_buf_;
+    if (need > sizeof key_buf_) {
+      heap_key_.reset(new uint8_t[need]);
+      buf = heap_key_.get();
+    }
+    uih_table_cursor_init_buf(&c_, t->index(), buf, std::max(need, sizeof key_buf_), nullptr);
+    c_.pos = uih_table_index_entries(t->index());
   }
   ~UihTableIterator() override {
-    uih_table_cursor_free(&c_);
+    DropHandle();
     delete buf_;
   }
 
-  bool Valid() const override { return status_.ok() && c_.key && uih_table_cursor_valid(&c_); }
+  bool Valid() const override { return status_.ok() && uih_table_cursor_valid(&c_); }
   void SeekToFirst() override { Move([&] { uih_table_cursor_first(&c_); }, true); }
   void SeekToLast() override { Move([&] { uih_table_cursor_last(&c_); }, false); }
   void Seek(const Slice& target) override { Move([&] { t_->Seek(&c_, target); }, true); }
@@ -204,7 +248,10 @@ class UihTableIterator : public InternalIterator {
     Load(false);
   }
   Slice key() const override { return Slice(key_); }
-  Slice value() const override { return value_; }
+  Slice value() const override {
+    if (value_pending_) const_cast<UihTableIterator*>(this)->LoadValue(true);
+    return value_;
+  }
   Status status() const override { return status_; }
 
   // Keys are rebuilt per entry (the global seqno may rewrite them), so they
@@ -217,7 +264,6 @@ class UihTableIterator : public InternalIterator {
  private:
   template <class F>
   void Move(F f, bool forward) {
-    if (!c_.key) return;  // cursor allocation failed: status_ says so
     status_ = Status::OK();
     readahead_ = 0;  // a seek starts a new run: read what it needs, then grow
     f();
@@ -230,8 +276,9 @@ class UihTableIterator : public InternalIterator {
   // a scan goes on.
   uint64_t ForwardWindow(uint64_t need) {
     if (has_upper_ && readahead_ == 0) {
-      uint64_t end = t_->OffsetOfUserKey(upper_);
-      if (end > c_.voff) return std::min<uint64_t>(std::max<uint64_t>(end - c_.voff, need), max_readahead_);
+      if (upper_offset_ == kUnknown) upper_offset_ = t_->OffsetOfUserKey(upper_);  // once per iterator
+      if (upper_offset_ > c_.voff)  // never less than the value itself
+        return std::max<uint64_t>(need, std::min<uint64_t>(upper_offset_ - c_.voff, max_readahead_));
     }
     readahead_ = readahead_ == 0 ? kFirstWindow : std::min<size_t>(2 * readahead_, max_readahead_);
     return std::max<uint64_t>(need, readahead_);
@@ -239,14 +286,56 @@ class UihTableIterator : public InternalIterator {
 
   static void ReleaseBuffer(void* p) { delete static_cast<std::string*>(p); }
 
+  // The cache handle behind value_, if it came from the cache: released
+  // when the iterator moves on, or handed to the pinning manager.
+  struct CachePin {
+    Cache* cache;
+    Cache::Handle* handle;
+  };
+  static void ReleasePin(void* p) {
+    auto* pin = static_cast<CachePin*>(p);
+    pin->cache->Release(pin->handle);
+    delete pin;
+  }
+  void DropHandle() {
+    if (!handle_) return;
+    if (IsValuePinned()) pinned_->PinPtr(new CachePin{t_->cache(), handle_}, &UihTableIterator::ReleasePin);
+    else t_->cache()->Release(handle_);
+    handle_ = nullptr;
+  }
+
   // Builds key() and value() for the current entry; reads ahead in the
   // direction of travel so a scan is one read per window, not per value.
   void Load(bool forward) {
+    DropHandle();
+    value_pending_ = false;
     if (!uih_table_cursor_valid(&c_)) return;
     key_.assign(reinterpret_cast<const char*>(c_.key), c_.klen);
     PutFixed64(&key_, t_->Trailer(c_));
+    // An entry at or past the upper bound is where a bounded scan stops:
+    // its value is read only if someone asks for it.
+    if (has_upper_ && forward &&
+        Slice(reinterpret_cast<const char*>(c_.key), c_.klen).compare(Slice(upper_)) >= 0) {
+      value_pending_ = true;
+      value_ = Slice();
+      return;
+    }
+    LoadValue(forward);
+  }
+
+  void LoadValue(bool forward) {
+    value_pending_ = false;
     uint64_t need = uint64_t{c_.vlen} + UIH_TABLE_VALUE_CHECKSUM_SIZE;
-    if (c_.voff < win_off_ || c_.voff + need > win_off_ + win_.size()) {
+    bool in_window = c_.voff >= win_off_ && c_.voff + need <= win_off_ + win_.size();
+    if (!in_window && t_->cache() && (handle_ = t_->CacheLookup(c_.voff))) {
+      value_ = t_->CachedValue(handle_);  // verified when it was inserted
+      return;
+    }
+    if (!in_window && no_io_) {
+      status_ = Status::Incomplete("UihTable: the value is not cached and reading it needs I/O");
+      return;
+    }
+    if (!in_window) {
       uint64_t start = c_.voff;
       uint64_t len;
       if (forward) {
@@ -279,13 +368,23 @@ class UihTableIterator : public InternalIterator {
       memcpy(&stored, p + c_.vlen, sizeof stored);
       status_ = t_->CheckValue(value_, stored, c_.voff);
     }
+    if (status_.ok() && t_->cache() && fill_cache_ && verify_) {
+      Cache::Handle* h = t_->CacheInsert(c_.voff, value_);  // only verified values are cached
+      if (h) t_->cache()->Release(h);
+    }
   }
 
   static constexpr size_t kFirstWindow = 8 * 1024;
 
   const UihTableReader* t_;
-  bool verify_;
+  bool verify_, fill_cache_, no_io_;
   size_t max_readahead_;
+  Cache::Handle* handle_ = nullptr;
+  bool value_pending_ = false;  // value_ not read yet (entry past the upper bound)
+  static constexpr uint64_t kUnknown = ~uint64_t{0};
+  uint64_t upper_offset_ = kUnknown;  // data offset of the upper bound
+  uint8_t key_buf_[256];
+  std::unique_ptr<uint8_t[]> heap_key_;
   size_t readahead_ = 0;  // the last window's size; 0 right after a seek
   std::string upper_;     // ReadOptions::iterate_upper_bound, a user key
   bool has_upper_ = false;
@@ -392,26 +491,39 @@ Status UihTableReader::Get(const ReadOptions& ro, const Slice& key, GetContext* 
   Seek(&c, key);
   Slice uk = ExtractUserKey(key);
   if (!uih_table_cursor_valid(&c) || !SameKey(c, uk)) return Status::OK();  // not in this file
-  if (ro.read_tier == kBlockCacheTier) {  // the key is here, but reading it needs I/O
-    get_context->MarkKeyMayExist();
-    return Status::Incomplete("UihTable: reading the value needs I/O");
-  }
   std::string scratch;
   while (uih_table_cursor_valid(&c) && SameKey(c, uk)) {
-    scratch.resize(c.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE);
-    Slice bytes;
-    IOStatus io = ReadExact(file_.get(), c.voff, scratch.size(), scratch.data(), &bytes);
-    if (!io.ok()) return io;
-    Slice value(bytes.data(), c.vlen);
-    if (ro.verify_checksums) {
-      uint32_t stored;
-      memcpy(&stored, bytes.data() + c.vlen, sizeof stored);
-      Status s = CheckValue(value, stored, c.voff);
-      if (!s.ok()) return s;
+    // The value: from the cache, else from the file (then cached when asked).
+    Cleanable pinner;
+    Slice value;
+    Cache::Handle* h = cache() ? CacheLookup(c.voff) : nullptr;
+    if (!h && ro.read_tier == kBlockCacheTier) {  // the key is here, but reading it needs I/O
+      get_context->MarkKeyMayExist();
+      return Status::Incomplete("UihTable: reading the value needs I/O");
+    }
+    if (!h) {
+      scratch.resize(c.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE);
+      Slice bytes;
+      IOStatus io = ReadExact(file_.get(), c.voff, scratch.size(), scratch.data(), &bytes);
+      if (!io.ok()) return io;
+      value = Slice(bytes.data(), c.vlen);
+      if (ro.verify_checksums) {
+        uint32_t stored;
+        memcpy(&stored, bytes.data() + c.vlen, sizeof stored);
+        Status s = CheckValue(value, stored, c.voff);
+        if (!s.ok()) return s;
+      }
+      if (cache() && ro.fill_cache && ro.verify_checksums) h = CacheInsert(c.voff, value);  // verified only
+    }
+    if (h) {
+      value = CachedValue(h);
+      pinner.RegisterCleanup(&UihTableReader::ReleaseHandle, cache(), h);
     }
     ParsedInternalKey pk(uk, Trailer(c) >> 8, ExtractType(c));
     bool matched = false;
-    if (!get_context->SaveValue(pk, value, &matched, /*value_pinner=*/nullptr)) break;
+    // A cached value is pinned (its handle moves to the result); a value
+    // read from the file is copied.
+    if (!get_context->SaveValue(pk, value, &matched, h ? &pinner : nullptr)) break;
     uih_table_cursor_next(&c);
   }
   return Status::OK();

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
+#include "rocksdb/cache.h"
 #include "rocksdb/table.h"
 
 namespace uih {
@@ -20,6 +22,11 @@ struct UihTableOptions {
   // Bytes an iterator reads ahead when it moves to a value not yet in its
   // buffer, so scans and range reads are one read, not one per value.
   size_t readahead_size = 256 * 1024;
+  // Capacity of an LRU cache of values shared by the factory's tables
+  // (0: none). Reads with ReadOptions::fill_cache add what they read.
+  size_t cache_size = 0;
+  // Or a cache of the caller's (takes precedence; not kept in OPTIONS files).
+  std::shared_ptr<rocksdb::Cache> cache;
 };
 
 class UihTableFactory : public rocksdb::TableFactory {
@@ -51,7 +58,12 @@ class UihTableFactory : public rocksdb::TableFactory {
   const UihTableOptions& options() const { return options_; }
 
  private:
+  // options_.cache, made from cache_size on first use (options are set
+  // after construction when they come from a string).
+  const UihTableOptions& Resolved() const;
+
   UihTableOptions options_;
+  mutable std::mutex cache_mu_;
 };
 
 // Creates the TableBuilder / TableReader (table_builder.cc, table_reader.cc).

@@ -33,7 +33,7 @@ TEST(Registry, UihTableOptionsRoundTripThroughTheOptionsFile) {
   ConfigOptions cfg;
   ColumnFamilyOptions cf;
   ASSERT_TRUE(GetColumnFamilyOptionsFromString(cfg, ColumnFamilyOptions(o),
-                                               "table_factory={id=UihTable;restart_interval=7;readahead_size=12345}", &cf)
+                                               "table_factory={id=UihTable;restart_interval=7;readahead_size=12345;cache_size=4096}", &cf)
                   .ok());
   DB* db = nullptr;
   ASSERT_TRUE(DB::Open(Options(DBOptions(o), cf), dir.path(), &db).ok());
@@ -45,6 +45,7 @@ TEST(Registry, UihTableOptionsRoundTripThroughTheOptionsFile) {
   ASSERT_NE(nullptr, f);
   EXPECT_EQ(7u, f->options().restart_interval);
   EXPECT_EQ(12345u, f->options().readahead_size);
+  EXPECT_EQ(4096u, f->options().cache_size);
 }
 
 TEST(Registry, UnsupportedSetupsFailAtOpen) {

@@ -161,3 +161,44 @@ TEST(UihTableIo, DirectAndMmapReads) {
 }
 
 }  // namespace
+
+namespace {
+
+// The value cache: reads fill it (fill_cache), a no-I/O read is served from
+// it or answers Incomplete, and its contents equal the file's.
+TEST(UihTableCache, FillsAndServesNoIoReads) {
+  uih_test::TempDir dir;
+  Options o = UihOptions();
+  uih::UihTableOptions topts;
+  topts.cache_size = 1 << 20;
+  o.table_factory.reset(new uih::UihTableFactory(topts));
+  std::string path = WriteTable(dir / "t.sst", 500, o);
+  DB* raw = nullptr;
+  ASSERT_TRUE(DB::Open(o, dir / "db", &raw).ok());
+  std::unique_ptr<DB> db(raw);
+  ASSERT_TRUE(db->IngestExternalFile({path}, IngestExternalFileOptions()).ok());
+  ReadOptions no_io;
+  no_io.read_tier = kBlockCacheTier;
+  std::string v;
+  EXPECT_TRUE(db->Get(no_io, Key(7), &v).IsIncomplete());
+  EXPECT_TRUE(db->Get(no_io, "absent", &v).IsNotFound()) << "the index answers without I/O";
+  ReadOptions no_fill;
+  no_fill.fill_cache = false;
+  ASSERT_TRUE(db->Get(no_fill, Key(7), &v).ok());
+  EXPECT_TRUE(db->Get(no_io, Key(7), &v).IsIncomplete()) << "fill_cache=false must not fill";
+  ASSERT_TRUE(db->Get(ReadOptions(), Key(7), &v).ok());
+  ASSERT_TRUE(db->Get(no_io, Key(7), &v).ok());
+  EXPECT_EQ(Value(7), v);
+  // A scan fills the cache; then a no-I/O scan sees every value.
+  std::unique_ptr<Iterator> it(db->NewIterator(ReadOptions()));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+  }
+  ASSERT_TRUE(it->status().ok());
+  it.reset(db->NewIterator(no_io));
+  int i = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next(), i++) ASSERT_EQ(Value(i), it->value().ToString());
+  EXPECT_TRUE(it->status().ok()) << it->status().ToString();
+  EXPECT_EQ(500, i);
+}
+
+}  // namespace
