@@ -1,5 +1,8 @@
 // UihTable reader: opens the footer, properties and the engine's index;
-// serves Get, iterators (both directions), checksums and size estimates.
+// serves Get, MultiGet (batched reads), iterators (both directions),
+// checksums and size estimates.
+#include <fcntl.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -23,6 +26,8 @@
 #include "table/sst_file_writer_collectors.h"
 #include "table/table_builder.h"
 #include "table/table_reader.h"
+#include "table/multiget_context.h"
+#include "uih/io.h"
 #include "uih/table.h"
 #include "uih_table.h"
 
@@ -97,7 +102,10 @@ class UihTableReader : public TableReader {
  public:
   UihTableReader(const UihTableOptions& options, std::unique_ptr<RandomAccessFileReader>&& file)
       : options_(options), file_(std::move(file)) {}
-  ~UihTableReader() override { uih_table_index_free(index_); }
+  ~UihTableReader() override {
+    uih_table_index_free(index_);
+    if (fd_ >= 0) close(fd_);
+  }
 
   Status Open(const TableReaderOptions& tro, uint64_t file_size);
 
@@ -116,6 +124,9 @@ class UihTableReader : public TableReader {
   size_t ApproximateMemoryUsage() const override { return uih_table_index_memory(index_); }
   Status Get(const ReadOptions& ro, const Slice& key, GetContext* get_context,
              const SliceTransform* prefix_extractor, bool skip_filters) override;
+  // All keys' reads submitted together (io_uring where available).
+  void MultiGet(const ReadOptions& ro, const MultiGetContext::Range* range,
+                const SliceTransform* prefix_extractor, bool skip_filters) override;
   Status VerifyChecksum(const ReadOptions& ro, TableReaderCaller caller) override;
 
   // ---- shared with the iterator ----
@@ -193,6 +204,12 @@ class UihTableReader : public TableReader {
   SequenceNumber global_seqno_ = kDisableGlobalSequenceNumber;
   uint64_t data_size_ = 0;
   uint64_t cache_id_ = NextCacheId();  // this reader's values in a shared cache
+  int fd_ = -1;  // the file opened again for batched reads; -1: use file_
+
+  // Feeds the entries of one user key, read into `bytes` (which starts at
+  // the first entry's value), to `get_context`.
+  Status SaveEntries(const ReadOptions& ro, uint64_t first, const Slice& uk, const char* bytes,
+                     GetContext* get_context) const;
 
   static uint64_t NextCacheId() {
     static std::atomic<uint64_t> next{1};
@@ -461,6 +478,11 @@ Status UihTableReader::Open(const TableReaderOptions& tro, uint64_t file_size) {
     return ToStatus(err.code, (name + ": " + uih_error_message(&err)).c_str());
   data_size_ = ih.offset();
   props_ = std::move(props);
+  // Batched reads bypass RocksDB's file layer, so only for plain POSIX files
+  // read through the page cache.
+  if (tro.ioptions.fs.get() == FileSystem::Default().get() && !tro.env_options.use_direct_reads &&
+      !tro.env_options.use_mmap_reads)
+    fd_ = open(name.c_str(), O_RDONLY | O_CLOEXEC);
   return Status::OK();
 }
 
@@ -527,6 +549,95 @@ Status UihTableReader::Get(const ReadOptions& ro, const Slice& key, GetContext* 
     uih_table_cursor_next(&c);
   }
   return Status::OK();
+}
+
+// One io_uring (or pread) reader per thread, for MultiGet.
+static uih_io* ThreadIo() {
+  struct Holder {
+    uih_io* io = nullptr;
+    ~Holder() { uih_io_free(io); }
+  };
+  thread_local Holder h;
+  if (!h.io && uih_io_create(64, /*use_uring=*/1, &h.io, nullptr) != UIH_OK) h.io = nullptr;
+  return h.io;
+}
+
+Status UihTableReader::SaveEntries(const ReadOptions& ro, uint64_t first, const Slice& uk,
+                                   const char* bytes, GetContext* get_context) const {
+  CallCursor cc(index_);
+  uih_table_cursor& c = cc.c;
+  uih_table_cursor_goto(&c, first);
+  const uint64_t base = c.voff;
+  for (; uih_table_cursor_valid(&c) && SameKey(c, uk); uih_table_cursor_next(&c)) {
+    const char* p = bytes + (c.voff - base);
+    Slice value(p, c.vlen);
+    if (ro.verify_checksums) {
+      uint32_t stored;
+      memcpy(&stored, p + c.vlen, sizeof stored);
+      Status s = CheckValue(value, stored, c.voff);
+      if (!s.ok()) return s;
+      if (cache() && ro.fill_cache) {
+        Cache::Handle* h = CacheInsert(c.voff, value);
+        if (h) cache()->Release(h);
+      }
+    }
+    ParsedInternalKey pk(uk, Trailer(c) >> 8, ExtractType(c));
+    bool matched = false;
+    if (!get_context->SaveValue(pk, value, &matched, nullptr)) break;
+  }
+  return Status::OK();
+}
+
+void UihTableReader::MultiGet(const ReadOptions& ro, const MultiGetContext::Range* range,
+                              const SliceTransform* prefix_extractor, bool skip_filters) {
+  uih_io* io = fd_ >= 0 && ro.read_tier != kBlockCacheTier ? ThreadIo() : nullptr;
+  if (!io) {  // one Get per key
+    TableReader::MultiGet(ro, range, prefix_extractor, skip_filters);
+    return;
+  }
+  // Index lookups first: each key's entries are one contiguous byte range.
+  struct Job {
+    MultiGetContext::Range::Iterator key;
+    uint64_t first;  // entry ordinal of the key's first entry
+    std::string buf;
+  };
+  std::vector<Job> jobs;
+  std::vector<uih_io_req> reqs;
+  for (auto it = range->begin(); it != range->end(); ++it) {
+    CallCursor cc(index_);
+    uih_table_cursor& c = cc.c;
+    Seek(&c, it->ikey);
+    Slice uk = ExtractUserKey(it->ikey);
+    if (!uih_table_cursor_valid(&c) || !SameKey(c, uk)) {
+      *it->s = Status::OK();  // not in this file
+      continue;
+    }
+    if (cache()) {  // a cached value is served without I/O by Get
+      Cache::Handle* h = CacheLookup(c.voff);
+      if (h) {
+        cache()->Release(h);
+        *it->s = Get(ro, it->ikey, it->get_context, prefix_extractor, skip_filters);
+        continue;
+      }
+    }
+    uint64_t first = c.pos, begin = c.voff, end = begin;
+    for (; uih_table_cursor_valid(&c) && SameKey(c, uk); uih_table_cursor_next(&c))
+      end = c.voff + c.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+    jobs.push_back(Job{it, first, std::string(end - begin, '\0')});
+    reqs.push_back(uih_io_req{fd_, begin, static_cast<size_t>(end - begin), nullptr, 0});
+  }
+  for (size_t i = 0; i < jobs.size(); i++) reqs[i].buf = &jobs[i].buf[0];
+  uih_io_read(io, reqs.data(), reqs.size(), nullptr);  // a ring failure falls back to pread inside
+  for (size_t i = 0; i < jobs.size(); i++) {
+    Job& j = jobs[i];
+    if (reqs[i].result < 0) {
+      *j.key->s = IOStatus::IOError("UihTable: reading " + file_->file_name() + ": " + strerror(static_cast<int>(-reqs[i].result)));
+    } else if (static_cast<uint64_t>(reqs[i].result) != reqs[i].len) {
+      *j.key->s = Status::Corruption("UihTable: " + file_->file_name() + " is shorter than its index says");
+    } else {
+      *j.key->s = SaveEntries(ro, j.first, ExtractUserKey(j.key->ikey), j.buf.data(), j.key->get_context);
+    }
+  }
 }
 
 Status UihTableReader::VerifyChecksum(const ReadOptions&, TableReaderCaller) {
