@@ -133,7 +133,6 @@ class UihTableReader : public TableReader {
   const uih_table_index* index() const { return index_; }
   RandomAccessFileReader* file() const { return file_.get(); }
   uint64_t data_size() const { return data_size_; }
-  size_t readahead() const { return options_.readahead_size; }
 
   // The trailer an entry shows: its own, or with the global seqno applied.
   uint64_t Trailer(const uih_table_cursor& c) const {
@@ -235,15 +234,6 @@ class UihTableIterator : public InternalIterator {
         max_readahead_(std::max<size_t>(readahead, 1)) {
     if (ro.iterate_upper_bound) upper_ = ro.iterate_upper_bound->ToString();
     has_upper_ = ro.iterate_upper_bound != nullptr;
-    // Keys up to 255 bytes (UIH keys are 18) live in the iterator itself.
-    size_t need = uih_table_index_max_key(t->index()) + 1;
-    uint8_t* buf = key_buf_;
-    if (need > sizeof key_buf_) {
-      heap_key_.reset(new uint8_t[need]);
-      buf = heap_key_.get();
-    }
-    uih_table_cursor_init_buf(&c_, t->index(), buf, std::max(need, sizeof key_buf_), nullptr);
-    c_.pos = uih_table_index_entries(t->index());
   }
   ~UihTableIterator() override {
     DropHandle();
@@ -400,12 +390,11 @@ class UihTableIterator : public InternalIterator {
   bool value_pending_ = false;  // value_ not read yet (entry past the upper bound)
   static constexpr uint64_t kUnknown = ~uint64_t{0};
   uint64_t upper_offset_ = kUnknown;  // data offset of the upper bound
-  uint8_t key_buf_[256];
-  std::unique_ptr<uint8_t[]> heap_key_;
   size_t readahead_ = 0;  // the last window's size; 0 right after a seek
   std::string upper_;     // ReadOptions::iterate_upper_bound, a user key
   bool has_upper_ = false;
-  uih_table_cursor c_{};
+  CallCursor cur_{t_->index()};  // keys up to 255 bytes (UIH keys are 18) live inline
+  uih_table_cursor& c_ = cur_.c;
   Status status_;
   std::string key_;
   Slice value_;
@@ -642,9 +631,8 @@ void UihTableReader::MultiGet(const ReadOptions& ro, const MultiGetContext::Rang
 
 Status UihTableReader::VerifyChecksum(const ReadOptions&, TableReaderCaller) {
   // The index was verified at open; here every value, one window at a time.
-  uih_table_cursor c;
-  uih_error err{};
-  if (uih_table_cursor_init(&c, index_, &err) != UIH_OK) return ToStatus(err);
+  CallCursor cc(index_);
+  uih_table_cursor& c = cc.c;
   std::string buf;
   Slice win;
   uint64_t win_off = 0;
@@ -663,7 +651,6 @@ Status UihTableReader::VerifyChecksum(const ReadOptions&, TableReaderCaller) {
     memcpy(&stored, p + c.vlen, sizeof stored);
     s = CheckValue(Slice(p, c.vlen), stored, c.voff);
   }
-  uih_table_cursor_free(&c);
   return s;
 }
 
