@@ -18,9 +18,11 @@ for f in "$prefix/bin/uih" "$prefix/include/uih/uih.h" "$libdir/libuihstore.so" 
   [ -e "$f" ] || { echo "install_test: missing $f"; exit 1; }
 done
 
-# The shared engine exports the uih_* API and nothing else.
-leaked=$(nm -D --defined-only "$libdir/libuihstore.so" | awk '{print $3}' | grep -v '^uih_' | grep -v '^UIHSTORE_0$' || true)
-[ -z "$leaked" ] || { echo "install_test: libuihstore.so exports non-API symbols:"; echo "$leaked"; exit 1; }
+# The shared engine exports exactly the functions its public headers declare.
+nm -D --defined-only "$libdir/libuihstore.so" | awk '{print $3}' | sed 's/@.*//' | grep -v '^UIHSTORE_0$' | sort -u >"$work/exported"
+cat "$prefix"/include/uih/*.h | grep -oE '\buih_[a-z0-9_]+ *\(' | tr -d '( ' | sort -u >"$work/declared"
+leaked=$(comm -23 "$work/exported" "$work/declared")
+[ -z "$leaked" ] || { echo "install_test: libuihstore.so exports symbols no public header declares:"; echo "$leaked"; exit 1; }
 nm -D --defined-only "$libdir/libuihstore.so" | grep -q ' uih_schema_load' || { echo "install_test: uih_schema_load not exported"; exit 1; }
 
 schema=$src/examples/feed.schema.json
