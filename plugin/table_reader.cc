@@ -502,7 +502,9 @@ Status UihTableReader::Get(const ReadOptions& ro, const Slice& key, GetContext* 
   Seek(&c, key);
   Slice uk = ExtractUserKey(key);
   if (!uih_table_cursor_valid(&c) || !SameKey(c, uk)) return Status::OK();  // not in this file
-  std::string scratch;
+  // One read buffer per thread: a Get allocates nothing once it has grown
+  // to the largest value (GetContext copies what it keeps before we return).
+  thread_local std::string scratch;
   while (uih_table_cursor_valid(&c) && SameKey(c, uk)) {
     // The value: from the cache, else from the file (then cached when asked).
     Cleanable pinner;
