@@ -1,0 +1,729 @@
+/* Event lists: validation, encoding, decoding, merging, quarantine and
+ * retention. The format is drawn in events_format.h.
+ *
+ * Every operation that produces a list goes through one path: rows are
+ * gathered as (pointer, length) references — straight into the inputs when
+ * their columns already match the output's, re-encoded into scratch
+ * otherwise — then sorted and deduplicated if they are not already in
+ * canonical order, cut by the limits, and written. */
+#include "uih/events.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "error_internal.h"
+#include "events_format.h"
+#include "mem.h"
+#include "wbuf.h"
+
+#define SIGN UINT64_C(0x8000000000000000)
+
+typedef struct row_ref {
+  const uint8_t *p;
+  uint32_t len;
+} row_ref;
+
+typedef struct column {
+  uint16_t id;
+  uint8_t type;
+} column;
+
+struct uih_events {
+  uih_wbuf out;
+  uih_wbuf rows;   /* rows re-encoded for the output's columns */
+  row_ref *refs;
+  size_t nrefs, refs_cap;
+  column cols[UIH_EVENTS_COLUMNS_MAX]; /* the output's columns, 0 = timestamp */
+  uint32_t ncols;
+  column tmp[UIH_EVENTS_COLUMNS_MAX];
+};
+
+/* A parsed, validated list. */
+typedef struct list {
+  uint8_t flags;
+  uint16_t group;
+  uint32_t n, c;
+  const uint8_t *cols; /* c * 3 bytes */
+  const uint8_t *body; /* rows, or the quarantine reason */
+  const uint8_t *end;  /* where the checksum starts */
+  uint8_t width[UIH_EVENTS_COLUMNS_MAX];
+} list;
+
+static inline int64_t row_ts(const uint8_t *row) {
+  return (int64_t)(uih_load_be64(row) ^ SIGN);
+}
+
+static inline int row_cmp(const row_ref *a, const row_ref *b) {
+  uint32_t m = a->len < b->len ? a->len : b->len;
+  int c = memcmp(a->p, b->p, m);
+  if (c) return c;
+  return (a->len > b->len) - (a->len < b->len);
+}
+
+static int cmp_refs(const void *a, const void *b) { return row_cmp(a, b); }
+
+static inline uint32_t presence_bytes(uint32_t c) { return (c - 1 + 7) / 8; }
+
+int uih_events_create(uih_events **out, uih_error *err) {
+  UIH_RETURN_IF(out == NULL, err, UIH_ERR_INVALID_ARGUMENT, "events_create: NULL argument");
+  *out = calloc(1, sizeof **out);
+  UIH_RETURN_IF(*out == NULL, err, UIH_ERR_NO_MEMORY, "events_create: out of memory");
+  return UIH_OK;
+}
+
+void uih_events_free(uih_events *ev) {
+  if (!ev) return;
+  uih_wbuf_free(&ev->out);
+  uih_wbuf_free(&ev->rows);
+  free(ev->refs);
+  free(ev);
+}
+
+static int reserve_refs(uih_events *ev, size_t n, uih_error *err) {
+  if (n <= ev->refs_cap) return UIH_OK;
+  size_t cap = ev->refs_cap ? ev->refs_cap : 64;
+  while (cap < n) cap *= 2;
+  row_ref *r = realloc(ev->refs, cap * sizeof *r);
+  UIH_RETURN_IF(r == NULL, err, UIH_ERR_NO_MEMORY, "event list: out of memory for %zu events", n);
+  ev->refs = r;
+  ev->refs_cap = cap;
+  return UIH_OK;
+}
+
+/* ---- parsing and validation -------------------------------------------- */
+
+/* Validates the header, the column table and the checksum of `len` bytes. */
+static int parse_head(const uint8_t *buf, size_t len, list *L, uih_error *err) {
+  if (len < UIH_EVENTS_HEADER_SIZE + UIH_EVENTS_CHECKSUM_SIZE)
+    return uih_corruption(err, "event list: %zu bytes, shorter than the %u-byte minimum", len,
+                          UIH_EVENTS_HEADER_SIZE + UIH_EVENTS_CHECKSUM_SIZE);
+  if (len > UIH_EVENTS_BYTES_MAX)
+    return uih_corruption(err, "event list: %zu bytes, more than the %u-byte maximum", len,
+                          (unsigned)UIH_EVENTS_BYTES_MAX);
+  if (buf[0] != UIH_EVENTS_VERSION)
+    return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
+                         "event list: offset 0: format version %u, this build reads version %u",
+                         buf[0], UIH_EVENTS_VERSION);
+  size_t body_end = len - UIH_EVENTS_CHECKSUM_SIZE;
+  uint32_t stored, actual = (uint32_t)XXH3_64bits(buf, body_end);
+  memcpy(&stored, buf + body_end, 4);
+  if (stored != actual)
+    return uih_corruption(err, "event list: offset %zu: checksum %08x, the bytes give %08x",
+                          body_end, stored, actual);
+  L->flags = buf[1];
+  if (L->flags & ~UIH_EVENTS_FLAG_QUARANTINED)
+    return uih_corruption(err, "event list: offset 1: unknown flags 0x%02x", L->flags);
+  uint16_t c16;
+  memcpy(&L->group, buf + 2, 2);
+  memcpy(&L->n, buf + 4, 4);
+  memcpy(&c16, buf + 8, 2);
+  L->c = c16;
+  L->end = buf + body_end;
+  if (L->flags & UIH_EVENTS_FLAG_QUARANTINED) {
+    if (L->c != 0) return uih_corruption(err, "event list: offset 8: quarantined with %u columns", L->c);
+    L->cols = L->body = buf + UIH_EVENTS_HEADER_SIZE;
+    return UIH_OK;
+  }
+  if (L->c == 0 || L->c > UIH_EVENTS_COLUMNS_MAX)
+    return uih_corruption(err, "event list: offset 8: %u columns, expected 1..%u", L->c,
+                          UIH_EVENTS_COLUMNS_MAX);
+  if (L->n > UIH_EVENTS_MAX)
+    return uih_corruption(err, "event list: offset 4: %u events, more than %u", L->n,
+                          UIH_EVENTS_MAX);
+  if ((size_t)UIH_EVENTS_COLUMN_SIZE * L->c > body_end - UIH_EVENTS_HEADER_SIZE)
+    return uih_corruption(err, "event list: offset 10: %u columns do not fit in %zu bytes", L->c,
+                          len);
+  L->cols = buf + UIH_EVENTS_HEADER_SIZE;
+  L->body = L->cols + (size_t)UIH_EVENTS_COLUMN_SIZE * L->c;
+  uint16_t prev = 0, ts_id;
+  memcpy(&ts_id, L->cols, 2);
+  for (uint32_t j = 0; j < L->c; j++) {
+    const uint8_t *e = L->cols + (size_t)UIH_EVENTS_COLUMN_SIZE * j;
+    uint16_t id;
+    memcpy(&id, e, 2);
+    size_t at = (size_t)(e - buf);
+    size_t w = uih_type_width((uih_type)e[2]);
+    if (w == 0) return uih_corruption(err, "event list: offset %zu: unknown trait type %u", at + 2, e[2]);
+    if (id == 0) return uih_corruption(err, "event list: offset %zu: trait id 0", at);
+    if ((j == 0) != (e[2] == UIH_TYPE_TIMESTAMP))
+      return uih_corruption(err, "event list: offset %zu: column %u has type %u; %s", at + 2, j,
+                            e[2], j == 0 ? "column 0 must be the timestamp"
+                                         : "only column 0 may be a timestamp");
+    if (j > 0 && id == ts_id)
+      return uih_corruption(err, "event list: offset %zu: trait id %u is also the timestamp's", at,
+                            id);
+    if (j > 1 && id <= prev)
+      return uih_corruption(err, "event list: offset %zu: trait id %u after %u, expected ascending",
+                            at, id, prev);
+    prev = j == 0 ? 0 : id;
+    L->width[j] = (uint8_t)w;
+  }
+  return UIH_OK;
+}
+
+/* Length of the row at `p` (at most `avail` bytes), or 0 if it is malformed. */
+static uint32_t row_len(const list *L, const uint8_t *p, size_t avail, const char **why) {
+  uint32_t pb = presence_bytes(L->c);
+  if (avail < UIH_EVENTS_TS_SIZE + pb) {
+    *why = "the row's timestamp and presence bytes run past the end";
+    return 0;
+  }
+  const uint8_t *pres = p + UIH_EVENTS_TS_SIZE;
+  size_t n = UIH_EVENTS_TS_SIZE + pb;
+  for (uint32_t j = 1; j < L->c; j++) {
+    if (!((pres[(j - 1) >> 3] >> ((j - 1) & 7)) & 1)) continue;
+    if (n + L->width[j] > avail) {
+      *why = "the row's values run past the end";
+      return 0;
+    }
+    if (L->width[j] == 1 && p[n] > 1) {
+      *why = "a flag value is neither 0 nor 1";
+      return 0;
+    }
+    n += L->width[j];
+  }
+  if (L->c > 1 && ((L->c - 1) & 7) && (pres[pb - 1] >> ((L->c - 1) & 7))) {
+    *why = "presence bits are set past the last column";
+    return 0;
+  }
+  return (uint32_t)n;
+}
+
+/* parse_head() plus a walk over every row (or quarantined input). When
+ * `refs` is given, the rows are appended to ev->refs. */
+static int parse_list(uih_events *ev, const uint8_t *buf, size_t len, list *L, int refs,
+                      uih_error *err) {
+  UIH_FORWARD(parse_head(buf, len, L, err));
+  const uint8_t *p = L->body;
+  if (L->flags & UIH_EVENTS_FLAG_QUARANTINED) {
+    if (L->end - p < 2) return uih_corruption(err, "event list: offset 10: quarantine reason missing");
+    uint16_t r;
+    memcpy(&r, p, 2);
+    if (r > UIH_EVENTS_REASON_MAX || (size_t)(L->end - p - 2) < r)
+      return uih_corruption(err, "event list: offset 10: reason of %u bytes does not fit", r);
+    p += 2 + r;
+    for (uint32_t i = 0; i < L->n; i++) {
+      uint32_t k;
+      if (L->end - p < 4 || (memcpy(&k, p, 4), (size_t)(L->end - p - 4) < k))
+        return uih_corruption(err, "event list: offset %zu: quarantined input %u runs past the end",
+                              (size_t)(p - buf), i);
+      p += 4 + k;
+    }
+  } else {
+    if (refs) UIH_FORWARD(reserve_refs(ev, ev->nrefs + L->n, err));
+    row_ref prev = {NULL, 0};
+    for (uint32_t i = 0; i < L->n; i++) {
+      const char *why = NULL;
+      uint32_t n = row_len(L, p, (size_t)(L->end - p), &why);
+      if (n == 0)
+        return uih_corruption(err, "event list: offset %zu: event %u of %u: %s", (size_t)(p - buf), i,
+                              L->n, why);
+      row_ref cur = {p, n};
+      if (prev.p && row_cmp(&prev, &cur) >= 0)
+        return uih_corruption(err, "event list: offset %zu: event %u is not after event %u "
+                              "(expected canonical order without duplicates)",
+                              (size_t)(p - buf), i, i - 1);
+      if (refs) ev->refs[ev->nrefs++] = cur;
+      prev = cur;
+      p += n;
+    }
+  }
+  if (p != L->end)
+    return uih_corruption(err, "event list: offset %zu: %zu bytes after the last %s",
+                          (size_t)(p - buf), (size_t)(L->end - p),
+                          (L->flags & UIH_EVENTS_FLAG_QUARANTINED) ? "input" : "event");
+  return UIH_OK;
+}
+
+static const char *quarantine_reason(const list *L, char *buf, size_t cap) {
+  uint16_t r;
+  memcpy(&r, L->body, 2);
+  size_t n = r < cap - 1 ? r : cap - 1;
+  memcpy(buf, L->body + 2, n);
+  buf[n] = '\0';
+  return buf;
+}
+
+int uih_events_read_info(const uint8_t *buf, size_t len, uih_events_info *info, uih_error *err) {
+  UIH_RETURN_IF(info == NULL || (buf == NULL && len), err, UIH_ERR_INVALID_ARGUMENT,
+                "events_read_info: NULL argument");
+  list L;
+  UIH_FORWARD(parse_list(NULL, buf, len, &L, 0, err));
+  memset(info, 0, sizeof *info);
+  info->group = L.group;
+  info->quarantined = (L.flags & UIH_EVENTS_FLAG_QUARANTINED) != 0;
+  info->count = L.n;
+  if (info->quarantined) return UIH_OK;
+  info->ncolumns = L.c;
+  if (L.n) {
+    info->min_ts = row_ts(L.body);
+    /* the last row starts where walking stops; walk again only for it */
+    const uint8_t *p = L.body;
+    const char *why;
+    for (uint32_t i = 0; i + 1 < L.n; i++) p += row_len(&L, p, (size_t)(L.end - p), &why);
+    info->max_ts = row_ts(p);
+  }
+  return UIH_OK;
+}
+
+int uih_events_quarantined(const uint8_t *buf, size_t len, uint32_t i, uih_slice *input,
+                           char *reason, size_t cap, uih_error *err) {
+  UIH_RETURN_IF(buf == NULL && len, err, UIH_ERR_INVALID_ARGUMENT,
+                "events_quarantined: NULL argument");
+  list L;
+  UIH_FORWARD(parse_list(NULL, buf, len, &L, 0, err));
+  UIH_RETURN_IF(!(L.flags & UIH_EVENTS_FLAG_QUARANTINED), err, UIH_ERR_INVALID_ARGUMENT,
+                "events_quarantined: the list is not quarantined");
+  if (reason && cap) quarantine_reason(&L, reason, cap);
+  if (input) {
+    UIH_RETURN_IF(i >= L.n, err, UIH_ERR_OUT_OF_RANGE,
+                  "events_quarantined: input %u of a list keeping %u", i, L.n);
+    uint16_t r;
+    memcpy(&r, L.body, 2);
+    const uint8_t *p = L.body + 2 + r;
+    for (uint32_t k = 0;; k++) {
+      uint32_t n;
+      memcpy(&n, p, 4);
+      if (k == i) {
+        *input = (uih_slice){p + 4, n};
+        break;
+      }
+      p += 4 + n;
+    }
+  }
+  return UIH_OK;
+}
+
+/* ---- producing lists ------------------------------------------------------ */
+
+/* Sorts and deduplicates ev->refs unless already canonical, applies the
+ * limits, and writes the list with ev->cols to ev->out. */
+static int finish(uih_events *ev, uint16_t group, const uih_events_limits *lim,
+                  const uint8_t **out, size_t *out_len, uih_error *err) {
+  row_ref *r = ev->refs;
+  size_t n = ev->nrefs, i = 1;
+  while (i < n && row_cmp(&r[i - 1], &r[i]) < 0) i++;
+  if (i < n) {
+    qsort(r, n, sizeof *r, cmp_refs);
+    size_t k = 1;
+    for (i = 1; i < n; i++)
+      if (row_cmp(&r[k - 1], &r[i]) != 0) r[k++] = r[i];
+    n = k;
+  }
+  size_t first = 0;
+  if (lim && n) {
+    int64_t newest = row_ts(r[n - 1].p);
+    if (lim->max_age > 0 && newest >= INT64_MIN + lim->max_age) {
+      int64_t cut = newest - lim->max_age;
+      while (first < n && row_ts(r[first].p) < cut) first++;
+    }
+    if (lim->max_events && n - first > lim->max_events) first = n - lim->max_events;
+  }
+  UIH_RETURN_IF(n - first > UIH_EVENTS_MAX, err, UIH_ERR_OUT_OF_RANGE,
+                "event list: %zu events, more than the %u one list holds (set max_events)",
+                n - first, UIH_EVENTS_MAX);
+
+  uih_wbuf *o = &ev->out;
+  uih_wbuf_reset(o);
+  uih_wbuf_u8(o, UIH_EVENTS_VERSION);
+  uih_wbuf_u8(o, 0);
+  uih_wbuf_u16(o, group);
+  uih_wbuf_u32(o, (uint32_t)(n - first));
+  uih_wbuf_u16(o, (uint16_t)ev->ncols);
+  for (uint32_t j = 0; j < ev->ncols; j++) {
+    uih_wbuf_u16(o, ev->cols[j].id);
+    uih_wbuf_u8(o, ev->cols[j].type);
+  }
+  for (i = first; i < n; i++) uih_wbuf_put(o, r[i].p, r[i].len);
+  UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "event list: out of memory");
+  UIH_RETURN_IF(o->len + UIH_EVENTS_CHECKSUM_SIZE > UIH_EVENTS_BYTES_MAX, err,
+                UIH_ERR_OUT_OF_RANGE, "event list: %zu bytes, more than the %u-byte maximum",
+                o->len + UIH_EVENTS_CHECKSUM_SIZE, (unsigned)UIH_EVENTS_BYTES_MAX);
+  uih_wbuf_u32(o, (uint32_t)XXH3_64bits(o->data, o->len));
+  UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "event list: out of memory");
+  *out = o->data;
+  *out_len = o->len;
+  return UIH_OK;
+}
+
+int uih_events_encode(uih_events *ev, const uih_batch *batch, const uint8_t **out,
+                      size_t *out_len, uih_error *err) {
+  UIH_RETURN_IF(ev == NULL || batch == NULL || out == NULL || out_len == NULL, err,
+                UIH_ERR_INVALID_ARGUMENT, "events_encode: NULL argument");
+  const uih_batch *b = batch;
+  int tsi = -1;
+  for (uint32_t j = 0; j < b->ncolumns; j++)
+    if (b->columns[j].trait->type == UIH_TYPE_TIMESTAMP) tsi = (int)j;
+  UIH_RETURN_IF(tsi < 0, err, UIH_ERR_INVALID_ARGUMENT,
+                "events_encode: the batch of group '%s' has no timestamp column", b->group->name);
+  UIH_RETURN_IF(b->ncolumns > UIH_EVENTS_COLUMNS_MAX, err, UIH_ERR_OUT_OF_RANGE,
+                "events_encode: %u columns, more than %u", b->ncolumns, UIH_EVENTS_COLUMNS_MAX);
+  const uih_column *ts = &b->columns[tsi];
+  ev->ncols = 0;
+  ev->cols[ev->ncols++] = (column){ts->trait->id, (uint8_t)ts->trait->type};
+  for (uint32_t j = 0; j < b->ncolumns; j++)
+    if ((int)j != tsi) ev->cols[ev->ncols++] = (column){b->columns[j].trait->id, (uint8_t)b->columns[j].trait->type};
+
+  uint32_t pb = presence_bytes(ev->ncols);
+  size_t max_row = UIH_EVENTS_TS_SIZE + pb;
+  for (uint32_t j = 1; j < ev->ncols; j++) max_row += uih_type_width((uih_type)ev->cols[j].type);
+  uih_wbuf_reset(&ev->rows);
+  UIH_RETURN_IF(!uih_wbuf_reserve(&ev->rows, max_row * b->count), err, UIH_ERR_NO_MEMORY,
+                "events_encode: out of memory");
+  ev->nrefs = 0;
+  UIH_FORWARD(reserve_refs(ev, b->count, err));
+  uint8_t *base = ev->rows.data;
+  size_t at = 0;
+  for (uint32_t r = 0; r < b->count; r++) {
+    UIH_RETURN_IF(!uih_column_has(ts, r), err, UIH_ERR_INVALID_ARGUMENT,
+                  "events_encode: event %u of group '%s' has no timestamp ('%s')", r,
+                  b->group->name, ts->trait->name);
+    uint8_t *row = base + at;
+    uih_store_be64(row, uih_column_get_bits(ts, r) ^ SIGN);
+    uint8_t *pres = row + UIH_EVENTS_TS_SIZE;
+    memset(pres, 0, pb);
+    size_t n = UIH_EVENTS_TS_SIZE + pb;
+    uint32_t k = 1;
+    for (uint32_t j = 0; j < b->ncolumns; j++) {
+      if ((int)j == tsi) continue;
+      const uih_column *c = &b->columns[j];
+      if (uih_column_has(c, r)) {
+        pres[(k - 1) >> 3] |= (uint8_t)(1u << ((k - 1) & 7));
+        uint64_t v = uih_column_get_bits(c, r);
+        size_t w = uih_type_width(c->trait->type);
+        memcpy(row + n, &v, w); /* little-endian: the low bytes */
+        n += w;
+      }
+      k++;
+    }
+    ev->refs[ev->nrefs++] = (row_ref){row, (uint32_t)n};
+    at += n;
+  }
+  ev->rows.len = at;
+  return finish(ev, b->group->id, NULL, out, out_len, err);
+}
+
+/* ---- merging ------------------------------------------------------------ */
+
+typedef struct input_namer {
+  int has_existing; /* -1: plain inputs; 0: operands; 1: input 0 is the existing value */
+  char buf[48];
+} input_namer;
+
+/* "input 3", or for the merge operator "existing value" / "operand 2". */
+static const char *input_name(input_namer *nm, size_t i) {
+  if (nm->has_existing > 0 && i == 0) return "existing value";
+  snprintf(nm->buf, sizeof nm->buf, "%s %zu", nm->has_existing >= 0 ? "operand" : "input",
+           i - (nm->has_existing > 0));
+  return nm->buf;
+}
+
+/* Folds the columns of `L` into ev->cols (sorted by id after column 0). */
+static int union_columns(uih_events *ev, const list *L, uih_error *err) {
+  uint16_t ts_id;
+  memcpy(&ts_id, L->cols, 2);
+  if (ev->ncols == 0) {
+    ev->cols[0] = (column){ts_id, UIH_TYPE_TIMESTAMP};
+    ev->ncols = 1;
+  } else if (ev->cols[0].id != ts_id) {
+    return uih_corruption(err, "timestamp trait id %u, the other inputs have %u", ts_id,
+                          ev->cols[0].id);
+  }
+  uint32_t a = 1, b = 1, k = 0;
+  while (a < ev->ncols || b < L->c) {
+    column cb = {0, 0};
+    if (b < L->c) {
+      memcpy(&cb.id, L->cols + 3 * (size_t)b, 2);
+      cb.type = L->cols[3 * (size_t)b + 2];
+    }
+    if (b >= L->c || (a < ev->ncols && ev->cols[a].id < cb.id)) {
+      ev->tmp[k++] = ev->cols[a++];
+    } else if (a >= ev->ncols || cb.id < ev->cols[a].id) {
+      ev->tmp[k++] = cb;
+      b++;
+    } else {
+      if (ev->cols[a].type != cb.type)
+        return uih_corruption(err, "trait %u has type %u, another input has type %u", cb.id,
+                              cb.type, ev->cols[a].type);
+      ev->tmp[k++] = ev->cols[a++];
+      b++;
+    }
+    if (k + 1 > UIH_EVENTS_COLUMNS_MAX)
+      return uih_corruption(err, "the inputs have more than %u columns together",
+                            UIH_EVENTS_COLUMNS_MAX);
+  }
+  memcpy(ev->cols + 1, ev->tmp, k * sizeof(column));
+  ev->ncols = k + 1;
+  return UIH_OK;
+}
+
+/* Re-encodes the rows refs[from, to) of `L` for the columns in ev->cols. */
+static void reencode_rows(uih_events *ev, const list *L, size_t from, size_t to) {
+  uint32_t map[UIH_EVENTS_COLUMNS_MAX]; /* input column -> output column */
+  for (uint32_t j = 1, k = 1; j < L->c; j++) {
+    uint16_t id;
+    memcpy(&id, L->cols + 3 * (size_t)j, 2);
+    while (ev->cols[k].id != id) k++;
+    map[j] = k;
+  }
+  uint32_t ipb = presence_bytes(L->c), opb = presence_bytes(ev->ncols);
+  for (size_t i = from; i < to; i++) {
+    const uint8_t *src = ev->refs[i].p;
+    uint8_t *dst = ev->rows.data + ev->rows.len;
+    memcpy(dst, src, UIH_EVENTS_TS_SIZE);
+    memset(dst + UIH_EVENTS_TS_SIZE, 0, opb);
+    size_t s = UIH_EVENTS_TS_SIZE + ipb, d = UIH_EVENTS_TS_SIZE + opb;
+    for (uint32_t j = 1; j < L->c; j++) {
+      if (!((src[UIH_EVENTS_TS_SIZE + ((j - 1) >> 3)] >> ((j - 1) & 7)) & 1)) continue;
+      uint32_t k = map[j];
+      dst[UIH_EVENTS_TS_SIZE + ((k - 1) >> 3)] |= (uint8_t)(1u << ((k - 1) & 7));
+      memcpy(dst + d, src + s, L->width[j]);
+      d += L->width[j];
+      s += L->width[j];
+    }
+    ev->refs[i] = (row_ref){dst, (uint32_t)d};
+    ev->rows.len += d;
+  }
+}
+
+static int merge_impl(uih_events *ev, uint16_t group, const uih_slice *in, size_t n,
+                      input_namer *nm, const uih_events_limits *lim, const uint8_t **out,
+                      size_t *out_len, uih_error *err) {
+  UIH_RETURN_IF(ev == NULL || in == NULL || n == 0 || out == NULL || out_len == NULL, err,
+                UIH_ERR_INVALID_ARGUMENT, "events_merge: no inputs");
+  ev->ncols = 0;
+  ev->nrefs = 0;
+  /* Pass 1: validate every input, collect its rows and the column union. */
+  size_t *starts = NULL;
+  list *lists = malloc(n * sizeof *lists);
+  starts = malloc((n + 1) * sizeof *starts);
+  int rc = UIH_OK;
+  if (!lists || !starts) {
+    rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "events_merge: out of memory for %zu inputs", n);
+    goto done;
+  }
+  for (size_t i = 0; i < n && rc == UIH_OK; i++) {
+    list *L = &lists[i];
+    starts[i] = ev->nrefs;
+    rc = parse_list(ev, in[i].data, in[i].len, L, 1, err);
+    if (rc == UIH_OK && (L->flags & UIH_EVENTS_FLAG_QUARANTINED)) {
+      char why[UIH_EVENTS_REASON_MAX + 1];
+      rc = uih_corruption(err, "is quarantined (%s)", quarantine_reason(L, why, sizeof why));
+    }
+    if (rc == UIH_OK && L->group != group)
+      rc = uih_corruption(err, "offset 2: feature group %u, expected %u", L->group, group);
+    if (rc == UIH_OK) rc = union_columns(ev, L, err);
+    if (rc != UIH_OK && err && err->code == rc && rc != UIH_ERR_NO_MEMORY)
+      uih_error_prefix(err, "%s: ", input_name(nm, i));
+  }
+  if (rc != UIH_OK) goto done;
+  starts[n] = ev->nrefs;
+  /* Pass 2: re-encode the rows of inputs whose columns differ. */
+  size_t need = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (lists[i].c == ev->ncols) continue; /* the union contains its columns: equal */
+    size_t grow = presence_bytes(ev->ncols) - presence_bytes(lists[i].c);
+    for (size_t r = starts[i]; r < starts[i + 1]; r++) need += ev->refs[r].len + grow;
+  }
+  uih_wbuf_reset(&ev->rows);
+  if (need && !uih_wbuf_reserve(&ev->rows, need)) {
+    rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "events_merge: out of memory");
+    goto done;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (lists[i].c != ev->ncols) reencode_rows(ev, &lists[i], starts[i], starts[i + 1]);
+  rc = finish(ev, group, lim, out, out_len, err);
+done:
+  free(lists);
+  free(starts);
+  return rc;
+}
+
+int uih_events_merge(uih_events *ev, uint16_t group, const uih_slice *inputs, size_t n,
+                     const uih_events_limits *limits, const uint8_t **out, size_t *out_len,
+                     uih_error *err) {
+  input_namer nm = {-1, {0}};
+  return merge_impl(ev, group, inputs, n, &nm, limits, out, out_len, err);
+}
+
+/* ---- quarantine ------------------------------------------------------------ */
+
+int uih_events_quarantine(uih_events *ev, uint16_t group, const char *reason,
+                          const uih_slice *inputs, size_t n, const uint8_t **out,
+                          size_t *out_len, uih_error *err) {
+  UIH_RETURN_IF(ev == NULL || (inputs == NULL && n) || out == NULL || out_len == NULL, err,
+                UIH_ERR_INVALID_ARGUMENT, "events_quarantine: NULL argument");
+  size_t r = reason ? strlen(reason) : 0;
+  if (r > UIH_EVENTS_REASON_MAX) r = UIH_EVENTS_REASON_MAX;
+  uih_wbuf *o = &ev->out;
+  uih_wbuf_reset(o);
+  uih_wbuf_u8(o, UIH_EVENTS_VERSION);
+  uih_wbuf_u8(o, UIH_EVENTS_FLAG_QUARANTINED);
+  uih_wbuf_u16(o, group);
+  uih_wbuf_u32(o, 0); /* count, patched below */
+  uih_wbuf_u16(o, 0);
+  uih_wbuf_u16(o, (uint16_t)r);
+  uih_wbuf_put(o, reason, r);
+  uint32_t count = 0;
+  for (size_t i = 0; i < n; i++) {
+    list L;
+    if (parse_list(NULL, inputs[i].data, inputs[i].len, &L, 0, NULL) == UIH_OK &&
+        (L.flags & UIH_EVENTS_FLAG_QUARANTINED)) {
+      uint16_t rl;
+      memcpy(&rl, L.body, 2);
+      const uint8_t *p = L.body + 2 + rl;
+      uih_wbuf_put(o, p, (size_t)(L.end - p)); /* its inputs, already framed */
+      count += L.n;
+    } else {
+      UIH_RETURN_IF(inputs[i].len > UIH_EVENTS_BYTES_MAX, err, UIH_ERR_OUT_OF_RANGE,
+                    "events_quarantine: input %zu has %zu bytes", i, inputs[i].len);
+      uih_wbuf_u32(o, (uint32_t)inputs[i].len);
+      uih_wbuf_put(o, inputs[i].data, inputs[i].len);
+      count++;
+    }
+  }
+  UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "events_quarantine: out of memory");
+  UIH_RETURN_IF(o->len + UIH_EVENTS_CHECKSUM_SIZE > UIH_EVENTS_BYTES_MAX, err,
+                UIH_ERR_OUT_OF_RANGE, "events_quarantine: %zu bytes, more than the maximum",
+                o->len);
+  memcpy(o->data + 4, &count, 4);
+  uih_wbuf_u32(o, (uint32_t)XXH3_64bits(o->data, o->len));
+  UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "events_quarantine: out of memory");
+  *out = o->data;
+  *out_len = o->len;
+  return UIH_OK;
+}
+
+int uih_events_merge_value(uih_events *ev, const uint8_t *key, size_t key_len,
+                           const uih_slice *existing, const uih_slice *operands, size_t n,
+                           const uih_events_limits *limits, const uint8_t **out, size_t *out_len,
+                           int *quarantined, uih_error *why) {
+  UIH_RETURN_IF(ev == NULL || key == NULL || out == NULL || out_len == NULL ||
+                    quarantined == NULL || (operands == NULL && n),
+                why, UIH_ERR_INVALID_ARGUMENT, "events_merge_value: NULL argument");
+  *quarantined = 0;
+  UIH_RETURN_IF(key_len != 10, why, UIH_ERR_INVALID_ARGUMENT,
+                "UihAppend: a key of %zu bytes; mutable keys are the 10-byte (user_id, group) "
+                "prefix of uih/key.h",
+                key_len);
+  uint64_t user = uih_load_be64(key);
+  uint16_t group = uih_load_be16(key + 8);
+  size_t total = n + (existing != NULL);
+  uih_slice stack[16];
+  uih_slice *in = total <= 16 ? stack : malloc(total * sizeof *in);
+  UIH_RETURN_IF(in == NULL, why, UIH_ERR_NO_MEMORY, "UihAppend: out of memory");
+  if (existing) in[0] = *existing;
+  if (n) memcpy(in + (existing != NULL), operands, n * sizeof *in);
+  input_namer nm = {existing != NULL, {0}};
+  uih_error e;
+  int rc = merge_impl(ev, group, in, total, &nm, limits, out, out_len, &e);
+  if (rc == UIH_ERR_CORRUPTION || rc == UIH_ERR_NOT_SUPPORTED || rc == UIH_ERR_OUT_OF_RANGE) {
+    uih_error_prefix(&e, "user %llu group %u: ", (unsigned long long)user, group);
+    if (why) *why = e;
+    *quarantined = 1;
+    rc = uih_events_quarantine(ev, group, uih_error_message(&e), in, total, out, out_len, why);
+  } else if (rc != UIH_OK && why) {
+    *why = e;
+  }
+  if (in != stack) free(in);
+  return rc;
+}
+
+/* ---- reading ---------------------------------------------------------------- */
+
+int uih_events_decode(const uint8_t *buf, size_t len, int64_t min_ts, int64_t max_ts,
+                      uih_batch *out, uih_error *err) {
+  UIH_RETURN_IF(out == NULL || (buf == NULL && len), err, UIH_ERR_INVALID_ARGUMENT,
+                "events_decode: NULL argument");
+  list L;
+  UIH_FORWARD(parse_list(NULL, buf, len, &L, 0, err));
+  if (L.flags & UIH_EVENTS_FLAG_QUARANTINED) {
+    char why[UIH_EVENTS_REASON_MAX + 1];
+    return uih_corruption(err, "event list is quarantined: %s",
+                          quarantine_reason(&L, why, sizeof why));
+  }
+  UIH_RETURN_IF(L.group != out->group->id, err, UIH_ERR_INVALID_ARGUMENT,
+                "events_decode: the list is of feature group %u, the batch of '%s' (%u)", L.group,
+                out->group->name, out->group->id);
+  int map[UIH_EVENTS_COLUMNS_MAX]; /* stored column -> batch column or -1 */
+  for (uint32_t j = 0; j < L.c; j++) {
+    uint16_t id;
+    memcpy(&id, L.cols + 3 * (size_t)j, 2);
+    map[j] = uih_batch_column_index(out, id);
+    if (map[j] >= 0 && (uint8_t)out->columns[map[j]].trait->type != L.cols[3 * (size_t)j + 2])
+      return uih_error_set(err, UIH_ERR_TYPE_MISMATCH,
+                           "events_decode: trait %u ('%s') is stored as %s, asked as %s", id,
+                           out->columns[map[j]].trait->name,
+                           uih_type_name((uih_type)L.cols[3 * (size_t)j + 2])
+                               ? uih_type_name((uih_type)L.cols[3 * (size_t)j + 2])
+                               : "?",
+                           uih_type_name(out->columns[map[j]].trait->type));
+  }
+  /* Rows are in time order: find the range, check it fits, then copy. */
+  const uint8_t *p = L.body, *first = NULL;
+  uint32_t count = 0;
+  const char *why;
+  for (uint32_t i = 0; i < L.n; i++) {
+    int64_t ts = row_ts(p);
+    if (ts > max_ts) break;
+    if (ts >= min_ts) {
+      if (!first) first = p;
+      count++;
+    }
+    p += row_len(&L, p, (size_t)(L.end - p), &why);
+  }
+  UIH_RETURN_IF(count > out->capacity, err, UIH_ERR_OUT_OF_RANGE,
+                "events_decode: %u events in [%lld, %lld], the batch holds %u", count,
+                (long long)min_ts, (long long)max_ts, out->capacity);
+  uih_batch_clear(out);
+  uint32_t pb = presence_bytes(L.c);
+  p = first;
+  for (uint32_t r = 0; r < count; r++) {
+    if (map[0] >= 0) uih_column_set_bits(&out->columns[map[0]], r, uih_load_be64(p) ^ SIGN);
+    size_t at = UIH_EVENTS_TS_SIZE + pb;
+    for (uint32_t j = 1; j < L.c; j++) {
+      if (!((p[UIH_EVENTS_TS_SIZE + ((j - 1) >> 3)] >> ((j - 1) & 7)) & 1)) continue;
+      if (map[j] >= 0) {
+        uint64_t v = 0;
+        memcpy(&v, p + at, L.width[j]);
+        uih_column_set_bits(&out->columns[map[j]], r, v);
+      }
+      at += L.width[j];
+    }
+    p += at;
+  }
+  out->count = count;
+  return UIH_OK;
+}
+
+uih_retain_action uih_events_retain(uih_events *ev, const uint8_t *buf, size_t len,
+                                    int64_t watermark, const uint8_t **out, size_t *out_len) {
+  list L;
+  if (ev == NULL || buf == NULL || parse_list(NULL, buf, len, &L, 0, NULL) != UIH_OK ||
+      (L.flags & UIH_EVENTS_FLAG_QUARANTINED))
+    return UIH_RETAIN_KEEP; /* never drop what cannot be read */
+  if (L.n == 0) return UIH_RETAIN_REMOVE;
+  if (row_ts(L.body) >= watermark) return UIH_RETAIN_KEEP;
+  const uint8_t *p = L.body;
+  uint32_t i = 0;
+  const char *why;
+  while (i < L.n && row_ts(p) < watermark) {
+    p += row_len(&L, p, (size_t)(L.end - p), &why);
+    i++;
+  }
+  if (i == L.n) return UIH_RETAIN_REMOVE;
+  uih_wbuf *o = &ev->out;
+  uih_wbuf_reset(o);
+  uih_wbuf_put(o, buf, (size_t)(L.body - buf));
+  uih_wbuf_put(o, p, (size_t)(L.end - p));
+  if (o->oom) return UIH_RETAIN_KEEP;
+  uint32_t count = L.n - i;
+  memcpy(o->data + 4, &count, 4);
+  uih_wbuf_u32(o, (uint32_t)XXH3_64bits(o->data, o->len));
+  if (o->oom) return UIH_RETAIN_KEEP;
+  *out = o->data;
+  *out_len = o->len;
+  return UIH_RETAIN_CHANGE;
+}
