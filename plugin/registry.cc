@@ -6,25 +6,53 @@
 
 #include "registry.h"
 #include "rocksdb/utilities/object_registry.h"
+#include "uih_mutable.h"
 #include "uih_table.h"
 
 namespace uih {
 
 using namespace rocksdb;
 
-const std::vector<std::string>& RegisteredNames() {
-  static const std::vector<std::string> names = {UihTableFactory::kClassName()};
+const std::vector<RegisteredName>& RegisteredNames() {
+  static const std::vector<RegisteredName> names = {
+      {"table_factory", UihTableFactory::kClassName()},
+      {"merge_operator", UihAppendOperator::kClassName()},
+      {"compaction_filter_factory", UihRetentionFactory::kClassName()},
+  };
   return names;
 }
 
 }  // namespace uih
 
 int uih_rocksdb_register(rocksdb::ObjectLibrary& library, const std::string& /*arg*/) {
-  library.AddFactory<rocksdb::TableFactory>(
+  using namespace rocksdb;
+  library.AddFactory<TableFactory>(
       uih::UihTableFactory::kClassName(),
-      [](const std::string&, std::unique_ptr<rocksdb::TableFactory>* guard, std::string*) {
+      [](const std::string&, std::unique_ptr<TableFactory>* guard, std::string*) {
         guard->reset(new uih::UihTableFactory());
         return guard->get();
+      });
+  library.AddFactory<MergeOperator>(
+      uih::UihAppendOperator::kClassName(),
+      [](const std::string&, std::unique_ptr<MergeOperator>* guard, std::string*) {
+        guard->reset(new uih::UihAppendOperator());
+        return guard->get();
+      });
+  library.AddFactory<CompactionFilterFactory>(
+      uih::UihRetentionFactory::kClassName(),
+      [](const std::string&, std::unique_ptr<CompactionFilterFactory>* guard, std::string*) {
+        guard->reset(new uih::UihRetentionFactory());
+        return guard->get();
+      });
+  // compaction_filter=UihRetention would be one object for the whole
+  // process; say what to write instead of failing with "Could not load".
+  library.AddFactory<CompactionFilter>(
+      uih::UihRetentionFactory::kClassName(),
+      [](const std::string&, std::unique_ptr<CompactionFilter>*, std::string* errmsg) {
+        *errmsg =
+            "UihRetention keeps one store's watermark, so it is a compaction filter factory: "
+            "write compaction_filter_factory=UihRetention instead of compaction_filter=";
+        return static_cast<CompactionFilter*>(nullptr);
       });
   return static_cast<int>(uih::RegisteredNames().size());
 }

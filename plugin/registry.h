@@ -9,8 +9,12 @@ class ObjectLibrary;
 }
 
 namespace uih {
+struct RegisteredName {
+  std::string option;  // the ColumnFamilyOptions field that names it
+  std::string name;
+};
 // Every name uih_rocksdb_register() adds; tests create each from a string.
-const std::vector<std::string>& RegisteredNames();
+const std::vector<RegisteredName>& RegisteredNames();
 }  // namespace uih
 
 // Adds every uihstore factory to `library`; returns how many names it added.

@@ -9,6 +9,7 @@
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/options_util.h"
 #include "test_util.h"
+#include "uih_mutable.h"
 #include "uih_table.h"
 
 namespace {
@@ -16,14 +17,49 @@ namespace {
 using namespace rocksdb;
 
 TEST(Registry, EveryRegisteredNameIsCreatableFromAString) {
-  ASSERT_FALSE(uih::RegisteredNames().empty());
+  ASSERT_EQ(3u, uih::RegisteredNames().size());
   ConfigOptions cfg;
-  for (const auto& name : uih::RegisteredNames()) {
-    std::shared_ptr<TableFactory> f;
-    Status s = TableFactory::CreateFromString(cfg, "id=" + name, &f);
-    ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
-    EXPECT_EQ(name, f->Name());
+  for (const auto& r : uih::RegisteredNames()) {
+    ColumnFamilyOptions cf;
+    Status s = GetColumnFamilyOptionsFromString(cfg, ColumnFamilyOptions(), r.option + "=" + r.name, &cf);
+    ASSERT_TRUE(s.ok()) << r.option << "=" << r.name << ": " << s.ToString();
+    const char* got = r.option == "table_factory"    ? cf.table_factory->Name()
+                      : r.option == "merge_operator" ? cf.merge_operator->Name()
+                                                     : cf.compaction_filter_factory->Name();
+    EXPECT_STREQ(r.name.c_str(), got);
   }
+}
+
+TEST(Registry, UihAppendOptionsRoundTripAndUihRetentionIsAFactory) {
+  uih_test::TempDir dir;
+  Options o;
+  o.create_if_missing = true;
+  ConfigOptions cfg;
+  ColumnFamilyOptions cf;
+  ASSERT_TRUE(GetColumnFamilyOptionsFromString(
+                  cfg, ColumnFamilyOptions(o),
+                  "merge_operator={id=UihAppend;max_events=77;max_age=-1};"
+                  "compaction_filter_factory=UihRetention",
+                  &cf)
+                  .ok());
+  DB* db = nullptr;
+  ASSERT_TRUE(DB::Open(Options(DBOptions(o), cf), dir.path(), &db).ok());
+  delete db;
+  DBOptions dbo;
+  std::vector<ColumnFamilyDescriptor> cfs;
+  ASSERT_TRUE(LoadLatestOptions(cfg, dir.path(), &dbo, &cfs).ok());
+  auto* op = cfs[0].options.merge_operator->CheckedCast<uih::UihAppendOperator>();
+  ASSERT_NE(nullptr, op);
+  EXPECT_EQ(77u, op->limits().max_events);
+  EXPECT_EQ(-1, op->limits().max_age);
+  EXPECT_NE(nullptr, cfs[0].options.compaction_filter_factory->CheckedCast<uih::UihRetentionFactory>());
+  // A compaction_filter (one static object per process) cannot hold a
+  // store's watermark: the error says what to write instead.
+  Status s = GetColumnFamilyOptionsFromString(cfg, ColumnFamilyOptions(),
+                                              "compaction_filter=UihRetention", &cf);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.ToString().find("compaction_filter_factory=UihRetention"))
+      << s.ToString();
 }
 
 TEST(Registry, UihTableOptionsRoundTripThroughTheOptionsFile) {

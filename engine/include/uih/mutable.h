@@ -1,0 +1,104 @@
+/* uihstore — the mutable tier: recent events, appended blind.
+ *
+ * A mutable store is a RocksDB database whose column family "uih.mutable"
+ * holds one value per (user, feature group): an event list (uih/events.h)
+ * under the 10-byte key uih_key_group_prefix() writes. Appends are RocksDB
+ * Merge()s with the UihAppend merge operator — no read on the write path —
+ * and the UihRetention compaction filter drops, during compactions, the
+ * events below the store's watermark: the time before which the latest
+ * published daily generation of the immutable tier covers everything.
+ *
+ * Defaults (each can be overridden with `cf_options`): BlockBasedTable with
+ * a 10-bit bloom filter on the whole key, a fixed 10-byte prefix extractor
+ * with a memtable prefix bloom, LZ4 (ZSTD at the bottommost level), and
+ * max_successive_merges = 64 so a hot key's operand chain in a memtable is
+ * collapsed before reads of it get slow.
+ *
+ * The implementation is in libuih_rocksdb (it is RocksDB glue); link that
+ * library, not only libuihstore, to use these functions. A store is safe to
+ * use from any number of threads.
+ */
+#ifndef UIH_MUTABLE_H
+#define UIH_MUTABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uih/batch.h"
+#include "uih/error.h"
+#include "uih/schema.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UIH_MUTABLE_CF "uih.mutable"
+
+typedef struct uih_mutable_opts {
+  int create_if_missing;          /* create the database when absent (default 1) */
+  uint32_t max_events;            /* UihAppend: keep the newest N per key; 0: all */
+  int64_t max_age;                /* UihAppend: keep ts >= newest - max_age; 0: all */
+  uint32_t max_successive_merges; /* RocksDB's option (default 64; 0: off) */
+  size_t block_cache_bytes;       /* LRU block cache (default 64 MiB) */
+  const char *db_options;         /* RocksDB DBOptions "k=v;..." applied last, or NULL */
+  const char *cf_options;         /* ColumnFamilyOptions of uih.mutable, applied last */
+} uih_mutable_opts;
+
+#define UIH_MUTABLE_OPTS_DEFAULT {1, 0, 0, 64, (size_t)64 << 20, NULL, NULL}
+
+typedef struct uih_mutable uih_mutable;
+
+/* Opens (or creates) the store at `path`. `schema` gives the groups appends
+ * and reads use; it must outlive the store. `opts` NULL means the defaults.
+ * Other column families in the database are opened with default options
+ * and left alone. */
+int uih_mutable_open(const char *path, const uih_schema *schema, const uih_mutable_opts *opts,
+                     uih_mutable **out, uih_error *err);
+
+/* Closes the store; writes not yet flushed are safe in the WAL. NULL is
+ * fine. */
+void uih_mutable_close(uih_mutable *m);
+
+enum {
+  UIH_APPEND_SYNC = 1 << 0, /* fsync the WAL before returning */
+};
+
+/* Appends the events of `events` (a batch of one of the schema's groups;
+ * every event with its timestamp) to `user_id`'s history in that group. One
+ * Merge, no read. Appending the same events again changes nothing. */
+int uih_mutable_append(uih_mutable *m, uint64_t user_id, const uih_batch *events, unsigned flags,
+                       uih_error *err);
+
+/* Appends n batches, batch i to user_ids[i], atomically (one write batch). */
+int uih_mutable_append_many(uih_mutable *m, const uint64_t *user_ids,
+                            const uih_batch *const *events, size_t n, unsigned flags,
+                            uih_error *err);
+
+/* Reads the events of (user_id, group) with min_ts <= ts <= max_ts, in time
+ * order, into *batch. A batch passed in of that group keeps its trait
+ * selection (the projection) and is reused when large enough, else it is
+ * replaced by one that is (free it with uih_batch_free); a NULL *batch gets
+ * all active traits. No events: count 0. A key whose stored value is
+ * corrupt or quarantined gives UIH_ERR_CORRUPTION naming it. More than
+ * UIH_STRIPE_EVENTS_MAX events in the range is UIH_ERR_OUT_OF_RANGE. */
+int uih_mutable_read(uih_mutable *m, uint64_t user_id, uint16_t group, int64_t min_ts,
+                     int64_t max_ts, uih_batch **batch, uih_error *err);
+
+/* Advances the watermark: events with ts < watermark may be dropped by the
+ * next compactions of any key. Written durably (synced) before it takes
+ * effect; it may only grow (UIH_ERR_INVALID_ARGUMENT otherwise). */
+int uih_mutable_set_watermark(uih_mutable *m, int64_t watermark, uih_error *err);
+
+/* The current watermark; *has = 0 when none was ever set (nothing is
+ * dropped then). */
+int uih_mutable_watermark(uih_mutable *m, int64_t *watermark, int *has, uih_error *err);
+
+/* Flushes the memtable, and compacts the whole key range (so retention runs
+ * now): for tools and tests; RocksDB does both on its own. */
+int uih_mutable_flush(uih_mutable *m, uih_error *err);
+int uih_mutable_compact(uih_mutable *m, uih_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UIH_MUTABLE_H */

@@ -1,0 +1,306 @@
+// The C API of uih/mutable.h over a RocksDB database: options, the
+// durable watermark, and the mapping of appends and reads to Merge and Get.
+#include "uih/mutable.h"
+
+#include <cinttypes>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rocksdb/convenience.h"
+#include "rocksdb/filter_policy.h"
+#include "rocksdb/slice_transform.h"
+#include "rocksdb/table.h"
+#include "rocksdb/utilities/object_registry.h"
+#include "rocksdb/write_batch.h"
+#include "thread_events.h"
+#include "uih/events.h"
+#include "uih/key.h"
+#include "uih_mutable.h"
+
+using namespace rocksdb;
+
+struct uih_mutable {
+  std::string path;
+  const uih_schema* schema = nullptr;
+  DB* db = nullptr;
+  std::vector<ColumnFamilyHandle*> handles;
+  ColumnFamilyHandle* events = nullptr;  // uih.mutable
+  ColumnFamilyHandle* meta = nullptr;    // default: the watermark
+  std::shared_ptr<uih::UihRetentionFactory> retention;  // null: not bound
+  std::mutex watermark_mu;
+};
+
+namespace uih {
+
+const char kWatermarkKey[] = "uih.watermark";
+
+DB* MutableDB(uih_mutable* m) { return m->db; }
+ColumnFamilyHandle* MutableColumnFamily(uih_mutable* m) { return m->events; }
+
+}  // namespace uih
+
+namespace {
+
+int Fail(uih_error* err, const uih_mutable* m, const Status& s, const char* what) {
+  int code = s.IsCorruption()       ? UIH_ERR_CORRUPTION
+             : s.IsInvalidArgument() ? UIH_ERR_INVALID_ARGUMENT
+             : s.IsNotSupported()    ? UIH_ERR_NOT_SUPPORTED
+             : s.IsMemoryLimit()     ? UIH_ERR_NO_MEMORY
+                                     : UIH_ERR_IO;
+  return uih_error_set(err, code, "mutable store %s: %s: %s", m ? m->path.c_str() : "", what,
+                       s.ToString().c_str());
+}
+
+ColumnFamilyOptions EventsOptions(const uih_mutable_opts& o) {
+  ColumnFamilyOptions cf;
+  uih_events_limits limits{o.max_events, o.max_age};
+  cf.merge_operator = std::make_shared<uih::UihAppendOperator>(limits);
+  cf.compaction_filter_factory = std::make_shared<uih::UihRetentionFactory>();
+  cf.prefix_extractor.reset(NewFixedPrefixTransform(UIH_KEY_GROUP_PREFIX_SIZE));
+  cf.memtable_prefix_bloom_size_ratio = 0.05;
+  cf.max_successive_merges = o.max_successive_merges;
+  cf.compression = kLZ4Compression;
+  cf.bottommost_compression = kZSTD;
+  BlockBasedTableOptions t;
+  t.filter_policy.reset(NewBloomFilterPolicy(10));
+  t.whole_key_filtering = true;
+  t.block_cache = NewLRUCache(o.block_cache_bytes);
+  cf.table_factory.reset(NewBlockBasedTableFactory(t));
+  return cf;
+}
+
+// The durable watermark: 8 bytes, little-endian int64.
+int ReadWatermark(uih_mutable* m, int64_t* wm, int* has, uih_error* err) {
+  std::string v;
+  Status s = m->db->Get(ReadOptions(), m->meta, uih::kWatermarkKey, &v);
+  *has = 0;
+  if (s.IsNotFound()) return UIH_OK;
+  if (!s.ok()) return Fail(err, m, s, "reading the watermark");
+  if (v.size() != sizeof *wm)
+    return uih_error_set(err, UIH_ERR_CORRUPTION,
+                         "mutable store %s: watermark key '%s' holds %zu bytes, expected 8",
+                         m->path.c_str(), uih::kWatermarkKey, v.size());
+  memcpy(wm, v.data(), sizeof *wm);
+  *has = 1;
+  return UIH_OK;
+}
+
+int CheckBatch(uih_mutable* m, const uih_batch* b, uih_error* err) {
+  if (b == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "append: NULL batch");
+  const uih_group* g = uih_schema_group_by_id(m->schema, b->group->id);
+  if (g == nullptr || strcmp(g->name, b->group->name) != 0)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                         "append: group '%s' (%u) is not a group of the store's schema",
+                         b->group->name, b->group->id);
+  return UIH_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+int uih_mutable_open(const char* path, const uih_schema* schema, const uih_mutable_opts* opts,
+                     uih_mutable** out, uih_error* err) {
+  if (path == nullptr || schema == nullptr || out == nullptr)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "mutable_open: NULL argument");
+  *out = nullptr;
+  uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
+  if (opts) o = *opts;
+  auto m = std::make_unique<uih_mutable>();
+  m->path = path;
+  m->schema = schema;
+
+  ConfigOptions config;
+  config.ignore_unknown_options = false;
+  config.invoke_prepare_options = true;
+  DBOptions dbo;
+  dbo.create_if_missing = o.create_if_missing != 0;
+  dbo.create_missing_column_families = true;
+  Status s;
+  if (o.db_options && *o.db_options) {
+    DBOptions base = dbo;
+    s = GetDBOptionsFromString(config, base, o.db_options, &dbo);
+    if (!s.ok()) return Fail(err, m.get(), s, "db_options");
+  }
+  ColumnFamilyOptions cfo = EventsOptions(o);
+  if (o.cf_options && *o.cf_options) {
+    ColumnFamilyOptions base = cfo;
+    s = GetColumnFamilyOptionsFromString(config, base, o.cf_options, &cfo);
+    if (!s.ok()) return Fail(err, m.get(), s, "cf_options");
+  }
+  if (cfo.merge_operator == nullptr ||
+      strcmp(cfo.merge_operator->Name(), uih::UihAppendOperator::kClassName()) != 0)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                         "mutable store %s: column family %s needs merge_operator=UihAppend",
+                         path, UIH_MUTABLE_CF);
+  m->retention = std::dynamic_pointer_cast<uih::UihRetentionFactory>(cfo.compaction_filter_factory);
+
+  std::vector<std::string> names;
+  s = DB::ListColumnFamilies(dbo, path, &names);
+  if (!s.ok()) names = {kDefaultColumnFamilyName};  // a new database
+  bool has_events = false;
+  std::vector<ColumnFamilyDescriptor> cfs;
+  for (const std::string& name : names) {
+    has_events |= name == UIH_MUTABLE_CF;
+    cfs.emplace_back(name, name == UIH_MUTABLE_CF ? cfo : ColumnFamilyOptions());
+  }
+  if (!has_events) cfs.emplace_back(UIH_MUTABLE_CF, cfo);
+  s = DB::Open(dbo, path, cfs, &m->handles, &m->db);
+  if (!s.ok()) return Fail(err, m.get(), s, "open");
+  for (ColumnFamilyHandle* h : m->handles) {
+    if (h->GetName() == UIH_MUTABLE_CF) m->events = h;
+    if (h->GetName() == kDefaultColumnFamilyName) m->meta = h;
+  }
+  int64_t wm;
+  int has;
+  int rc = ReadWatermark(m.get(), &wm, &has, err);
+  if (rc != UIH_OK) {
+    uih_mutable_close(m.release());
+    return rc;
+  }
+  if (has && m->retention) m->retention->SetWatermark(wm);
+  *out = m.release();
+  return UIH_OK;
+}
+
+void uih_mutable_close(uih_mutable* m) {
+  if (m == nullptr) return;
+  if (m->db) {
+    for (ColumnFamilyHandle* h : m->handles) m->db->DestroyColumnFamilyHandle(h);
+    m->db->Close().PermitUncheckedError();
+    delete m->db;
+  }
+  delete m;
+}
+
+int uih_mutable_append_many(uih_mutable* m, const uint64_t* user_ids,
+                            const uih_batch* const* events, size_t n, unsigned flags,
+                            uih_error* err) {
+  if (m == nullptr || (n && (user_ids == nullptr || events == nullptr)))
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "append: NULL argument");
+  uih_events* ev = uih::ThreadEvents<uih::Workspace::kStore>();
+  if (ev == nullptr) return uih_error_set(err, UIH_ERR_NO_MEMORY, "append: out of memory");
+  WriteBatch wb;
+  for (size_t i = 0; i < n; i++) {
+    int rc = CheckBatch(m, events[i], err);
+    if (rc != UIH_OK) return rc;
+    if (events[i]->count == 0) continue;
+    const uint8_t* p;
+    size_t len;
+    rc = uih_events_encode(ev, events[i], &p, &len, err);
+    if (rc != UIH_OK)
+      return uih_error_prefix(err, "append: user %" PRIu64 " group '%s': ", user_ids[i],
+                              events[i]->group->name);
+    uint8_t key[UIH_KEY_GROUP_PREFIX_SIZE];
+    uih_key_group_prefix(user_ids[i], events[i]->group->id, key);
+    Status s = wb.Merge(m->events, Slice(reinterpret_cast<char*>(key), sizeof key),
+                        Slice(reinterpret_cast<const char*>(p), len));
+    if (!s.ok()) return Fail(err, m, s, "append");
+  }
+  if (wb.Count() == 0) return UIH_OK;
+  WriteOptions wo;
+  wo.sync = (flags & UIH_APPEND_SYNC) != 0;
+  Status s = m->db->Write(wo, &wb);
+  return s.ok() ? UIH_OK : Fail(err, m, s, "append");
+}
+
+int uih_mutable_append(uih_mutable* m, uint64_t user_id, const uih_batch* events, unsigned flags,
+                       uih_error* err) {
+  return uih_mutable_append_many(m, &user_id, &events, 1, flags, err);
+}
+
+int uih_mutable_read(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
+                     int64_t max_ts, uih_batch** batch, uih_error* err) {
+  if (m == nullptr || batch == nullptr)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "read: NULL argument");
+  const uih_group* g = uih_schema_group_by_id(m->schema, group);
+  if (g == nullptr)
+    return uih_error_set(err, UIH_ERR_NOT_FOUND, "read: the schema has no group with id %u", group);
+  uint8_t key[UIH_KEY_GROUP_PREFIX_SIZE];
+  uih_key_group_prefix(user_id, group, key);
+  PinnableSlice value;
+  Status s = m->db->Get(ReadOptions(), m->events,
+                        Slice(reinterpret_cast<char*>(key), sizeof key), &value);
+  if (!s.ok() && !s.IsNotFound()) {
+    Fail(err, m, s, "read");
+    return uih_error_prefix(err, "user %" PRIu64 " group %u: ", user_id, group);
+  }
+  const uint8_t* data = reinterpret_cast<const uint8_t*>(value.data());
+  uih_events_info info{};
+  if (s.ok()) {
+    int rc = uih_events_read_info(data, value.size(), &info, err);
+    if (rc != UIH_OK)
+      return uih_error_prefix(err, "mutable store %s: user %" PRIu64 " group %u: ",
+                              m->path.c_str(), user_id, group);
+  }
+  // A batch of this group keeps its projection; grow it when it is too small.
+  uint32_t want = info.count < 1 ? 1 : info.count > UIH_STRIPE_EVENTS_MAX ? UIH_STRIPE_EVENTS_MAX
+                                                                           : info.count;
+  uih_batch* b = *batch;
+  if (b == nullptr || b->group != g || (b->capacity < want && !info.quarantined)) {
+    std::vector<uint16_t> ids;
+    if (b != nullptr && b->group == g)
+      for (uint32_t c = 0; c < b->ncolumns; c++) ids.push_back(b->columns[c].trait->id);
+    uih_batch* nb = nullptr;
+    int rc = uih_batch_create(g, b && b->group == g ? std::max(want, b->capacity) : want,
+                              ids.empty() ? nullptr : ids.data(), static_cast<uint32_t>(ids.size()),
+                              &nb, err);
+    if (rc != UIH_OK) return rc;
+    uih_batch_free(b);
+    *batch = b = nb;
+  }
+  if (s.IsNotFound()) {
+    uih_batch_clear(b);
+    return UIH_OK;
+  }
+  int rc = uih_events_decode(data, value.size(), min_ts, max_ts, b, err);
+  if (rc != UIH_OK)
+    return uih_error_prefix(err, "mutable store %s: user %" PRIu64 " group %u: ", m->path.c_str(),
+                            user_id, group);
+  return UIH_OK;
+}
+
+int uih_mutable_set_watermark(uih_mutable* m, int64_t watermark, uih_error* err) {
+  if (m == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "set_watermark: NULL");
+  std::lock_guard<std::mutex> lock(m->watermark_mu);
+  int64_t cur;
+  int has;
+  int rc = ReadWatermark(m, &cur, &has, err);
+  if (rc != UIH_OK) return rc;
+  if (has && watermark < cur)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                         "mutable store %s: watermark %" PRId64 " is below the current %" PRId64
+                         "; it may only advance",
+                         m->path.c_str(), watermark, cur);
+  WriteOptions wo;
+  wo.sync = true;
+  Status s = m->db->Put(wo, m->meta, uih::kWatermarkKey,
+                        Slice(reinterpret_cast<const char*>(&watermark), sizeof watermark));
+  if (!s.ok()) return Fail(err, m, s, "writing the watermark");
+  if (m->retention) m->retention->SetWatermark(watermark);
+  return UIH_OK;
+}
+
+int uih_mutable_watermark(uih_mutable* m, int64_t* watermark, int* has, uih_error* err) {
+  if (m == nullptr || watermark == nullptr || has == nullptr)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "watermark: NULL argument");
+  return ReadWatermark(m, watermark, has, err);
+}
+
+int uih_mutable_flush(uih_mutable* m, uih_error* err) {
+  if (m == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "flush: NULL");
+  Status s = m->db->Flush(FlushOptions(), m->events);
+  return s.ok() ? UIH_OK : Fail(err, m, s, "flush");
+}
+
+int uih_mutable_compact(uih_mutable* m, uih_error* err) {
+  if (m == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "compact: NULL");
+  CompactRangeOptions o;
+  o.bottommost_level_compaction = BottommostLevelCompaction::kForce;
+  Status s = m->db->CompactRange(o, m->events, nullptr, nullptr);
+  return s.ok() ? UIH_OK : Fail(err, m, s, "compact");
+}
+
+}  // extern "C"

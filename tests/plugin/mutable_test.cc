@@ -1,0 +1,458 @@
+// The mutable tier end to end through its C API: concurrent appends against
+// a model with flushes and compactions racing them, durability under
+// SIGKILL, idempotent retries, caps, retention by watermark, and corrupt
+// operands and values that stay confined to their key.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/stripe_gen.h"
+#include "rocksdb/db.h"
+#include "test_util.h"
+#include "uih/events.h"
+#include "uih/key.h"
+#include "uih/mutable.h"
+#include "uih_mutable.h"
+
+namespace {
+
+using Event = std::pair<int64_t, std::vector<std::pair<uint16_t, uint64_t>>>;
+
+struct BatchPtr {
+  uih_batch* b = nullptr;
+  BatchPtr() = default;
+  BatchPtr(const BatchPtr&) = delete;
+  BatchPtr(BatchPtr&& o) noexcept : b(o.b) { o.b = nullptr; }
+  ~BatchPtr() { uih_batch_free(b); }
+};
+
+std::vector<Event> Events(const uih_batch* b) {
+  std::vector<Event> out;
+  int ts = uih_batch_column_index(b, b->group->ts->id);
+  for (uint32_t r = 0; r < b->count; r++) {
+    Event e{(int64_t)uih_column_get_bits(&b->columns[ts], r), {}};
+    for (uint32_t c = 0; c < b->ncolumns; c++)
+      if ((int)c != ts && uih_column_has(&b->columns[c], r))
+        e.second.push_back({b->columns[c].trait->id, uih_column_get_bits(&b->columns[c], r)});
+    out.push_back(e);
+  }
+  return out;
+}
+
+// Copies row `r` of `src` into a new row of `dst` (same group, trait by id).
+void CopyRow(const uih_batch* src, uint32_t r, uih_batch* dst) {
+  uint32_t row;
+  ASSERT_EQ(UIH_OK, uih_batch_append(dst, &row, nullptr));
+  for (uint32_t c = 0; c < src->ncolumns; c++) {
+    int d = uih_batch_column_index(dst, src->columns[c].trait->id);
+    if (d >= 0 && uih_column_has(&src->columns[c], r))
+      uih_column_set_bits(&dst->columns[d], row, uih_column_get_bits(&src->columns[c], r));
+  }
+}
+
+class Mutable : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::mt19937_64 rng(11);
+    json_ = uih_test::RandomSchemaJson(rng, 6);
+    uih_error err{};
+    ASSERT_EQ(UIH_OK, uih_schema_parse(json_.data(), json_.size(), "t", &schema_, &err)) << err.msg;
+    g_ = uih_schema_group_at(schema_, 0);
+  }
+  void TearDown() override {
+    uih_mutable_close(m_);
+    uih_schema_free(schema_);
+  }
+  void Open(const uih_mutable_opts* opts = nullptr) {
+    uih_mutable_close(m_);
+    m_ = nullptr;
+    uih_error err{};
+    ASSERT_EQ(UIH_OK, uih_mutable_open(dir_.path().c_str(), schema_, opts, &m_, &err)) << err.msg;
+  }
+  std::vector<Event> Read(uint64_t user, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX) {
+    BatchPtr b;
+    uih_error err{};
+    EXPECT_EQ(UIH_OK, uih_mutable_read(m_, user, g_->id, lo, hi, &b.b, &err)) << err.msg;
+    return b.b ? Events(b.b) : std::vector<Event>();
+  }
+  BatchPtr Random(std::mt19937_64& rng, uint32_t n) {
+    BatchPtr b;
+    EXPECT_EQ(UIH_OK, uih_batch_create(g_, n, nullptr, 0, &b.b, nullptr));
+    uih_test::FillRandomBatch(rng, b.b, n);
+    return b;
+  }
+  // Events of one timestamp each: ts[i], every other trait absent.
+  BatchPtr AtTimes(const std::vector<int64_t>& ts) {
+    BatchPtr b;
+    EXPECT_EQ(UIH_OK, uih_batch_create(g_, (uint32_t)ts.size(), nullptr, 0, &b.b, nullptr));
+    int c = uih_batch_column_index(b.b, g_->ts->id);
+    for (int64_t t : ts) {
+      uint32_t row;
+      uih_batch_append(b.b, &row, nullptr);
+      uih_column_set_bits(&b.b->columns[c], row, (uint64_t)t);
+    }
+    return b;
+  }
+  void Append(uint64_t user, const BatchPtr& b, unsigned flags = 0) {
+    uih_error err{};
+    ASSERT_EQ(UIH_OK, uih_mutable_append(m_, user, b.b, flags, &err)) << err.msg;
+  }
+  // Every key of the events column family, straight from RocksDB.
+  std::set<uint64_t> StoredUsers() {
+    std::set<uint64_t> users;
+    std::unique_ptr<rocksdb::Iterator> it(uih::MutableDB(m_)->NewIterator(
+        rocksdb::ReadOptions(), uih::MutableColumnFamily(m_)));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      uint64_t u = 0;
+      for (int i = 0; i < 8; i++) u = u << 8 | (uint8_t)it->key()[i];
+      users.insert(u);
+    }
+    EXPECT_TRUE(it->status().ok()) << it->status().ToString();
+    return users;
+  }
+
+  uih_test::TempDir dir_;
+  std::string json_;
+  uih_schema* schema_ = nullptr;
+  const uih_group* g_ = nullptr;
+  uih_mutable* m_ = nullptr;
+};
+
+TEST_F(Mutable, ConcurrentAppendsWithFlushesAndCompactionsEqualTheModel) {
+  uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
+  o.max_successive_merges = 8;  // exercise merges on the write path too
+  Open(&o);
+  // Each user draws its events from a pool, so threads append duplicates of
+  // each other's events to the same keys.
+  const int kUsers = 12, kThreads = 4, kAppends = 1500;
+  std::mt19937_64 rng(5);
+  std::vector<BatchPtr> pools;
+  for (int u = 0; u < kUsers; u++) pools.push_back(Random(rng, 40));
+  std::vector<std::set<Event>> model(kUsers);
+  std::mutex model_mu;
+  std::atomic<bool> done{false};
+  std::atomic<int> failures{0};
+  std::thread maintenance([&] {
+    std::mt19937_64 r(99);
+    while (!done) {
+      uih_error err{};
+      if ((r() % 3 ? uih_mutable_flush(m_, &err) : uih_mutable_compact(m_, &err)) != UIH_OK) {
+        ADD_FAILURE() << err.msg;
+        failures++;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; t++)
+    writers.emplace_back([&, t] {
+      std::mt19937_64 r(1000 + t);
+      for (int i = 0; i < kAppends; i++) {
+        uint64_t user = r() % kUsers;
+        BatchPtr b;
+        uint32_t n = 1 + (uint32_t)(r() % 5);
+        if (uih_batch_create(g_, n, nullptr, 0, &b.b, nullptr) != UIH_OK) failures++;
+        for (uint32_t k = 0; k < n; k++) CopyRow(pools[user].b, (uint32_t)(r() % 40), b.b);
+        std::vector<Event> evs = Events(b.b);
+        uih_error err{};
+        if (uih_mutable_append(m_, user, b.b, 0, &err) != UIH_OK) {
+          ADD_FAILURE() << err.msg;
+          failures++;
+          continue;
+        }
+        std::lock_guard<std::mutex> lock(model_mu);
+        model[user].insert(evs.begin(), evs.end());
+      }
+    });
+  for (auto& w : writers) w.join();
+  done = true;
+  maintenance.join();
+  ASSERT_EQ(0, failures.load());
+  for (int pass = 0; pass < 2; pass++) {
+    for (int u = 0; u < kUsers; u++) {
+      std::vector<Event> got = Read(u);
+      EXPECT_EQ(model[u], std::set<Event>(got.begin(), got.end())) << "user " << u;
+      EXPECT_EQ(model[u].size(), got.size()) << "user " << u << ": duplicates";
+      for (size_t i = 1; i < got.size(); i++) EXPECT_LE(got[i - 1].first, got[i].first);
+    }
+    Open(&o);  // and again after reopening
+  }
+}
+
+TEST_F(Mutable, RetriesAreIdempotent) {
+  Open();
+  std::mt19937_64 rng(3);
+  BatchPtr a = Random(rng, 20), b = Random(rng, 20);
+  Append(1, a);
+  Append(1, b);
+  std::vector<Event> once = Read(1);
+  Append(1, a);  // a retried append, in the memtable
+  EXPECT_EQ(once, Read(1));
+  ASSERT_EQ(UIH_OK, uih_mutable_compact(m_, nullptr));
+  Append(1, b);  // and on top of a compacted value
+  EXPECT_EQ(once, Read(1));
+  std::string before;
+  uint8_t key[UIH_KEY_GROUP_PREFIX_SIZE];
+  uih_key_group_prefix(1, g_->id, key);
+  rocksdb::Slice k((const char*)key, sizeof key);
+  ASSERT_TRUE(uih::MutableDB(m_)->Get({}, uih::MutableColumnFamily(m_), k, &before).ok());
+  ASSERT_EQ(UIH_OK, uih_mutable_compact(m_, nullptr));
+  std::string after;
+  ASSERT_TRUE(uih::MutableDB(m_)->Get({}, uih::MutableColumnFamily(m_), k, &after).ok());
+  EXPECT_EQ(before, after);
+}
+
+TEST_F(Mutable, EveryAcknowledgedAppendSurvivesSigkill) {
+  // A fixed schema the child knows: timestamp and one int64 trait "v".
+  const char* schema =
+      R"({"name":"d","version":1,"groups":[{"name":"g","id":9,"traits":[
+        {"name":"ts","id":1,"type":"timestamp"},{"name":"v","id":2,"type":"int64"}]}]})";
+  std::string schema_path = dir_ / "schema.json";
+  std::ofstream(schema_path) << schema;
+  std::string db = dir_ / "db";
+  std::mt19937_64 rng(17);
+  std::set<int64_t> acked;
+  int64_t next = 0;
+  for (int round = 0; round < 6; round++) {
+    int fds[2];
+    ASSERT_EQ(0, pipe(fds));
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      dup2(fds[1], 1);
+      close(fds[0]);
+      execl(UIH_APPEND_CHILD, UIH_APPEND_CHILD, db.c_str(), schema_path.c_str(),
+            std::to_string(next).c_str(), "1000000", (char*)nullptr);
+      _exit(127);
+    }
+    close(fds[1]);
+    // Let it append for a random while, then kill it mid-flight.
+    FILE* in = fdopen(fds[0], "r");
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::milliseconds(100 + (int)(rng() % 400));
+    long long v;
+    int seen = 0;
+    while (std::chrono::steady_clock::now() < deadline && fscanf(in, "%lld", &v) == 1) {
+      acked.insert(v);
+      seen++;
+    }
+    kill(pid, SIGKILL);
+    while (fscanf(in, "%lld", &v) == 1) acked.insert(v);  // printed before the kill
+    fclose(in);
+    int status;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the child ended on its own, status " << status;
+    ASSERT_GT(seen, 0) << "round " << round << ": the child acknowledged nothing";
+    next = *acked.rbegin() + 1000;  // fresh timestamps for the next child
+
+    // Reopen: every acknowledged event is there exactly once, and nothing
+    // that was never attempted.
+    uih_schema* s = nullptr;
+    ASSERT_EQ(UIH_OK, uih_schema_load(schema_path.c_str(), &s, nullptr));
+    uih_mutable* m = nullptr;
+    uih_error err{};
+    ASSERT_EQ(UIH_OK, uih_mutable_open(db.c_str(), s, nullptr, &m, &err)) << err.msg;
+    std::set<int64_t> found;
+    size_t total = 0;
+    for (uint64_t u = 0; u < 16; u++) {
+      uih_batch* b = nullptr;
+      ASSERT_EQ(UIH_OK, uih_mutable_read(m, u, 9, INT64_MIN, INT64_MAX, &b, &err)) << err.msg;
+      for (const Event& e : Events(b)) {
+        EXPECT_EQ((int64_t)(u), e.first % 16);
+        ASSERT_EQ(1u, e.second.size());
+        EXPECT_EQ((uint64_t)(e.first * 7), e.second[0].second);
+        found.insert(e.first);
+        total++;
+      }
+      uih_batch_free(b);
+    }
+    uih_mutable_close(m);
+    uih_schema_free(s);
+    EXPECT_EQ(found.size(), total) << "an event is stored twice";
+    for (int64_t a : acked) ASSERT_TRUE(found.count(a)) << "acknowledged event " << a << " lost";
+    EXPECT_LE(found.size(), acked.size() + 1 * (round + 1)) << "more than one unacknowledged "
+                                                               "append per kill survived";
+  }
+}
+
+TEST_F(Mutable, CapsKeepTheNewestEvents) {
+  uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
+  o.max_events = 10;
+  Open(&o);
+  for (int64_t t = 0; t < 100; t += 5) {
+    std::vector<int64_t> ts;
+    for (int64_t k = t; k < t + 5; k++) ts.push_back(k);
+    Append(7, AtTimes(ts));
+  }
+  auto check = [&] {
+    std::vector<Event> got = Read(7);
+    ASSERT_EQ(10u, got.size());
+    EXPECT_EQ(90, got.front().first);
+    EXPECT_EQ(99, got.back().first);
+  };
+  check();
+  ASSERT_EQ(UIH_OK, uih_mutable_compact(m_, nullptr));
+  check();
+  uih_mutable_opts age = UIH_MUTABLE_OPTS_DEFAULT;
+  age.max_age = 3;
+  Open(&age);
+  Append(7, AtTimes({100}));
+  std::vector<Event> got = Read(7);
+  ASSERT_EQ(4u, got.size());  // 97..100
+  EXPECT_EQ(97, got.front().first);
+}
+
+TEST_F(Mutable, RetentionDropsExactlyTheEventsBelowTheWatermark) {
+  Open();
+  // User u has events at u*10 .. u*10+9.
+  for (uint64_t u = 0; u < 10; u++) {
+    std::vector<int64_t> ts;
+    for (int64_t k = 0; k < 10; k++) ts.push_back((int64_t)u * 10 + k);
+    Append(u, AtTimes(ts));
+  }
+  ASSERT_EQ(UIH_OK, uih_mutable_compact(m_, nullptr));
+  EXPECT_EQ(10u, StoredUsers().size()) << "nothing is dropped before a watermark exists";
+  int64_t wm;
+  int has = 1;
+  ASSERT_EQ(UIH_OK, uih_mutable_watermark(m_, &wm, &has, nullptr));
+  EXPECT_EQ(0, has);
+
+  ASSERT_EQ(UIH_OK, uih_mutable_set_watermark(m_, 45, nullptr));
+  // Pending operands below the watermark go too.
+  Append(8, AtTimes({3, 44, 45}));
+  ASSERT_EQ(UIH_OK, uih_mutable_compact(m_, nullptr));
+  std::set<uint64_t> users = StoredUsers();
+  EXPECT_EQ((std::set<uint64_t>{4, 5, 6, 7, 8, 9}), users) << "emptied values are removed";
+  for (uint64_t u = 0; u < 10; u++) {
+    std::vector<Event> got = Read(u);
+    std::vector<int64_t> want, ts;
+    for (int64_t k = 0; k < 10; k++)
+      if ((int64_t)u * 10 + k >= 45) want.push_back((int64_t)u * 10 + k);
+    if (u == 8) want.insert(want.begin(), 45);
+    for (const Event& e : got) ts.push_back(e.first);
+    EXPECT_EQ(want, ts) << "user " << u;
+  }
+  // The watermark is durable and only advances.
+  Open();
+  ASSERT_EQ(UIH_OK, uih_mutable_watermark(m_, &wm, &has, nullptr));
+  EXPECT_EQ(1, has);
+  EXPECT_EQ(45, wm);
+  uih_error err{};
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_mutable_set_watermark(m_, 44, &err));
+  EXPECT_NE(nullptr, strstr(err.msg, "may only advance")) << err.msg;
+  // After reopening, the filter uses it without being told again.
+  Append(9, AtTimes({1, 2}));
+  ASSERT_EQ(UIH_OK, uih_mutable_compact(m_, nullptr));
+  EXPECT_EQ(90, Read(9).front().first);
+  // Reads can ask for a window.
+  std::vector<Event> w = Read(9, 93, 95);
+  ASSERT_EQ(3u, w.size());
+  EXPECT_EQ(93, w.front().first);
+}
+
+TEST_F(Mutable, CorruptOperandsAndValuesStayConfinedToTheirKey) {
+  Open();
+  std::mt19937_64 rng(8);
+  BatchPtr good = Random(rng, 10);
+  Append(1, good);
+  Append(2, good);
+  Append(3, good);
+  rocksdb::DB* db = uih::MutableDB(m_);
+  auto key = [&](uint64_t u) {
+    uint8_t k[UIH_KEY_GROUP_PREFIX_SIZE];
+    uih_key_group_prefix(u, g_->id, k);
+    return std::string((const char*)k, sizeof k);
+  };
+  // User 1: a garbage operand on top of its events. User 2: a garbage base
+  // value under a good append. User 3 stays healthy.
+  const std::string garbage("\x01\x00not an event list at all", 26);
+  ASSERT_TRUE(db->Merge({}, uih::MutableColumnFamily(m_), key(1), garbage).ok());
+  ASSERT_TRUE(db->Put({}, uih::MutableColumnFamily(m_), key(2), garbage).ok());
+  Append(2, good);
+  std::vector<Event> want = Events(good.b);
+  std::sort(want.begin(), want.end());
+  auto expect_corrupt = [&](uint64_t u) {
+    BatchPtr b;
+    uih_error err{};
+    EXPECT_EQ(UIH_ERR_CORRUPTION, uih_mutable_read(m_, u, g_->id, INT64_MIN, INT64_MAX, &b.b, &err));
+    EXPECT_NE(nullptr, strstr(err.msg, ("user " + std::to_string(u) + " group 3").c_str()))
+        << err.msg;
+  };
+  for (int pass = 0; pass < 2; pass++) {
+    expect_corrupt(1);
+    expect_corrupt(2);
+    std::vector<Event> got = Read(3);
+    std::sort(got.begin(), got.end());
+    got.erase(std::unique(got.begin(), got.end()), got.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());
+    EXPECT_EQ(want, got);
+    // Flushes and compactions go on: the bad key does not stop the store.
+    uih_error err{};
+    ASSERT_EQ(UIH_OK, uih_mutable_flush(m_, &err)) << err.msg;
+    ASSERT_EQ(UIH_OK, uih_mutable_compact(m_, &err)) << err.msg;
+    Append(3, good);
+  }
+  // Nothing was dropped: the garbage operand is kept in user 1's value.
+  std::string v;
+  ASSERT_TRUE(db->Get({}, uih::MutableColumnFamily(m_), key(1), &v).ok());
+  uih_events_info info{};
+  ASSERT_EQ(UIH_OK, uih_events_read_info((const uint8_t*)v.data(), v.size(), &info, nullptr));
+  ASSERT_TRUE(info.quarantined);
+  bool kept = false;
+  for (uint32_t i = 0; i < info.count; i++) {
+    uih_slice s{};
+    ASSERT_EQ(UIH_OK, uih_events_quarantined((const uint8_t*)v.data(), v.size(), i, &s, nullptr, 0,
+                                             nullptr));
+    kept |= std::string((const char*)s.data, s.len) == garbage;
+  }
+  EXPECT_TRUE(kept);
+}
+
+TEST_F(Mutable, ReadsReuseBatchesAndKeepTheirProjection) {
+  Open();
+  std::mt19937_64 rng(4);
+  BatchPtr a = Random(rng, 30);
+  Append(5, a);
+  uint16_t ids[] = {g_->ts->id};
+  BatchPtr b;
+  ASSERT_EQ(UIH_OK, uih_batch_create(g_, 2, ids, 1, &b.b, nullptr));
+  uih_error err{};
+  ASSERT_EQ(UIH_OK, uih_mutable_read(m_, 5, g_->id, INT64_MIN, INT64_MAX, &b.b, &err)) << err.msg;
+  EXPECT_EQ(1u, b.b->ncolumns) << "the projection is kept when the batch grows";
+  EXPECT_EQ(Read(5).size(), b.b->count);
+  uih_batch* same = b.b;
+  ASSERT_EQ(UIH_OK, uih_mutable_read(m_, 6, g_->id, INT64_MIN, INT64_MAX, &b.b, &err));
+  EXPECT_EQ(same, b.b) << "large enough: reused";
+  EXPECT_EQ(0u, b.b->count);
+  EXPECT_EQ(UIH_ERR_NOT_FOUND, uih_mutable_read(m_, 5, 77, INT64_MIN, INT64_MAX, &b.b, &err));
+}
+
+TEST_F(Mutable, OptionsAreValidated) {
+  uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
+  o.cf_options = "merge_operator=max";
+  uih_error err{};
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT,
+            uih_mutable_open(dir_.path().c_str(), schema_, &o, &m_, &err));
+  EXPECT_NE(nullptr, strstr(err.msg, "needs merge_operator=UihAppend")) << err.msg;
+  o.cf_options = "no_such_option=1";
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_mutable_open(dir_.path().c_str(), schema_, &o, &m_, &err));
+  o.cf_options = "merge_operator={id=UihAppend;max_events=3};write_buffer_size=1048576";
+  Open(&o);
+  Append(1, AtTimes({1, 2, 3, 4, 5}));
+  EXPECT_EQ(3u, Read(1).size());
+}
+
+}  // namespace
