@@ -1,7 +1,6 @@
 /* uih gen — write generated interaction histories as loader-input CSV:
  *   user_id,group,ts,<every other active trait of the group, in id order>
- * Categories with a vocabulary are written by name, flags as 0/1, floats so
- * that they read back bit-exact. */
+ * in the format of uih/csv.h (see cli_csv_row()). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,21 +14,6 @@
 static const char kUsage[] =
     "usage: uih gen --schema FILE --group NAME [--users N] [--seed S] [--days D]\n"
     "               [--start-ts MS] [--first-user ID] [--max-events N] [--out FILE]";
-
-static void write_value(FILE *f, const uih_column *c, uint32_t row) {
-  const uih_trait *t = c->trait;
-  uint64_t bits = uih_column_get_bits(c, row);
-  switch (t->type) {
-    case UIH_TYPE_TIMESTAMP:
-    case UIH_TYPE_INT64: fprintf(f, "%" PRId64, (int64_t)bits); break;
-    case UIH_TYPE_FLOAT32: fprintf(f, "%.9g", (double)uih_column_get_f32(c, row)); break;
-    case UIH_TYPE_CATEGORY:
-      if (bits < t->ncategories) fputs(t->categories[bits], f);
-      else fprintf(f, "%" PRIu64, bits); /* a code without a name */
-      break;
-    default: fprintf(f, "%" PRIu64, bits); break;
-  }
-}
 
 int cmd_gen(int argc, char **argv) {
   const char *schema_path = NULL, *group_name = NULL, *out_path = NULL;
@@ -78,11 +62,7 @@ int cmd_gen(int argc, char **argv) {
     cli_fail(CLI_FAIL, "%s: cannot create: %s", out_path, strerror(errno));
     goto done;
   }
-  fputs("user_id,group,ts", f);
-  for (uint32_t c = 0; c < batch->ncolumns; c++)
-    if (batch->columns[c].trait != g->ts) fprintf(f, ",%s", batch->columns[c].trait->name);
-  fputc('\n', f);
-  const uih_column *ts = uih_batch_ts_column(batch);
+  cli_csv_header(f, batch);
   uint64_t events = 0, user;
   for (;;) {
     if (uih_gen_next(gen, &user, batch, &err) != UIH_OK) {
@@ -90,16 +70,7 @@ int cmd_gen(int argc, char **argv) {
       goto done;
     }
     if (batch->count == 0) break;
-    for (uint32_t r = 0; r < batch->count; r++) {
-      fprintf(f, "%" PRIu64 ",%s,", user, g->name);
-      write_value(f, ts, r);
-      for (uint32_t c = 0; c < batch->ncolumns; c++) {
-        if (batch->columns[c].trait == g->ts) continue;
-        fputc(',', f);
-        write_value(f, &batch->columns[c], r);
-      }
-      fputc('\n', f);
-    }
+    for (uint32_t r = 0; r < batch->count; r++) cli_csv_row(f, user, batch, r);
     events += batch->count;
   }
   if (fflush(f) != 0 || ferror(f)) {

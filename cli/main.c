@@ -15,6 +15,12 @@ static void usage(FILE *out) {
           "  gen --schema FILE --group NAME [--users N] [--seed S] [--days D]\n"
           "      [--start-ts MS] [--first-user ID] [--max-events N] [--out FILE]\n"
           "                                      write generated histories as CSV\n"
+          "  append --schema FILE --db DIR [--sync] [--max-events N] [--max-age T]\n"
+          "      [--write-events N] [--progress N] [FILE...]\n"
+          "                                      append CSV events (stdin if no FILE)\n"
+          "                                      to a mutable store\n"
+          "  read --schema FILE --db DIR --user ID --group NAME [--from TS] [--to TS]\n"
+          "                                      print a user's mutable events as CSV\n"
           "  key encode USER GROUP TS            print the 18-byte stripe key in hex\n"
           "  key decode HEX                      print the (user, group, ts) of a key\n"
           "  key prefix USER [GROUP]             print the scan prefix and its upper bound\n"
@@ -40,6 +46,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "schema")) return cmd_schema(argc - 2, argv + 2);
   if (!strcmp(cmd, "key")) return cmd_key(argc - 2, argv + 2);
   if (!strcmp(cmd, "gen")) return cmd_gen(argc - 2, argv + 2);
+  if (!strcmp(cmd, "append")) return cmd_append(argc - 2, argv + 2);
+  if (!strcmp(cmd, "read")) return cmd_read(argc - 2, argv + 2);
   fprintf(stderr, "uih: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return CLI_USAGE;

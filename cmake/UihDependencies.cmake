@@ -17,3 +17,18 @@ _uih_pkg(zstd   libzstd    libzstd-dev)
 _uih_pkg(uring  liburing   liburing-dev)
 _uih_pkg(xxhash libxxhash  libxxhash-dev)
 _uih_pkg(jsonc  json-c     libjson-c-dev)
+
+# libcsv ships no pkg-config file: find it directly.
+find_path(UIH_CSV_INCLUDE_DIR csv.h)
+find_library(UIH_CSV_LIBRARY csv)
+if(NOT UIH_CSV_INCLUDE_DIR OR NOT UIH_CSV_LIBRARY)
+  message(FATAL_ERROR "libcsv not found: install libcsv-dev "
+    "(scripts/setup installs every dependency)")
+endif()
+if(NOT TARGET UihCsv::csv)
+  add_library(UihCsv::csv UNKNOWN IMPORTED GLOBAL)
+  set_target_properties(UihCsv::csv PROPERTIES
+    IMPORTED_LOCATION "${UIH_CSV_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${UIH_CSV_INCLUDE_DIR}")
+endif()
+add_library(uih::csv ALIAS UihCsv::csv)

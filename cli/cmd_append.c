@@ -1,0 +1,191 @@
+/* uih append — append events from loader-input CSV (uih/csv.h) to a
+ * mutable store (uih/mutable.h). Consecutive events of one (user, group)
+ * become one operand; every --write-events events are one atomic write.
+ * Appends are idempotent, so after an error the same input can be fed
+ * again once fixed. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "uih/csv.h"
+#include "uih/mutable.h"
+
+static const char kUsage[] =
+    "usage: uih append --schema FILE --db DIR [--sync] [--write-events N]\n"
+    "                  [--max-events N] [--max-age T] [--progress N] [FILE...]\n"
+    "  FILE... CSV files (user_id,group,ts,<traits>), '-' or none for stdin";
+
+/* Events per operand at most: operands are merged anyway; this bounds the
+ * memory of the pending write. */
+#define kOperandEvents 256u
+
+typedef struct pending {
+  uint64_t *users;
+  uih_batch **batches; /* batches[i] goes to users[i] */
+  size_t n, cap;
+  uint64_t events;
+} pending;
+
+typedef struct totals {
+  uint64_t events, operands, writes;
+} totals;
+
+static int flush_pending(uih_mutable *m, pending *p, unsigned flags, totals *t, uih_error *err) {
+  if (p->n == 0) return UIH_OK;
+  int rc = uih_mutable_append_many(m, p->users, (const uih_batch *const *)p->batches, p->n, flags,
+                                   err);
+  if (rc != UIH_OK) return rc;
+  t->events += p->events;
+  t->operands += p->n;
+  t->writes++;
+  for (size_t i = 0; i < p->n; i++) uih_batch_clear(p->batches[i]);
+  p->n = 0;
+  p->events = 0;
+  return UIH_OK;
+}
+
+/* Adds `ev` (one event) for `user` to the pending write: to the last
+ * operand if it is the same (user, group) and has room, else to a new one.
+ * Batches are kept across writes and reused. */
+static int add_event(pending *p, uint64_t user, const uih_batch *ev, uih_error *err) {
+  uih_batch *b = p->n ? p->batches[p->n - 1] : NULL;
+  if (!b || p->users[p->n - 1] != user || b->group != ev->group || b->count == b->capacity) {
+    if (p->n == p->cap) {
+      size_t cap = p->cap ? p->cap * 2 : 64;
+      uint64_t *u = realloc(p->users, cap * sizeof *u);
+      if (u) p->users = u;
+      uih_batch **bs = u ? realloc(p->batches, cap * sizeof *bs) : NULL;
+      if (!bs) return uih_error_set(err, UIH_ERR_NO_MEMORY, "append: out of memory");
+      memset(bs + p->cap, 0, (cap - p->cap) * sizeof *bs);
+      p->batches = bs;
+      p->cap = cap;
+    }
+    b = p->batches[p->n];
+    if (b && b->group != ev->group) {
+      uih_batch_free(b);
+      b = p->batches[p->n] = NULL;
+    }
+    if (!b) {
+      int rc = uih_batch_create(ev->group, kOperandEvents, NULL, 0, &b, err);
+      if (rc != UIH_OK) return rc;
+      p->batches[p->n] = b;
+    }
+    p->users[p->n++] = user;
+  }
+  uint32_t row;
+  int rc = uih_batch_append(b, &row, err);
+  if (rc != UIH_OK) return rc;
+  for (uint32_t c = 0; c < ev->ncolumns; c++)
+    if (uih_column_has(&ev->columns[c], 0))
+      uih_column_set_bits(&b->columns[c], row, uih_column_get_bits(&ev->columns[c], 0));
+  p->events++;
+  return UIH_OK;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int cmd_append(int argc, char **argv) {
+  const char *schema_path = NULL, *db_path = NULL;
+  uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
+  unsigned flags = 0;
+  uint64_t write_events = 10000, progress = 1000000;
+  const char **files = calloc((size_t)argc + 1, sizeof *files);
+  size_t nfiles = 0;
+  if (!files) return cli_fail(CLI_FAIL, "out of memory");
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    uint64_t u;
+    int64_t s;
+    if (!strcmp(a, "--sync")) {
+      flags |= UIH_APPEND_SYNC;
+      continue;
+    }
+    if (a[0] != '-' || !strcmp(a, "-")) {
+      files[nfiles++] = a;
+      continue;
+    }
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v) {
+      free(files);
+      return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, kUsage);
+    }
+    i++;
+    if (!strcmp(a, "--schema")) schema_path = v;
+    else if (!strcmp(a, "--db")) db_path = v;
+    else if (!strcmp(a, "--write-events") && cli_parse_u64(a, v, &u) && u > 0) write_events = u;
+    else if (!strcmp(a, "--progress") && cli_parse_u64(a, v, &u)) progress = u;
+    else if (!strcmp(a, "--max-events") && cli_parse_u64(a, v, &u) && u <= UINT32_MAX) o.max_events = (uint32_t)u;
+    else if (!strcmp(a, "--max-age") && cli_parse_i64(a, v, &s) && s >= 0) o.max_age = s;
+    else {
+      free(files);
+      return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kUsage);
+    }
+  }
+  if (!schema_path || !db_path) {
+    free(files);
+    return cli_fail(CLI_USAGE, "%s", kUsage);
+  }
+  if (nfiles == 0) files[nfiles++] = "-";
+
+  uih_error err = {0};
+  uih_schema *schema = NULL;
+  uih_mutable *m = NULL;
+  uih_csv_reader *r = NULL;
+  pending p = {0};
+  totals t = {0};
+  int rc = CLI_FAIL;
+  double start = now_s();
+  uint64_t next_progress = progress;
+  if (uih_schema_load(schema_path, &schema, &err) != UIH_OK ||
+      uih_mutable_open(db_path, schema, &o, &m, &err) != UIH_OK) {
+    cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+    goto done;
+  }
+  for (size_t f = 0; f < nfiles; f++) {
+    if (uih_csv_open(files[f], schema, &r, &err) != UIH_OK) goto failed;
+    for (;;) {
+      uint64_t user;
+      const uih_batch *ev;
+      if (uih_csv_next(r, &user, &ev, &err) != UIH_OK) goto failed;
+      if (!ev) break;
+      if (add_event(&p, user, ev, &err) != UIH_OK) goto failed;
+      if (p.events >= write_events && flush_pending(m, &p, flags, &t, &err) != UIH_OK) goto failed;
+      if (progress && t.events >= next_progress) {
+        fprintf(stderr, "uih append: %" PRIu64 " events\n", t.events);
+        next_progress = t.events + progress;
+      }
+    }
+    uih_csv_close(r);
+    r = NULL;
+  }
+  if (flush_pending(m, &p, flags, &t, &err) != UIH_OK) goto failed;
+  double secs = now_s() - start;
+  fprintf(stderr,
+          "uih append: %" PRIu64 " events in %" PRIu64 " operands, %" PRIu64
+          " writes, from %zu input%s into %s in %.2f s (%.0f events/s)\n",
+          t.events, t.operands, t.writes, nfiles, nfiles == 1 ? "" : "s", db_path, secs,
+          secs > 0 ? (double)t.events / secs : 0.0);
+  rc = CLI_OK;
+  goto done;
+failed:
+  cli_fail(CLI_FAIL,
+           "%s\nuih append: %" PRIu64 " events were appended before the error; appends are "
+           "idempotent, so fix the input and run it again",
+           uih_error_message(&err), t.events);
+done:
+  for (size_t i = 0; i < p.cap; i++) uih_batch_free(p.batches ? p.batches[i] : NULL);
+  free(p.batches);
+  free(p.users);
+  uih_csv_close(r);
+  uih_mutable_close(m);
+  uih_schema_free(schema);
+  free(files);
+  return rc;
+}

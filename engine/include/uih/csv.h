@@ -1,0 +1,66 @@
+/* uihstore — reading events from loader-input CSV.
+ *
+ * The input shape (what `uih gen` writes, what `uih append` and the daily
+ * loader read), RFC 4180 quoting, parsed by Debian's libcsv:
+ *
+ *   user_id,group,ts,item_id,event_type,watch_ms,liked
+ *   42,engagement,1700000000000,981,click,5200,
+ *   42,engagement,1700000000950,17,like,,1
+ *
+ * Header: user_id, group and ts, once each, then any of the schema's active
+ * trait names in any order. "ts" is each group's timestamp trait whatever
+ * its name. A column may name a trait some groups lack; their rows must
+ * leave it empty.
+ *
+ * Rows: user_id an unsigned 64-bit integer; group a group's name or its
+ * numeric id; ts and every present trait value by type — timestamp and
+ * int64 signed decimal, id and uint32 unsigned decimal in range, category a
+ * name of the trait's vocabulary or a numeric code, flag 0/1 or
+ * true/false, float32 anything strtof reads exactly to the end (nan, inf,
+ * hex floats included). An empty field is an absent value (not allowed for
+ * user_id, group and ts).
+ *
+ * Every error names the file, the line and the column, and says what was
+ * expected: "day.csv:17: column 'watch_ms': expected an unsigned 32-bit
+ * integer, got '-5'". Nothing after an error is read.
+ */
+#ifndef UIH_CSV_H
+#define UIH_CSV_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "uih/batch.h"
+#include "uih/error.h"
+#include "uih/schema.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct uih_csv_reader uih_csv_reader;
+
+/* Opens `path` ("-" is standard input) and reads its header. `schema` must
+ * outlive the reader. */
+int uih_csv_open(const char *path, const uih_schema *schema, uih_csv_reader **out,
+                 uih_error *err);
+
+/* The same over an open stream (not closed by the reader), called `name` in
+ * messages. */
+int uih_csv_open_stream(FILE *f, const char *name, const uih_schema *schema,
+                        uih_csv_reader **out, uih_error *err);
+
+void uih_csv_close(uih_csv_reader *r); /* NULL is fine */
+
+/* Reads the next event: *user_id, and *event, a batch of one event (count
+ * 1) of the event's group with every active trait of it, valid until the
+ * next call. At the end of the input *event is NULL. */
+int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, uih_error *err);
+
+/* The line the last record started on (the header is line 1). */
+uint64_t uih_csv_line(const uih_csv_reader *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UIH_CSV_H */

@@ -1,0 +1,382 @@
+/* Loader-input CSV: libcsv splits records and handles quoting; this file
+ * maps the header to traits and parses each field by its trait's type. */
+#include "uih/csv.h"
+
+#include <csv.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error_internal.h"
+
+#define LINE_MAX_BYTES (1u << 20) /* a longer line is an error, not a memory hog */
+#define FIELDS_MAX 4096u
+
+enum { COL_USER = -3, COL_GROUP = -2, COL_TS = -1 }; /* else: a trait column */
+
+typedef struct group_map {
+  const uih_group *group;
+  uih_batch *row;  /* one event */
+  int *column;     /* header column -> batch column, or -1 */
+} group_map;
+
+struct uih_csv_reader {
+  FILE *f;
+  int owns_f;
+  char name[256];
+  const uih_schema *schema;
+  struct csv_parser parser;
+  char *line;                 /* LINE_MAX_BYTES */
+  uint64_t line_no, record_line;
+  /* the record being assembled: fields as NUL-terminated strings */
+  char *fields;
+  size_t fields_len, fields_cap;
+  size_t *offsets;            /* FIELDS_MAX */
+  uint32_t nfields;
+  int too_many, record_done, oom;
+  /* the header */
+  uint32_t ncols;
+  char **col_names;
+  int *col_kind;              /* COL_* or 0 for a trait column */
+  group_map *groups;
+  uint32_t ngroups;
+};
+
+static void on_field(void *s, size_t len, void *data) {
+  uih_csv_reader *r = data;
+  if (r->nfields >= FIELDS_MAX) {
+    r->too_many = 1;
+    return;
+  }
+  if (r->fields_len + len + 1 > r->fields_cap) {
+    size_t cap = r->fields_cap ? r->fields_cap : 1024;
+    while (cap < r->fields_len + len + 1) cap *= 2;
+    char *p = realloc(r->fields, cap);
+    if (!p) {
+      r->oom = 1;
+      return;
+    }
+    r->fields = p;
+    r->fields_cap = cap;
+  }
+  r->offsets[r->nfields++] = r->fields_len;
+  if (len) memcpy(r->fields + r->fields_len, s, len);
+  r->fields[r->fields_len + len] = '\0';
+  r->fields_len += len + 1;
+}
+
+static void on_record(int c, void *data) {
+  (void)c;
+  ((uih_csv_reader *)data)->record_done = 1;
+}
+
+static const char *field(const uih_csv_reader *r, uint32_t i) { return r->fields + r->offsets[i]; }
+
+/* Reads one line (with its '\n', if any) into r->line; returns its length,
+ * 0 at the end of input, or -1 when it is too long. */
+static long read_line(uih_csv_reader *r) {
+  size_t n = 0;
+  int c;
+  while ((c = getc_unlocked(r->f)) != EOF) {
+    if (n == LINE_MAX_BYTES) return -1;
+    r->line[n++] = (char)c;
+    if (c == '\n') break;
+  }
+  return (long)n;
+}
+
+/* Assembles the next record into r->fields; returns 0 at the end. */
+static int next_record(uih_csv_reader *r, int *got, uih_error *err) {
+  r->nfields = 0;
+  r->fields_len = 0;
+  r->too_many = r->record_done = 0;
+  *got = 0;
+  int started = 0;
+  while (!r->record_done) {
+    long n = read_line(r);
+    if (n < 0)
+      return uih_error_set(err, UIH_ERR_PARSE, "%s:%" PRIu64 ": line longer than %u bytes", r->name,
+                           r->line_no + 1, LINE_MAX_BYTES);
+    if (n == 0) {
+      if (ferror(r->f))
+        return uih_error_set(err, UIH_ERR_IO, "%s: read failed after line %" PRIu64 ": %s",
+                             r->name, r->line_no, strerror(errno));
+      if (csv_fini(&r->parser, on_field, on_record, r) != 0)
+        return uih_error_set(err, UIH_ERR_PARSE, "%s:%" PRIu64 ": malformed CSV at the end: %s",
+                             r->name, r->record_line, csv_strerror(csv_error(&r->parser)));
+      break;
+    }
+    r->line_no++;
+    if (!started) {
+      r->record_line = r->line_no;
+      started = 1;
+    }
+    if (csv_parse(&r->parser, r->line, (size_t)n, on_field, on_record, r) != (size_t)n)
+      return uih_error_set(err, UIH_ERR_PARSE, "%s:%" PRIu64 ": malformed CSV: %s", r->name,
+                           r->line_no, csv_strerror(csv_error(&r->parser)));
+    if (!r->record_done && r->nfields == 0 && r->line[n - 1] == '\n') started = 0; /* blank line */
+  }
+  if (r->oom) return uih_error_set(err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
+  if (r->too_many)
+    return uih_error_set(err, UIH_ERR_PARSE, "%s:%" PRIu64 ": more than %u fields", r->name,
+                         r->record_line, FIELDS_MAX);
+  *got = r->record_done || r->nfields > 0;
+  return UIH_OK;
+}
+
+/* ---- the header ------------------------------------------------------------ */
+
+static int read_header(uih_csv_reader *r, uih_error *err) {
+  int got;
+  UIH_FORWARD(next_record(r, &got, err));
+  UIH_RETURN_IF(!got, err, UIH_ERR_PARSE,
+                "%s: empty input, expected a header line 'user_id,group,ts,...'", r->name);
+  r->ncols = r->nfields;
+  r->col_names = calloc(r->ncols, sizeof *r->col_names);
+  r->col_kind = calloc(r->ncols, sizeof *r->col_kind);
+  UIH_RETURN_IF(!r->col_names || !r->col_kind, err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
+  int seen[3] = {0, 0, 0};
+  for (uint32_t i = 0; i < r->ncols; i++) {
+    const char *n = field(r, i);
+    r->col_names[i] = strdup(n);
+    UIH_RETURN_IF(!r->col_names[i], err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
+    for (uint32_t j = 0; j < i; j++)
+      UIH_RETURN_IF(!strcmp(r->col_names[j], n), err, UIH_ERR_PARSE,
+                    "%s:1: column '%s' appears twice (columns %u and %u)", r->name, n, j + 1, i + 1);
+    int kind = !strcmp(n, "user_id") ? COL_USER : !strcmp(n, "group") ? COL_GROUP
+               : !strcmp(n, "ts")    ? COL_TS
+                                     : 0;
+    r->col_kind[i] = kind;
+    if (kind) {
+      seen[kind + 3] = 1;
+      continue;
+    }
+    int known = 0;
+    for (uint32_t g = 0; g < r->ngroups; g++) {
+      const uih_trait *t = uih_group_trait_by_name(r->groups[g].group, n);
+      if (t && t == r->groups[g].group->ts)
+        return uih_error_set(err, UIH_ERR_PARSE,
+                             "%s:1: column '%s' is group '%s''s timestamp; name it 'ts'", r->name,
+                             n, r->groups[g].group->name);
+      known |= t != NULL;
+    }
+    UIH_RETURN_IF(!known, err, UIH_ERR_PARSE,
+                  "%s:1: column '%s' is not an active trait of any group of the schema", r->name, n);
+  }
+  static const char *required[] = {"user_id", "group", "ts"};
+  for (int k = 0; k < 3; k++)
+    UIH_RETURN_IF(!seen[k], err, UIH_ERR_PARSE,
+                  "%s:1: the header has no '%s' column (expected user_id,group,ts,<traits...>)",
+                  r->name, required[k]);
+  for (uint32_t g = 0; g < r->ngroups; g++) {
+    group_map *m = &r->groups[g];
+    m->column = malloc(r->ncols * sizeof *m->column);
+    UIH_RETURN_IF(!m->column, err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
+    for (uint32_t i = 0; i < r->ncols; i++) {
+      const uih_trait *t = r->col_kind[i] == COL_TS ? m->group->ts
+                           : r->col_kind[i] == 0    ? uih_group_trait_by_name(m->group, r->col_names[i])
+                                                    : NULL;
+      m->column[i] = t ? uih_batch_column_index(m->row, t->id) : -1;
+    }
+  }
+  return UIH_OK;
+}
+
+int uih_csv_open_stream(FILE *f, const char *name, const uih_schema *schema,
+                        uih_csv_reader **out, uih_error *err) {
+  UIH_RETURN_IF(f == NULL || schema == NULL || out == NULL, err, UIH_ERR_INVALID_ARGUMENT,
+                "csv_open: NULL argument");
+  *out = NULL;
+  uih_csv_reader *r = calloc(1, sizeof *r);
+  UIH_RETURN_IF(r == NULL, err, UIH_ERR_NO_MEMORY, "csv_open: out of memory");
+  r->f = f;
+  snprintf(r->name, sizeof r->name, "%s", name ? name : "input");
+  r->schema = schema;
+  int rc = UIH_OK;
+  if (csv_init(&r->parser, CSV_STRICT | CSV_STRICT_FINI | CSV_EMPTY_IS_NULL) != 0) {
+    free(r);
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "csv_open: out of memory");
+  }
+  r->line = malloc(LINE_MAX_BYTES);
+  r->offsets = malloc(FIELDS_MAX * sizeof *r->offsets);
+  r->ngroups = uih_schema_group_count(schema);
+  r->groups = calloc(r->ngroups ? r->ngroups : 1, sizeof *r->groups);
+  if (!r->line || !r->offsets || !r->groups) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "csv_open: out of memory");
+  for (uint32_t g = 0; rc == UIH_OK && g < r->ngroups; g++) {
+    r->groups[g].group = uih_schema_group_at(schema, g);
+    rc = uih_batch_create(r->groups[g].group, 1, NULL, 0, &r->groups[g].row, err);
+  }
+  if (rc == UIH_OK) rc = read_header(r, err);
+  if (rc != UIH_OK) {
+    uih_csv_close(r);
+    return rc;
+  }
+  *out = r;
+  return UIH_OK;
+}
+
+int uih_csv_open(const char *path, const uih_schema *schema, uih_csv_reader **out,
+                 uih_error *err) {
+  UIH_RETURN_IF(path == NULL || out == NULL, err, UIH_ERR_INVALID_ARGUMENT,
+                "csv_open: NULL argument");
+  int is_stdin = !strcmp(path, "-");
+  FILE *f = is_stdin ? stdin : fopen(path, "r");
+  UIH_RETURN_IF(f == NULL, err, UIH_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  int rc = uih_csv_open_stream(f, is_stdin ? "stdin" : path, schema, out, err);
+  if (rc != UIH_OK) {
+    if (!is_stdin) fclose(f);
+    return rc;
+  }
+  (*out)->owns_f = !is_stdin;
+  return UIH_OK;
+}
+
+void uih_csv_close(uih_csv_reader *r) {
+  if (!r) return;
+  if (r->owns_f) fclose(r->f);
+  csv_free(&r->parser);
+  for (uint32_t g = 0; g < r->ngroups && r->groups; g++) {
+    uih_batch_free(r->groups[g].row);
+    free(r->groups[g].column);
+  }
+  for (uint32_t i = 0; i < r->ncols && r->col_names; i++) free(r->col_names[i]);
+  free(r->col_names);
+  free(r->col_kind);
+  free(r->groups);
+  free(r->line);
+  free(r->offsets);
+  free(r->fields);
+  free(r);
+}
+
+uint64_t uih_csv_line(const uih_csv_reader *r) { return r ? r->record_line : 0; }
+
+/* ---- values ---------------------------------------------------------------- */
+
+static int parse_u64(const char *s, uint64_t *v) {
+  if (*s < '0' || *s > '9') return 0;
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(s, &end, 10);
+  if (errno || *end) return 0;
+  *v = x;
+  return 1;
+}
+
+static int parse_i64(const char *s, int64_t *v) {
+  if (!((*s >= '0' && *s <= '9') || ((*s == '-' || *s == '+') && s[1] >= '0' && s[1] <= '9')))
+    return 0;
+  char *end;
+  errno = 0;
+  long long x = strtoll(s, &end, 10);
+  if (errno || *end) return 0;
+  *v = x;
+  return 1;
+}
+
+/* The value of `s` for trait `t` as uih_column_set_bits() takes it. */
+static const char *parse_value(const uih_trait *t, const char *s, uint64_t *bits) {
+  uint64_t u;
+  int64_t i;
+  switch (t->type) {
+    case UIH_TYPE_TIMESTAMP:
+    case UIH_TYPE_INT64:
+      if (!parse_i64(s, &i)) return "a signed 64-bit integer";
+      *bits = (uint64_t)i;
+      return NULL;
+    case UIH_TYPE_ID:
+      if (!parse_u64(s, &u)) return "an unsigned 64-bit integer";
+      *bits = u;
+      return NULL;
+    case UIH_TYPE_UINT32:
+      if (!parse_u64(s, &u) || u > UINT32_MAX) return "an unsigned 32-bit integer";
+      *bits = u;
+      return NULL;
+    case UIH_TYPE_CATEGORY:
+      for (uint32_t k = 0; k < t->ncategories; k++)
+        if (!strcmp(t->categories[k], s)) {
+          *bits = k;
+          return NULL;
+        }
+      if (!parse_u64(s, &u) || u > UINT32_MAX)
+        return t->ncategories ? "a category of the trait's vocabulary or a numeric code"
+                              : "a numeric category code (unsigned 32-bit)";
+      *bits = u;
+      return NULL;
+    case UIH_TYPE_FLAG:
+      if (!strcmp(s, "0") || !strcmp(s, "false")) *bits = 0;
+      else if (!strcmp(s, "1") || !strcmp(s, "true")) *bits = 1;
+      else return "a flag: 0, 1, false or true";
+      return NULL;
+    case UIH_TYPE_FLOAT32: {
+      char *end;
+      errno = 0;
+      float f = strtof(s, &end);
+      if (end == s || *end) return "a float";
+      if (errno == ERANGE && isinf(f)) return "a float within float32 range";
+      uint32_t b;
+      memcpy(&b, &f, sizeof b);
+      *bits = b;
+      return NULL;
+    }
+  }
+  return "a value of a known type";
+}
+
+int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, uih_error *err) {
+  UIH_RETURN_IF(r == NULL || user_id == NULL || event == NULL, err, UIH_ERR_INVALID_ARGUMENT,
+                "csv_next: NULL argument");
+  *event = NULL;
+  int got;
+  UIH_FORWARD(next_record(r, &got, err));
+  if (!got) return UIH_OK;
+  UIH_RETURN_IF(r->nfields != r->ncols, err, UIH_ERR_PARSE,
+                "%s:%" PRIu64 ": %u fields, the header has %u", r->name, r->record_line,
+                r->nfields, r->ncols);
+  /* user_id and group first: the group decides what the other fields mean */
+  group_map *m = NULL;
+  for (uint32_t i = 0; i < r->ncols; i++) {
+    const char *s = field(r, i);
+    if (r->col_kind[i] == COL_USER) {
+      UIH_RETURN_IF(!parse_u64(s, user_id), err, UIH_ERR_PARSE,
+                    "%s:%" PRIu64 ": column 'user_id': expected an unsigned 64-bit integer, got '%s'",
+                    r->name, r->record_line, s);
+    } else if (r->col_kind[i] == COL_GROUP) {
+      const uih_group *g = uih_schema_group_by_name(r->schema, s);
+      uint64_t id;
+      if (!g && parse_u64(s, &id) && id <= UINT16_MAX) g = uih_schema_group_by_id(r->schema, (uint16_t)id);
+      UIH_RETURN_IF(!g, err, UIH_ERR_PARSE,
+                    "%s:%" PRIu64 ": column 'group': expected a group name or id of the schema, got '%s'",
+                    r->name, r->record_line, s);
+      for (uint32_t k = 0; k < r->ngroups; k++)
+        if (r->groups[k].group == g) m = &r->groups[k];
+    }
+  }
+  uih_batch *row = m->row;
+  uih_batch_clear(row);
+  uint32_t at;
+  UIH_FORWARD(uih_batch_append(row, &at, err));
+  for (uint32_t i = 0; i < r->ncols; i++) {
+    if (r->col_kind[i] == COL_USER || r->col_kind[i] == COL_GROUP) continue;
+    const char *s = field(r, i);
+    int c = m->column[i];
+    if (*s == '\0') {
+      UIH_RETURN_IF(r->col_kind[i] == COL_TS, err, UIH_ERR_PARSE,
+                    "%s:%" PRIu64 ": column 'ts': missing (every event needs its timestamp)",
+                    r->name, r->record_line);
+      continue;
+    }
+    UIH_RETURN_IF(c < 0, err, UIH_ERR_PARSE,
+                  "%s:%" PRIu64 ": column '%s' has a value, but group '%s' has no such trait",
+                  r->name, r->record_line, r->col_names[i], m->group->name);
+    uint64_t bits;
+    const char *want = parse_value(row->columns[c].trait, s, &bits);
+    UIH_RETURN_IF(want, err, UIH_ERR_PARSE, "%s:%" PRIu64 ": column '%s': expected %s, got '%s'",
+                  r->name, r->record_line, r->col_names[i], want, s);
+    uih_column_set_bits(&row->columns[c], at, bits);
+  }
+  *event = row;
+  return UIH_OK;
+}
