@@ -3,11 +3,12 @@
 #   1. install uihstore's engine (cmake --install; it ships uihstore.pc),
 #   2. ln -s /path/to/uihstore/plugin /path/to/rocksdb/plugin/uih
 #   3. make ROCKSDB_PLUGINS=uih   (or cmake -DROCKSDB_PLUGINS=uih)
-# RocksDB then calls uih_rocksdb_register() at startup, and UihTable can be
-# named in options strings. Requires the same RocksDB release as
-# ROCKSDB_VERSION.
-uih_SOURCES = registry.cc status.cc table_builder.cc table_factory.cc table_reader.cc table_tail.cc
-uih_HEADERS = registry.h status.h table_tail.h uih_table.h
+# RocksDB then calls uih_rocksdb_register() at startup, and UihTable,
+# UihAppend and UihRetention can be named in options strings. Requires the
+# same RocksDB release as ROCKSDB_VERSION.
+uih_SOURCES = append_operator.cc mutable_store.cc registry.cc retention_filter.cc status.cc \
+              table_builder.cc table_factory.cc table_reader.cc table_tail.cc
+uih_HEADERS = registry.h status.h table_tail.h thread_events.h uih_mutable.h uih_table.h
 uih_FUNC = uih_rocksdb_register
 uih_PKGCONFIG_REQUIRES = uihstore
 uih_CXXFLAGS = $(shell pkg-config --cflags uihstore)

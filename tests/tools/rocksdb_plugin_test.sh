@@ -23,6 +23,12 @@ sources=$(echo "$out" | sed -n 1p)
 func=$(echo "$out" | sed -n 2p)
 [ -n "$sources" ] || fail "uih.mk defines no uih_SOURCES"
 for f in $sources; do [ -f "$src/plugin/$f" ] || fail "uih.mk lists $f, which does not exist"; done
+# ...and every library source of plugin/ (all but the uih-sst tool) is listed.
+for f in "$src"/plugin/*.cc; do
+  f=$(basename "$f")
+  [ "$f" = sst_tool.cc ] && continue
+  case " $sources " in *" $f "*) ;; *) fail "uih.mk does not list plugin/$f" ;; esac
+done
 nm -DC "$lib" | grep -q " T $func(rocksdb::ObjectLibrary&, std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)" \
   || fail "$func is not exported with RocksDB's registrar signature"
 
@@ -45,6 +51,8 @@ message(STATUS "uih libs: \${uih_LIBS}")
 CM
 PKG_CONFIG_PATH=$pc cmake -S "$work/fake-rocksdb" -B "$work/fake-build" >"$work/cmake.log" 2>&1 \
   || { cat "$work/cmake.log"; fail "configuring the plugin the way RocksDB does failed"; }
-grep -q "uih sources: registry.cc" "$work/cmake.log" || fail "the CMake fragment set no sources"
+cmake_sources=$(sed -n 's/^-- uih sources: //p' "$work/cmake.log" | tr ';' ' ')
+[ "$(echo $cmake_sources)" = "$(echo $sources)" ] \
+  || fail "the CMake fragment lists '$cmake_sources', uih.mk '$sources'"
 grep -q "uih libs: .*uihstore" "$work/cmake.log" || fail "the CMake fragment does not link the engine"
 echo "rocksdb_plugin_test: ok"
