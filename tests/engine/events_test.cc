@@ -199,9 +199,9 @@ TEST_F(Events, LimitsKeepTheNewestAndCommuteWithPartialMerges) {
     std::vector<Event> all = Decode(Merge(ops));
     uih_events_limits lim{};
     if (rng_() % 2) lim.max_events = 1 + (uint32_t)(rng_() % (all.size() + 5));
-    int64_t span = all.back().first - all.front().first;
-    if (rng_() % 2 && span > 0 && span < INT64_MAX / 2)
-      lim.max_age = 1 + (int64_t)(rng_() % (uint64_t)span);
+    uint64_t span = (uint64_t)all.back().first - (uint64_t)all.front().first;
+    if (rng_() % 2 && span > 0 && span < (uint64_t)INT64_MAX / 2)
+      lim.max_age = 1 + (int64_t)(rng_() % span);
     // Expected: the newest events in canonical order.
     std::vector<Event> want = all;
     if (lim.max_age) {
