@@ -75,12 +75,8 @@ static int add_event(pending *p, uint64_t user, const uih_batch *ev, uih_error *
     }
     p->users[p->n++] = user;
   }
-  uint32_t row;
-  int rc = uih_batch_append(b, &row, err);
+  int rc = uih_batch_copy_row(b, ev, 0, err);
   if (rc != UIH_OK) return rc;
-  for (uint32_t c = 0; c < ev->ncolumns; c++)
-    if (uih_column_has(&ev->columns[c], 0))
-      uih_column_set_bits(&b->columns[c], row, uih_column_get_bits(&ev->columns[c], 0));
   p->events++;
   return UIH_OK;
 }

@@ -4,6 +4,7 @@
 #include "rocksdb/env.h"
 #include "rocksdb/utilities/options_type.h"
 #include "thread_events.h"
+#include "uih/key.h"
 #include "uih_mutable.h"
 
 namespace uih {
@@ -21,6 +22,16 @@ const std::unordered_map<std::string, OptionTypeInfo> kLimitsTypeInfo = {
       OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
 };
 
+// The operands as uih_slices, in a per-thread array kept between merges.
+template <typename Slices>
+const std::vector<uih_slice>& AsSlices(const Slices& in) {
+  thread_local std::vector<uih_slice> slices;
+  slices.resize(in.size());
+  size_t i = 0;
+  for (const Slice& s : in) slices[i++] = {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+  return slices;
+}
+
 }  // namespace
 
 UihAppendOperator::UihAppendOperator(const uih_events_limits& limits) : limits_(limits) {
@@ -35,11 +46,7 @@ bool UihAppendOperator::FullMergeV2(const MergeOperationInput& in,
   if (in.existing_value)
     existing = {reinterpret_cast<const uint8_t*>(in.existing_value->data()),
                 in.existing_value->size()};
-  // Slice and uih_slice are both (pointer, size); build the array once.
-  std::vector<uih_slice> ops(in.operand_list.size());
-  for (size_t i = 0; i < ops.size(); i++)
-    ops[i] = {reinterpret_cast<const uint8_t*>(in.operand_list[i].data()),
-              in.operand_list[i].size()};
+  const std::vector<uih_slice>& ops = AsSlices(in.operand_list);
   const uint8_t* p;
   size_t n;
   int quarantined = 0;
@@ -58,12 +65,12 @@ bool UihAppendOperator::FullMergeV2(const MergeOperationInput& in,
 bool UihAppendOperator::PartialMergeMulti(const Slice& key, const std::deque<Slice>& operands,
                                           std::string* new_value, Logger* /*logger*/) const {
   uih_events* ev = ThreadEvents<Workspace::kMergeOperator>();
-  if (ev == nullptr || key.size() != 10) return false;
-  std::vector<uih_slice> ops(operands.size());
-  for (size_t i = 0; i < ops.size(); i++)
-    ops[i] = {reinterpret_cast<const uint8_t*>(operands[i].data()), operands[i].size()};
-  uint16_t group = static_cast<uint16_t>((static_cast<uint8_t>(key[8]) << 8) |
-                                         static_cast<uint8_t>(key[9]));
+  uint64_t user;
+  uint16_t group;
+  if (ev == nullptr || uih_key_group_prefix_decode(reinterpret_cast<const uint8_t*>(key.data()),
+                                                   key.size(), &user, &group, nullptr) != UIH_OK)
+    return false;
+  const std::vector<uih_slice>& ops = AsSlices(operands);
   const uint8_t* p;
   size_t n;
   // A malformed operand: decline, RocksDB keeps the operands and the full

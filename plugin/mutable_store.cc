@@ -2,6 +2,7 @@
 // durable watermark, and the mapping of appends and reads to Merge and Get.
 #include "uih/mutable.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstring>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/object_registry.h"
 #include "rocksdb/write_batch.h"
+#include "status.h"
 #include "thread_events.h"
 #include "uih/events.h"
 #include "uih/key.h"
@@ -44,12 +46,7 @@ ColumnFamilyHandle* MutableColumnFamily(uih_mutable* m) { return m->events; }
 namespace {
 
 int Fail(uih_error* err, const uih_mutable* m, const Status& s, const char* what) {
-  int code = s.IsCorruption()       ? UIH_ERR_CORRUPTION
-             : s.IsInvalidArgument() ? UIH_ERR_INVALID_ARGUMENT
-             : s.IsNotSupported()    ? UIH_ERR_NOT_SUPPORTED
-             : s.IsMemoryLimit()     ? UIH_ERR_NO_MEMORY
-                                     : UIH_ERR_IO;
-  return uih_error_set(err, code, "mutable store %s: %s: %s", m ? m->path.c_str() : "", what,
+  return uih_error_set(err, uih::FromStatus(s), "mutable store %s: %s: %s", m ? m->path.c_str() : "", what,
                        s.ToString().c_str());
 }
 
@@ -228,38 +225,47 @@ int uih_mutable_read(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t m
     return uih_error_prefix(err, "user %" PRIu64 " group %u: ", user_id, group);
   }
   const uint8_t* data = reinterpret_cast<const uint8_t*>(value.data());
-  uih_events_info info{};
-  if (s.ok()) {
-    int rc = uih_events_read_info(data, value.size(), &info, err);
-    if (rc != UIH_OK)
-      return uih_error_prefix(err, "mutable store %s: user %" PRIu64 " group %u: ",
-                              m->path.c_str(), user_id, group);
-  }
-  // A batch of this group keeps its projection; grow it when it is too small.
-  uint32_t want = info.count < 1 ? 1 : info.count > UIH_STRIPE_EVENTS_MAX ? UIH_STRIPE_EVENTS_MAX
-                                                                           : info.count;
-  uih_batch* b = *batch;
-  if (b == nullptr || b->group != g || (b->capacity < want && !info.quarantined)) {
+  auto failed = [&](int rc) -> int {
+    uih_error_prefix(err, "mutable store %s: user %" PRIu64 " group %u: ", m->path.c_str(),
+                     user_id, group);
+    return rc;
+  };
+  // Replaces *batch by one of `capacity` events of this group, keeping the
+  // trait selection (the projection) of a batch of this group.
+  auto regrow = [&](uint32_t capacity) -> int {
+    uih_batch* old = *batch;
     std::vector<uint16_t> ids;
-    if (b != nullptr && b->group == g)
-      for (uint32_t c = 0; c < b->ncolumns; c++) ids.push_back(b->columns[c].trait->id);
+    if (old != nullptr && old->group == g)
+      for (uint32_t c = 0; c < old->ncolumns; c++) ids.push_back(old->columns[c].trait->id);
     uih_batch* nb = nullptr;
-    int rc = uih_batch_create(g, b && b->group == g ? std::max(want, b->capacity) : want,
-                              ids.empty() ? nullptr : ids.data(), static_cast<uint32_t>(ids.size()),
-                              &nb, err);
+    int rc = uih_batch_create(g, capacity, ids.empty() ? nullptr : ids.data(),
+                              static_cast<uint32_t>(ids.size()), &nb, err);
     if (rc != UIH_OK) return rc;
-    uih_batch_free(b);
-    *batch = b = nb;
-  }
+    uih_batch_free(old);
+    *batch = nb;
+    return UIH_OK;
+  };
+  bool usable = *batch != nullptr && (*batch)->group == g;
   if (s.IsNotFound()) {
-    uih_batch_clear(b);
+    if (!usable) return regrow(1);
+    uih_batch_clear(*batch);
     return UIH_OK;
   }
-  int rc = uih_events_decode(data, value.size(), min_ts, max_ts, b, err);
-  if (rc != UIH_OK)
-    return uih_error_prefix(err, "mutable store %s: user %" PRIu64 " group %u: ", m->path.c_str(),
-                            user_id, group);
-  return UIH_OK;
+  // One pass when the caller's batch is large enough (the common case);
+  // otherwise size a new one from the list's event count and decode again.
+  int rc = usable ? uih_events_decode(data, value.size(), min_ts, max_ts, *batch, err)
+                  : UIH_ERR_OUT_OF_RANGE;
+  if (rc != UIH_ERR_OUT_OF_RANGE) return rc == UIH_OK ? UIH_OK : failed(rc);
+  uih_events_info info{};
+  rc = uih_events_read_info(data, value.size(), &info, err);
+  if (rc != UIH_OK) return failed(rc);
+  uint32_t want = std::min<uint32_t>(std::max<uint32_t>(info.count, 1), UIH_STRIPE_EVENTS_MAX);
+  if (!usable || (*batch)->capacity < want) {
+    rc = regrow(want);
+    if (rc != UIH_OK) return rc;
+  }
+  rc = uih_events_decode(data, value.size(), min_ts, max_ts, *batch, err);
+  return rc == UIH_OK ? UIH_OK : failed(rc);
 }
 
 int uih_mutable_set_watermark(uih_mutable* m, int64_t watermark, uih_error* err) {

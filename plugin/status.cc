@@ -30,4 +30,14 @@ rocksdb::Status ToStatus(int code, const char* msg) {
   }
 }
 
+int FromStatus(const rocksdb::Status& s) {
+  if (s.ok()) return UIH_OK;
+  if (s.IsCorruption()) return UIH_ERR_CORRUPTION;
+  if (s.IsNotFound()) return UIH_ERR_NOT_FOUND;
+  if (s.IsNotSupported()) return UIH_ERR_NOT_SUPPORTED;
+  if (s.IsMemoryLimit()) return UIH_ERR_NO_MEMORY;
+  if (s.IsInvalidArgument()) return UIH_ERR_INVALID_ARGUMENT;
+  return UIH_ERR_IO;  // IOError, and anything else RocksDB says went wrong underneath
+}
+
 }  // namespace uih

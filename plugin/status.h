@@ -1,5 +1,5 @@
 // uihstore RocksDB glue — the one place where engine error codes become
-// rocksdb::Status values.
+// rocksdb::Status values, and back.
 #pragma once
 
 #include <rocksdb/status.h>
@@ -17,5 +17,10 @@ rocksdb::Status ToStatus(int code, const char* msg);
 inline rocksdb::Status ToStatus(const uih_error& e) {
   return ToStatus(e.code, uih_error_message(&e));
 }
+
+// The other way, for the C API over RocksDB: Corruption, NotFound,
+// NotSupported, MemoryLimit and InvalidArgument map to their codes, every
+// other failure to UIH_ERR_IO.
+int FromStatus(const rocksdb::Status& s);
 
 }  // namespace uih

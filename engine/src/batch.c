@@ -125,3 +125,23 @@ uint64_t uih_column_get_bits(const uih_column *c, uint32_t row) {
     default: return ((const uint8_t *)c->values)[row];
   }
 }
+
+int uih_batch_copy_row(uih_batch *dst, const uih_batch *src, uint32_t row, uih_error *err) {
+  UIH_RETURN_IF(dst == NULL || src == NULL || row >= src->count, err, UIH_ERR_INVALID_ARGUMENT,
+                "batch_copy_row: no row %u in the source", row);
+  UIH_RETURN_IF(dst->group->id != src->group->id, err, UIH_ERR_INVALID_ARGUMENT,
+                "batch_copy_row: group '%s' into a batch of group '%s'", src->group->name,
+                dst->group->name);
+  uint32_t at;
+  UIH_FORWARD(uih_batch_append(dst, &at, err));
+  for (uint32_t c = 0; c < src->ncolumns; c++) {
+    const uih_column *from = &src->columns[c];
+    if (!uih_column_has(from, row)) continue;
+    /* same selection (the common case): same index, no search */
+    int d = c < dst->ncolumns && dst->columns[c].trait->id == from->trait->id
+                ? (int)c
+                : uih_batch_column_index(dst, from->trait->id);
+    if (d >= 0) uih_column_set_bits(&dst->columns[d], at, uih_column_get_bits(from, row));
+  }
+  return UIH_OK;
+}

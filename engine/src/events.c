@@ -16,6 +16,7 @@
 #include "error_internal.h"
 #include "events_format.h"
 #include "mem.h"
+#include "uih/key.h"
 #include "wbuf.h"
 
 #define SIGN UINT64_C(0x8000000000000000)
@@ -30,11 +31,22 @@ typedef struct column {
   uint8_t type;
 } column;
 
+/* An input of a merge: where its columns and rows are. */
+typedef struct input_cols {
+  const uint8_t *cols; /* c * 3 bytes */
+  uint32_t c;
+  size_t start;        /* its first row in refs */
+} input_cols;
+
 struct uih_events {
   uih_wbuf out;
   uih_wbuf rows;   /* rows re-encoded for the output's columns */
   row_ref *refs;
   size_t nrefs, refs_cap;
+  input_cols *inputs; /* of the current merge */
+  size_t inputs_cap;
+  uih_slice *slices;  /* existing value + operands, for the merge operator */
+  size_t slices_cap;
   column cols[UIH_EVENTS_COLUMNS_MAX]; /* the output's columns, 0 = timestamp */
   uint32_t ncols;
   column tmp[UIH_EVENTS_COLUMNS_MAX];
@@ -48,6 +60,7 @@ typedef struct list {
   const uint8_t *cols; /* c * 3 bytes */
   const uint8_t *body; /* rows, or the quarantine reason */
   const uint8_t *end;  /* where the checksum starts */
+  const uint8_t *last; /* the last row (parse_list), NULL if none */
   uint8_t width[UIH_EVENTS_COLUMNS_MAX];
 } list;
 
@@ -78,18 +91,26 @@ void uih_events_free(uih_events *ev) {
   uih_wbuf_free(&ev->out);
   uih_wbuf_free(&ev->rows);
   free(ev->refs);
+  free(ev->inputs);
+  free(ev->slices);
   free(ev);
 }
 
-static int reserve_refs(uih_events *ev, size_t n, uih_error *err) {
-  if (n <= ev->refs_cap) return UIH_OK;
-  size_t cap = ev->refs_cap ? ev->refs_cap : 64;
-  while (cap < n) cap *= 2;
-  row_ref *r = realloc(ev->refs, cap * sizeof *r);
-  UIH_RETURN_IF(r == NULL, err, UIH_ERR_NO_MEMORY, "event list: out of memory for %zu events", n);
-  ev->refs = r;
-  ev->refs_cap = cap;
+/* Grows the array *p of *cap elements of `size` bytes to hold `n`; kept
+ * across calls, so a warm workspace does not allocate. */
+static int grow(void **p, size_t *cap, size_t n, size_t size, uih_error *err) {
+  if (n <= *cap) return UIH_OK;
+  size_t c = *cap ? *cap : 64;
+  while (c < n) c *= 2;
+  void *q = realloc(*p, c * size);
+  UIH_RETURN_IF(q == NULL, err, UIH_ERR_NO_MEMORY, "event list: out of memory for %zu items", n);
+  *p = q;
+  *cap = c;
   return UIH_OK;
+}
+
+static int reserve_refs(uih_events *ev, size_t n, uih_error *err) {
+  return grow((void **)&ev->refs, &ev->refs_cap, n, sizeof *ev->refs, err);
 }
 
 /* ---- parsing and validation -------------------------------------------- */
@@ -214,6 +235,7 @@ static int parse_list(uih_events *ev, const uint8_t *buf, size_t len, list *L, i
   } else {
     if (refs) UIH_FORWARD(reserve_refs(ev, ev->nrefs + L->n, err));
     row_ref prev = {NULL, 0};
+    L->last = NULL;
     for (uint32_t i = 0; i < L->n; i++) {
       const char *why = NULL;
       uint32_t n = row_len(L, p, (size_t)(L->end - p), &why);
@@ -227,6 +249,7 @@ static int parse_list(uih_events *ev, const uint8_t *buf, size_t len, list *L, i
                               (size_t)(p - buf), i, i - 1);
       if (refs) ev->refs[ev->nrefs++] = cur;
       prev = cur;
+      L->last = p;
       p += n;
     }
   }
@@ -259,11 +282,7 @@ int uih_events_read_info(const uint8_t *buf, size_t len, uih_events_info *info, 
   info->ncolumns = L.c;
   if (L.n) {
     info->min_ts = row_ts(L.body);
-    /* the last row starts where walking stops; walk again only for it */
-    const uint8_t *p = L.body;
-    const char *why;
-    for (uint32_t i = 0; i + 1 < L.n; i++) p += row_len(&L, p, (size_t)(L.end - p), &why);
-    info->max_ts = row_ts(p);
+    info->max_ts = row_ts(L.last);
   }
   return UIH_OK;
 }
@@ -459,29 +478,31 @@ static int union_columns(uih_events *ev, const list *L, uih_error *err) {
   return UIH_OK;
 }
 
-/* Re-encodes the rows refs[from, to) of `L` for the columns in ev->cols. */
-static void reencode_rows(uih_events *ev, const list *L, size_t from, size_t to) {
+/* Re-encodes the rows refs[from, to) of input `in` for the columns in ev->cols. */
+static void reencode_rows(uih_events *ev, const input_cols *in, size_t from, size_t to) {
   uint32_t map[UIH_EVENTS_COLUMNS_MAX]; /* input column -> output column */
-  for (uint32_t j = 1, k = 1; j < L->c; j++) {
+  uint8_t width[UIH_EVENTS_COLUMNS_MAX];
+  for (uint32_t j = 1, k = 1; j < in->c; j++) {
     uint16_t id;
-    memcpy(&id, L->cols + 3 * (size_t)j, 2);
+    memcpy(&id, in->cols + 3 * (size_t)j, 2);
     while (ev->cols[k].id != id) k++;
     map[j] = k;
+    width[j] = (uint8_t)uih_type_width((uih_type)in->cols[3 * (size_t)j + 2]);
   }
-  uint32_t ipb = presence_bytes(L->c), opb = presence_bytes(ev->ncols);
+  uint32_t ipb = presence_bytes(in->c), opb = presence_bytes(ev->ncols);
   for (size_t i = from; i < to; i++) {
     const uint8_t *src = ev->refs[i].p;
     uint8_t *dst = ev->rows.data + ev->rows.len;
     memcpy(dst, src, UIH_EVENTS_TS_SIZE);
     memset(dst + UIH_EVENTS_TS_SIZE, 0, opb);
     size_t s = UIH_EVENTS_TS_SIZE + ipb, d = UIH_EVENTS_TS_SIZE + opb;
-    for (uint32_t j = 1; j < L->c; j++) {
+    for (uint32_t j = 1; j < in->c; j++) {
       if (!((src[UIH_EVENTS_TS_SIZE + ((j - 1) >> 3)] >> ((j - 1) & 7)) & 1)) continue;
       uint32_t k = map[j];
       dst[UIH_EVENTS_TS_SIZE + ((k - 1) >> 3)] |= (uint8_t)(1u << ((k - 1) & 7));
-      memcpy(dst + d, src + s, L->width[j]);
-      d += L->width[j];
-      s += L->width[j];
+      memcpy(dst + d, src + s, width[j]);
+      d += width[j];
+      s += width[j];
     }
     ev->refs[i] = (row_ref){dst, (uint32_t)d};
     ev->rows.len += d;
@@ -495,50 +516,43 @@ static int merge_impl(uih_events *ev, uint16_t group, const uih_slice *in, size_
                 UIH_ERR_INVALID_ARGUMENT, "events_merge: no inputs");
   ev->ncols = 0;
   ev->nrefs = 0;
+  UIH_FORWARD(grow((void **)&ev->inputs, &ev->inputs_cap, n + 1, sizeof *ev->inputs, err));
   /* Pass 1: validate every input, collect its rows and the column union. */
-  size_t *starts = NULL;
-  list *lists = malloc(n * sizeof *lists);
-  starts = malloc((n + 1) * sizeof *starts);
-  int rc = UIH_OK;
-  if (!lists || !starts) {
-    rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "events_merge: out of memory for %zu inputs", n);
-    goto done;
-  }
-  for (size_t i = 0; i < n && rc == UIH_OK; i++) {
-    list *L = &lists[i];
-    starts[i] = ev->nrefs;
-    rc = parse_list(ev, in[i].data, in[i].len, L, 1, err);
-    if (rc == UIH_OK && (L->flags & UIH_EVENTS_FLAG_QUARANTINED)) {
+  for (size_t i = 0; i < n; i++) {
+    list L;
+    size_t start = ev->nrefs;
+    int rc = parse_list(ev, in[i].data, in[i].len, &L, 1, err);
+    if (rc == UIH_OK && (L.flags & UIH_EVENTS_FLAG_QUARANTINED)) {
       char why[UIH_EVENTS_REASON_MAX + 1];
-      rc = uih_corruption(err, "is quarantined (%s)", quarantine_reason(L, why, sizeof why));
+      rc = uih_corruption(err, "is quarantined (%s)", quarantine_reason(&L, why, sizeof why));
     }
-    if (rc == UIH_OK && L->group != group)
-      rc = uih_corruption(err, "offset 2: feature group %u, expected %u", L->group, group);
-    if (rc == UIH_OK) rc = union_columns(ev, L, err);
-    if (rc != UIH_OK && err && err->code == rc && rc != UIH_ERR_NO_MEMORY)
-      uih_error_prefix(err, "%s: ", input_name(nm, i));
+    if (rc == UIH_OK && L.group != group)
+      rc = uih_corruption(err, "offset 2: feature group %u, expected %u", L.group, group);
+    if (rc == UIH_OK) rc = union_columns(ev, &L, err);
+    if (rc != UIH_OK) {
+      if (err && err->code == rc && rc != UIH_ERR_NO_MEMORY)
+        uih_error_prefix(err, "%s: ", input_name(nm, i));
+      return rc;
+    }
+    ev->inputs[i] = (input_cols){L.cols, L.c, start};
   }
-  if (rc != UIH_OK) goto done;
-  starts[n] = ev->nrefs;
-  /* Pass 2: re-encode the rows of inputs whose columns differ. */
+  ev->inputs[n].start = ev->nrefs;
+  /* Pass 2: re-encode the rows of inputs whose columns differ (the union
+   * contains every input's columns, so the same count means the same). */
   size_t need = 0;
   for (size_t i = 0; i < n; i++) {
-    if (lists[i].c == ev->ncols) continue; /* the union contains its columns: equal */
-    size_t grow = presence_bytes(ev->ncols) - presence_bytes(lists[i].c);
-    for (size_t r = starts[i]; r < starts[i + 1]; r++) need += ev->refs[r].len + grow;
+    if (ev->inputs[i].c == ev->ncols) continue;
+    size_t grow_by = presence_bytes(ev->ncols) - presence_bytes(ev->inputs[i].c);
+    for (size_t r = ev->inputs[i].start; r < ev->inputs[i + 1].start; r++)
+      need += ev->refs[r].len + grow_by;
   }
   uih_wbuf_reset(&ev->rows);
-  if (need && !uih_wbuf_reserve(&ev->rows, need)) {
-    rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "events_merge: out of memory");
-    goto done;
-  }
+  UIH_RETURN_IF(need && !uih_wbuf_reserve(&ev->rows, need), err, UIH_ERR_NO_MEMORY,
+                "events_merge: out of memory");
   for (size_t i = 0; i < n; i++)
-    if (lists[i].c != ev->ncols) reencode_rows(ev, &lists[i], starts[i], starts[i + 1]);
-  rc = finish(ev, group, lim, out, out_len, err);
-done:
-  free(lists);
-  free(starts);
-  return rc;
+    if (ev->inputs[i].c != ev->ncols)
+      reencode_rows(ev, &ev->inputs[i], ev->inputs[i].start, ev->inputs[i + 1].start);
+  return finish(ev, group, lim, out, out_len, err);
 }
 
 int uih_events_merge(uih_events *ev, uint16_t group, const uih_slice *inputs, size_t n,
@@ -604,16 +618,16 @@ int uih_events_merge_value(uih_events *ev, const uint8_t *key, size_t key_len,
                     quarantined == NULL || (operands == NULL && n),
                 why, UIH_ERR_INVALID_ARGUMENT, "events_merge_value: NULL argument");
   *quarantined = 0;
-  UIH_RETURN_IF(key_len != 10, why, UIH_ERR_INVALID_ARGUMENT,
-                "UihAppend: a key of %zu bytes; mutable keys are the 10-byte (user_id, group) "
-                "prefix of uih/key.h",
-                key_len);
-  uint64_t user = uih_load_be64(key);
-  uint16_t group = uih_load_be16(key + 8);
+  uint64_t user;
+  uint16_t group;
+  int krc = uih_key_group_prefix_decode(key, key_len, &user, &group, why);
+  if (krc != UIH_OK) {
+    uih_error_prefix(why, "UihAppend: mutable keys are (user_id, group) prefixes: ");
+    return krc;
+  }
   size_t total = n + (existing != NULL);
-  uih_slice stack[16];
-  uih_slice *in = total <= 16 ? stack : malloc(total * sizeof *in);
-  UIH_RETURN_IF(in == NULL, why, UIH_ERR_NO_MEMORY, "UihAppend: out of memory");
+  UIH_FORWARD(grow((void **)&ev->slices, &ev->slices_cap, total, sizeof *ev->slices, why));
+  uih_slice *in = ev->slices;
   if (existing) in[0] = *existing;
   if (n) memcpy(in + (existing != NULL), operands, n * sizeof *in);
   input_namer nm = {existing != NULL, {0}};
@@ -627,7 +641,6 @@ int uih_events_merge_value(uih_events *ev, const uint8_t *key, size_t key_len,
   } else if (rc != UIH_OK && why) {
     *why = e;
   }
-  if (in != stack) free(in);
   return rc;
 }
 

@@ -35,6 +35,17 @@ void uih_key_group_prefix(uint64_t user_id, uint16_t group,
   uih_store_be16(out + 8, group);
 }
 
+int uih_key_group_prefix_decode(const uint8_t *buf, size_t len, uint64_t *user_id,
+                                uint16_t *group, uih_error *err) {
+  if (UIH_UNLIKELY(buf == NULL || len != UIH_KEY_GROUP_PREFIX_SIZE))
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                         "key is %zu bytes, expected %d (user_id u64, group u16)",
+                         buf == NULL ? (size_t)0 : len, UIH_KEY_GROUP_PREFIX_SIZE);
+  *user_id = uih_load_be64(buf);
+  *group = uih_load_be16(buf + 8);
+  return UIH_OK;
+}
+
 int uih_key_prefix_successor(uint8_t *buf, size_t len) {
   size_t i = len;
   while (i > 0 && buf[i - 1] == 0xff) i--;

@@ -62,6 +62,11 @@ void uih_batch_clear(uih_batch *batch);
  * *row. UIH_ERR_OUT_OF_RANGE when the batch is full. */
 int uih_batch_append(uih_batch *batch, uint32_t *row, uih_error *err);
 
+/* Appends a copy of event `row` of `src` (same group) to `dst`, trait by
+ * trait id: traits `dst` lacks are skipped, traits `src` lacks stay absent.
+ * UIH_ERR_OUT_OF_RANGE when `dst` is full. */
+int uih_batch_copy_row(uih_batch *dst, const uih_batch *src, uint32_t row, uih_error *err);
+
 /* Index of the column holding trait `trait_id`, or -1. */
 int uih_batch_column_index(const uih_batch *batch, uint16_t trait_id);
 

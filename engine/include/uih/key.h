@@ -59,6 +59,11 @@ void uih_key_user_prefix(uint64_t user_id, uint8_t out[UIH_KEY_USER_PREFIX_SIZE]
 void uih_key_group_prefix(uint64_t user_id, uint16_t group,
                           uint8_t out[UIH_KEY_GROUP_PREFIX_SIZE]);
 
+/* Reads a (user, group) prefix — the mutable tier's key — back.
+ * UIH_ERR_INVALID_ARGUMENT unless len == UIH_KEY_GROUP_PREFIX_SIZE. */
+int uih_key_group_prefix_decode(const uint8_t *buf, size_t len, uint64_t *user_id,
+                                uint16_t *group, uih_error *err);
+
 /* Turns the `len`-byte prefix in `buf` into the smallest byte string of the
  * same length that is greater than every key starting with it, for use as an
  * exclusive upper bound of a prefix scan. Returns 0 if there is none (the
