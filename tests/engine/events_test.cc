@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "batch_model.h"
 #include "engine/stripe_gen.h"
 #include "uih/events.h"
 #include "uih/key.h"
@@ -19,17 +20,9 @@
 namespace {
 
 using Bytes = std::vector<uint8_t>;
-// An event: its timestamp, then (trait id, value bits) of present traits.
-using Event = std::pair<int64_t, std::vector<std::pair<uint16_t, uint64_t>>>;
-
-struct SchemaPtr {
-  uih_schema* s = nullptr;
-  ~SchemaPtr() { uih_schema_free(s); }
-};
-struct BatchPtr {
-  uih_batch* b = nullptr;
-  ~BatchPtr() { uih_batch_free(b); }
-};
+using uih_test::BatchPtr;
+using uih_test::Event;
+using uih_test::SchemaPtr;
 
 class Events : public testing::Test {
  protected:
@@ -80,18 +73,6 @@ class Events : public testing::Test {
     }
     return in[0];
   }
-  static std::vector<Event> FromBatch(const uih_batch* b) {
-    std::vector<Event> out;
-    int ts = uih_batch_column_index(b, b->group->ts->id);
-    for (uint32_t r = 0; r < b->count; r++) {
-      Event e{(int64_t)uih_column_get_bits(&b->columns[ts], r), {}};
-      for (uint32_t c = 0; c < b->ncolumns; c++)
-        if ((int)c != ts && uih_column_has(&b->columns[c], r))
-          e.second.push_back({b->columns[c].trait->id, uih_column_get_bits(&b->columns[c], r)});
-      out.push_back(e);
-    }
-    return out;
-  }
   // Every event of a list, all traits of the group asked for.
   std::vector<Event> Decode(const Bytes& list, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX) {
     uih_events_info info{};
@@ -101,7 +82,7 @@ class Events : public testing::Test {
     EXPECT_EQ(UIH_OK, uih_batch_create(g_, std::max<uint32_t>(1, std::min(info.count, 65536u)),
                                        all_ids_.data(), (uint32_t)all_ids_.size(), &b.b, nullptr));
     EXPECT_EQ(UIH_OK, uih_events_decode(list.data(), list.size(), lo, hi, b.b, &err)) << err.msg;
-    return FromBatch(b.b);
+    return uih_test::EventsOf(b.b);
   }
   static std::set<Event> AsSet(const std::vector<Event>& v) { return {v.begin(), v.end()}; }
   static bool TimeOrdered(const std::vector<Event>& v) {
@@ -123,7 +104,7 @@ TEST_F(Events, EncodeIsCanonicalAndRoundTrips) {
     BatchPtr b;
     RandomBatch(1 + rng_() % 300, &b);
     // Duplicate some events: a retried append inside one operand.
-    std::vector<Event> model = FromBatch(b.b);
+    std::vector<Event> model = uih_test::EventsOf(b.b);
     Bytes list = Encode(b.b);
     std::vector<Event> got = Decode(list);
     EXPECT_EQ(AsSet(model), AsSet(got));
@@ -137,7 +118,7 @@ TEST_F(Events, EncodeIsCanonicalAndRoundTrips) {
                                        nullptr));
     ASSERT_EQ(UIH_OK, uih_events_decode(list.data(), list.size(), INT64_MIN, INT64_MAX, again.b,
                                         nullptr));
-    EXPECT_EQ(AsSet(got), AsSet(FromBatch(again.b)));
+    EXPECT_EQ(AsSet(got), AsSet(uih_test::EventsOf(again.b)));
   }
 }
 
@@ -147,15 +128,7 @@ TEST_F(Events, DuplicatesWithinABatchCollapse) {
   BatchPtr twice;
   ASSERT_EQ(UIH_OK, uih_batch_create(g_, 100, nullptr, 0, &twice.b, nullptr));
   for (int k = 0; k < 2; k++)
-    for (uint32_t r = 0; r < 50; r++) {
-      uint32_t row;
-      ASSERT_EQ(UIH_OK, uih_batch_append(twice.b, &row, nullptr));
-      for (uint32_t c = 0; c < b.b->ncolumns; c++) {
-        int dc = uih_batch_column_index(twice.b, b.b->columns[c].trait->id);
-        if (dc >= 0 && uih_column_has(&b.b->columns[c], r))
-          uih_column_set_bits(&twice.b->columns[dc], row, uih_column_get_bits(&b.b->columns[c], r));
-      }
-    }
+    for (uint32_t r = 0; r < 50; r++) ASSERT_EQ(UIH_OK, uih_batch_copy_row(twice.b, b.b, r, nullptr));
   EXPECT_EQ(Encode(b.b), Encode(twice.b));
 }
 
@@ -170,7 +143,7 @@ TEST_F(Events, MergeIsAUnionInAnyGroupingAndOrder) {
     for (int k = 0; k < nops; k++) {
       BatchPtr b;
       RandomBatch(1 + rng_() % 40, &b);
-      for (const Event& e : FromBatch(b.b)) model.insert(e);
+      for (const Event& e : uih_test::EventsOf(b.b)) model.insert(e);
       ops.push_back(Encode(b.b));
       if (rng_() % 4 == 0) ops.push_back(ops[rng_() % ops.size()]);  // a retry
     }
@@ -264,7 +237,7 @@ TEST_F(Events, DecodeRangesAndProjections) {
   BatchPtr p;
   ASSERT_EQ(UIH_OK, uih_batch_create(g_, 200, ids, 2, &p.b, nullptr));
   ASSERT_EQ(UIH_OK, uih_events_decode(list.data(), list.size(), INT64_MIN, INT64_MAX, p.b, nullptr));
-  std::vector<Event> got = FromBatch(p.b);
+  std::vector<Event> got = uih_test::EventsOf(p.b);
   ASSERT_EQ(all.size(), got.size());
   for (size_t i = 0; i < all.size(); i++) {
     std::vector<std::pair<uint16_t, uint64_t>> want;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "batch_model.h"
 #include "engine/stripe_gen.h"
 #include "uih/stripe.h"
 
@@ -18,14 +19,8 @@ namespace {
 using uih_test::FillRandomBatch;
 using uih_test::SameEvents;
 
-struct SchemaPtr {
-  uih_schema* s = nullptr;
-  ~SchemaPtr() { uih_schema_free(s); }
-};
-struct BatchPtr {
-  uih_batch* b = nullptr;
-  ~BatchPtr() { uih_batch_free(b); }
-};
+using uih_test::BatchPtr;
+using uih_test::SchemaPtr;
 
 class Stripe : public testing::Test {
  protected:

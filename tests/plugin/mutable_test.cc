@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "batch_model.h"
 #include "engine/stripe_gen.h"
 #include "rocksdb/db.h"
 #include "test_util.h"
@@ -29,39 +30,8 @@
 
 namespace {
 
-using Event = std::pair<int64_t, std::vector<std::pair<uint16_t, uint64_t>>>;
-
-struct BatchPtr {
-  uih_batch* b = nullptr;
-  BatchPtr() = default;
-  BatchPtr(const BatchPtr&) = delete;
-  BatchPtr(BatchPtr&& o) noexcept : b(o.b) { o.b = nullptr; }
-  ~BatchPtr() { uih_batch_free(b); }
-};
-
-std::vector<Event> Events(const uih_batch* b) {
-  std::vector<Event> out;
-  int ts = uih_batch_column_index(b, b->group->ts->id);
-  for (uint32_t r = 0; r < b->count; r++) {
-    Event e{(int64_t)uih_column_get_bits(&b->columns[ts], r), {}};
-    for (uint32_t c = 0; c < b->ncolumns; c++)
-      if ((int)c != ts && uih_column_has(&b->columns[c], r))
-        e.second.push_back({b->columns[c].trait->id, uih_column_get_bits(&b->columns[c], r)});
-    out.push_back(e);
-  }
-  return out;
-}
-
-// Copies row `r` of `src` into a new row of `dst` (same group, trait by id).
-void CopyRow(const uih_batch* src, uint32_t r, uih_batch* dst) {
-  uint32_t row;
-  ASSERT_EQ(UIH_OK, uih_batch_append(dst, &row, nullptr));
-  for (uint32_t c = 0; c < src->ncolumns; c++) {
-    int d = uih_batch_column_index(dst, src->columns[c].trait->id);
-    if (d >= 0 && uih_column_has(&src->columns[c], r))
-      uih_column_set_bits(&dst->columns[d], row, uih_column_get_bits(&src->columns[c], r));
-  }
-}
+using uih_test::BatchPtr;
+using uih_test::Event;
 
 class Mutable : public testing::Test {
  protected:
@@ -86,7 +56,7 @@ class Mutable : public testing::Test {
     BatchPtr b;
     uih_error err{};
     EXPECT_EQ(UIH_OK, uih_mutable_read(m_, user, g_->id, lo, hi, &b.b, &err)) << err.msg;
-    return b.b ? Events(b.b) : std::vector<Event>();
+    return b.b ? uih_test::EventsOf(b.b) : std::vector<Event>();
   }
   BatchPtr Random(std::mt19937_64& rng, uint32_t n) {
     BatchPtr b;
@@ -116,8 +86,11 @@ class Mutable : public testing::Test {
     std::unique_ptr<rocksdb::Iterator> it(uih::MutableDB(m_)->NewIterator(
         rocksdb::ReadOptions(), uih::MutableColumnFamily(m_)));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      uint64_t u = 0;
-      for (int i = 0; i < 8; i++) u = u << 8 | (uint8_t)it->key()[i];
+      uint64_t u;
+      uint16_t g;
+      EXPECT_EQ(UIH_OK, uih_key_group_prefix_decode((const uint8_t*)it->key().data(),
+                                                    it->key().size(), &u, &g, nullptr));
+      EXPECT_EQ(g_->id, g);
       users.insert(u);
     }
     EXPECT_TRUE(it->status().ok()) << it->status().ToString();
@@ -165,8 +138,9 @@ TEST_F(Mutable, ConcurrentAppendsWithFlushesAndCompactionsEqualTheModel) {
         BatchPtr b;
         uint32_t n = 1 + (uint32_t)(r() % 5);
         if (uih_batch_create(g_, n, nullptr, 0, &b.b, nullptr) != UIH_OK) failures++;
-        for (uint32_t k = 0; k < n; k++) CopyRow(pools[user].b, (uint32_t)(r() % 40), b.b);
-        std::vector<Event> evs = Events(b.b);
+        for (uint32_t k = 0; k < n; k++)
+          if (uih_batch_copy_row(b.b, pools[user].b, (uint32_t)(r() % 40), nullptr) != UIH_OK) failures++;
+        std::vector<Event> evs = uih_test::EventsOf(b.b);
         uih_error err{};
         if (uih_mutable_append(m_, user, b.b, 0, &err) != UIH_OK) {
           ADD_FAILURE() << err.msg;
@@ -270,7 +244,7 @@ TEST_F(Mutable, EveryAcknowledgedAppendSurvivesSigkill) {
     for (uint64_t u = 0; u < 16; u++) {
       uih_batch* b = nullptr;
       ASSERT_EQ(UIH_OK, uih_mutable_read(m, u, 9, INT64_MIN, INT64_MAX, &b, &err)) << err.msg;
-      for (const Event& e : Events(b)) {
+      for (const Event& e : uih_test::EventsOf(b)) {
         EXPECT_EQ((int64_t)(u), e.first % 16);
         ASSERT_EQ(1u, e.second.size());
         EXPECT_EQ((uint64_t)(e.first * 7), e.second[0].second);
@@ -382,7 +356,7 @@ TEST_F(Mutable, CorruptOperandsAndValuesStayConfinedToTheirKey) {
   ASSERT_TRUE(db->Merge({}, uih::MutableColumnFamily(m_), key(1), garbage).ok());
   ASSERT_TRUE(db->Put({}, uih::MutableColumnFamily(m_), key(2), garbage).ok());
   Append(2, good);
-  std::vector<Event> want = Events(good.b);
+  std::vector<Event> want = uih_test::EventsOf(good.b);
   std::sort(want.begin(), want.end());
   auto expect_corrupt = [&](uint64_t u) {
     BatchPtr b;

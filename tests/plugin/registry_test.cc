@@ -30,32 +30,41 @@ TEST(Registry, EveryRegisteredNameIsCreatableFromAString) {
   }
 }
 
-TEST(Registry, UihAppendOptionsRoundTripAndUihRetentionIsAFactory) {
-  uih_test::TempDir dir;
+// Opens a DB whose column family is `cf_options` and returns the column
+// family options RocksDB loads back from the OPTIONS file it wrote.
+ColumnFamilyOptions RoundTrip(const uih_test::TempDir& dir, const std::string& cf_options) {
   Options o;
   o.create_if_missing = true;
   ConfigOptions cfg;
   ColumnFamilyOptions cf;
-  ASSERT_TRUE(GetColumnFamilyOptionsFromString(
-                  cfg, ColumnFamilyOptions(o),
-                  "merge_operator={id=UihAppend;max_events=77;max_age=-1};"
-                  "compaction_filter_factory=UihRetention",
-                  &cf)
-                  .ok());
+  Status s = GetColumnFamilyOptionsFromString(cfg, ColumnFamilyOptions(o), cf_options, &cf);
+  EXPECT_TRUE(s.ok()) << s.ToString();
   DB* db = nullptr;
-  ASSERT_TRUE(DB::Open(Options(DBOptions(o), cf), dir.path(), &db).ok());
+  s = DB::Open(Options(DBOptions(o), cf), dir.path(), &db);
+  EXPECT_TRUE(s.ok()) << s.ToString();
   delete db;
   DBOptions dbo;
   std::vector<ColumnFamilyDescriptor> cfs;
-  ASSERT_TRUE(LoadLatestOptions(cfg, dir.path(), &dbo, &cfs).ok());
-  auto* op = cfs[0].options.merge_operator->CheckedCast<uih::UihAppendOperator>();
+  s = LoadLatestOptions(cfg, dir.path(), &dbo, &cfs);
+  EXPECT_TRUE(s.ok() && !cfs.empty()) << s.ToString();
+  return cfs.empty() ? ColumnFamilyOptions() : cfs[0].options;
+}
+
+TEST(Registry, UihAppendOptionsRoundTripAndUihRetentionIsAFactory) {
+  uih_test::TempDir dir;
+  ColumnFamilyOptions cf = RoundTrip(dir,
+                                     "merge_operator={id=UihAppend;max_events=77;max_age=-1};"
+                                     "compaction_filter_factory=UihRetention");
+  ASSERT_NE(nullptr, cf.merge_operator);
+  auto* op = cf.merge_operator->CheckedCast<uih::UihAppendOperator>();
   ASSERT_NE(nullptr, op);
   EXPECT_EQ(77u, op->limits().max_events);
   EXPECT_EQ(-1, op->limits().max_age);
-  EXPECT_NE(nullptr, cfs[0].options.compaction_filter_factory->CheckedCast<uih::UihRetentionFactory>());
+  ASSERT_NE(nullptr, cf.compaction_filter_factory);
+  EXPECT_NE(nullptr, cf.compaction_filter_factory->CheckedCast<uih::UihRetentionFactory>());
   // A compaction_filter (one static object per process) cannot hold a
   // store's watermark: the error says what to write instead.
-  Status s = GetColumnFamilyOptionsFromString(cfg, ColumnFamilyOptions(),
+  Status s = GetColumnFamilyOptionsFromString(ConfigOptions(), ColumnFamilyOptions(),
                                               "compaction_filter=UihRetention", &cf);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(std::string::npos, s.ToString().find("compaction_filter_factory=UihRetention"))
@@ -64,20 +73,9 @@ TEST(Registry, UihAppendOptionsRoundTripAndUihRetentionIsAFactory) {
 
 TEST(Registry, UihTableOptionsRoundTripThroughTheOptionsFile) {
   uih_test::TempDir dir;
-  Options o;
-  o.create_if_missing = true;
-  ConfigOptions cfg;
-  ColumnFamilyOptions cf;
-  ASSERT_TRUE(GetColumnFamilyOptionsFromString(cfg, ColumnFamilyOptions(o),
-                                               "table_factory={id=UihTable;restart_interval=7;readahead_size=12345;cache_size=4096}", &cf)
-                  .ok());
-  DB* db = nullptr;
-  ASSERT_TRUE(DB::Open(Options(DBOptions(o), cf), dir.path(), &db).ok());
-  delete db;
-  DBOptions dbo;
-  std::vector<ColumnFamilyDescriptor> cfs;
-  ASSERT_TRUE(LoadLatestOptions(cfg, dir.path(), &dbo, &cfs).ok());
-  auto* f = cfs[0].options.table_factory->CheckedCast<uih::UihTableFactory>();
+  ColumnFamilyOptions cf = RoundTrip(
+      dir, "table_factory={id=UihTable;restart_interval=7;readahead_size=12345;cache_size=4096}");
+  auto* f = cf.table_factory->CheckedCast<uih::UihTableFactory>();
   ASSERT_NE(nullptr, f);
   EXPECT_EQ(7u, f->options().restart_interval);
   EXPECT_EQ(12345u, f->options().readahead_size);
