@@ -10,7 +10,11 @@
 // then, on one thread, times point reads of random stripes and range reads
 // of the last K stripes of random users (iterate_upper_bound set to the
 // end of the user's group, as the materializer reads), and prints ops/s,
-// ratios to BlockBasedTable, file sizes and index memory.
+// ratios to BlockBasedTable, bytes read from the file system per operation
+// (RocksDB's IOStatsContext::bytes_read: what the table asked the OS for,
+// whether the page cache had it or not), file sizes and index memory.
+// UihTable runs twice: with the index layout it picks for UIH keys
+// (numeric) and with the generic prefix layout.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +27,7 @@
 
 #include "rocksdb/db.h"
 #include "rocksdb/filter_policy.h"
+#include "rocksdb/iostats_context.h"
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
 #include "uih/uih.h"
@@ -144,15 +149,19 @@ int main(int argc, char** argv) {
   BlockBasedTableOptions tuned;
   tuned.filter_policy.reset(NewBloomFilterPolicy(10));
   tuned.cache_index_and_filter_blocks = false;  // index and filter held by the reader: pinned
-  Variant variants[3];
+  constexpr int kVariants = 4, kBbt = 2, kTuned = 3;
+  Variant variants[kVariants];
   variants[0].name = "UihTable (8 MiB value cache)";
   uih::UihTableOptions uopts;
   uopts.cache_size = 8 << 20;  // the same budget as BlockBasedTable's default block cache
   variants[0].table.reset(new uih::UihTableFactory(uopts));
-  variants[1].name = "BlockBasedTable (defaults)";
-  variants[1].table.reset(NewBlockBasedTableFactory());
-  variants[2].name = "BlockBasedTable (bloom, pinned index)";
-  variants[2].table.reset(NewBlockBasedTableFactory(tuned));
+  variants[1].name = "UihTable, prefix index";
+  uopts.index_layout = uih::UihTableOptions::IndexLayout::kPrefix;
+  variants[1].table.reset(new uih::UihTableFactory(uopts));
+  variants[kBbt].name = "BlockBasedTable (defaults)";
+  variants[kBbt].table.reset(NewBlockBasedTableFactory());
+  variants[kTuned].name = "BlockBasedTable (bloom, pinned index)";
+  variants[kTuned].table.reset(NewBlockBasedTableFactory(tuned));
 
   if (system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()) != 0) Die("cannot prepare " + dir);
   for (auto& v : variants) {
@@ -197,28 +206,43 @@ int main(int argc, char** argv) {
   printf("\n%-34s", "ops/s, one thread");
   for (auto& v : variants) printf(" %22.22s", v.name);
   printf("   UihTable/BBT(defaults)  UihTable/BBT(tuned)\n");
+  double read_per_op[sizeof workloads / sizeof workloads[0]][kVariants];
   for (const auto& w : workloads) {
-    double rate[3];
-    for (int vi = 0; vi < 3; vi++) {
+    double rate[kVariants];
+    for (int vi = 0; vi < kVariants; vi++) {
       Variant& v = variants[vi];
       std::mt19937_64 rng(42);  // same operations for every table
-      uint64_t ops = 0, found = 0;
+      uint64_t ops = 0, found = 0, read0 = 0;
       std::string value;
       // A warm-up of a quarter of the time first, so no table pays for
       // being measured first; then the timed run continues the same stream.
       auto t0 = std::chrono::steady_clock::now();
       for (int phase = 0; phase < 2; phase++) {
-        if (phase == 1) ops = found = 0, t0 = std::chrono::steady_clock::now();
+        if (phase == 1) {
+          ops = found = 0;
+          read0 = get_iostats_context()->bytes_read;
+          t0 = std::chrono::steady_clock::now();
+        }
         while (Seconds(t0) < (phase == 0 ? seconds / 4 : seconds)) {
           for (int batch = 0; batch < 256; batch++, ops++) found += RunOne(v, data, w.k, rng, &value);
         }
       }
       rate[vi] = static_cast<double>(ops) / Seconds(t0);
+      read_per_op[&w - workloads][vi] =
+          static_cast<double>(get_iostats_context()->bytes_read - read0) / static_cast<double>(ops);
       if (found == 0) Die("nothing found");
     }
     printf("%-34s", w.name);
     for (double r : rate) printf(" %22.0f", r);
-    printf("   %22.2fx %19.2fx\n", rate[0] / rate[1], rate[0] / rate[2]);
+    printf("   %22.2fx %19.2fx\n", rate[0] / rate[kBbt], rate[0] / rate[kTuned]);
+  }
+  printf("\n%-34s", "bytes read per op (IOStats)");
+  for (auto& v : variants) printf(" %22.22s", v.name);
+  printf("\n");
+  for (const auto& w : workloads) {
+    printf("%-34s", w.name);
+    for (double b : read_per_op[&w - workloads]) printf(" %22.0f", b);
+    printf("\n");
   }
   return 0;
 }

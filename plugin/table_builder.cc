@@ -39,8 +39,9 @@ class UihTableBuilder : public TableBuilder {
       return;
     }
     uih_error err{};
-    if (uih_table_builder_create(&UihTableBuilder::Write, this, options.restart_interval, &c_, &err) !=
-        UIH_OK)
+    uih_table_build_opts bo = {options.restart_interval, options.index_block_entries,
+                               static_cast<uih_table_layout>(options.index_layout)};
+    if (uih_table_builder_create(&UihTableBuilder::Write, this, &bo, &c_, &err) != UIH_OK)
       status_ = ToStatus(err);
   }
   ~UihTableBuilder() override { uih_table_builder_free(c_); }
@@ -100,6 +101,7 @@ class UihTableBuilder : public TableBuilder {
     PropertyBlockBuilder pbb;
     pbb.AddTableProperty(props_);
     pbb.Add(props_.user_collected_properties);
+    pbb.Add(kIndexLayoutProperty, st.layout == UIH_TABLE_LAYOUT_NUMERIC ? "numeric" : "prefix");
     NotifyCollectTableCollectorsOnFinish(collectors_, logger_, &pbb);
     Slice props_block = pbb.Finish();
     TableTail tail;
@@ -125,7 +127,10 @@ class UihTableBuilder : public TableBuilder {
 
   void Abandon() override { closed_ = true; }
   uint64_t NumEntries() const override { return props_.num_entries; }
-  bool IsEmpty() const override { return props_.num_entries == 0; }
+  // Not empty once failed: RocksDB's flush (db/builder.cc) abandons an
+  // empty builder without asking for its status, which would drop the
+  // memtable's data; a failed builder must reach Finish() and fail it.
+  bool IsEmpty() const override { return props_.num_entries == 0 && ok(); }
   uint64_t FileSize() const override { return offset_; }
   bool NeedCompact() const override {
     for (const auto& c : collectors_)

@@ -11,7 +11,19 @@ using namespace rocksdb;
 
 namespace {
 
+const std::unordered_map<std::string, UihTableOptions::IndexLayout> kIndexLayouts = {
+    {"auto", UihTableOptions::IndexLayout::kAuto},
+    {"prefix", UihTableOptions::IndexLayout::kPrefix},
+    {"numeric", UihTableOptions::IndexLayout::kNumeric},
+};
+
 const std::unordered_map<std::string, OptionTypeInfo> kUihTableOptionsTypeInfo = {
+    {"index_layout",
+     OptionTypeInfo::Enum<UihTableOptions::IndexLayout>(offsetof(UihTableOptions, index_layout),
+                                                        &kIndexLayouts)},
+    {"index_block_entries",
+     {offsetof(UihTableOptions, index_block_entries), OptionType::kUInt32T,
+      OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
     {"restart_interval",
      {offsetof(UihTableOptions, restart_interval), OptionType::kUInt32T,
       OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
@@ -39,6 +51,10 @@ Status UihTableFactory::ValidateOptions(const DBOptions& db_opts,
   if (options_.restart_interval < 1 || options_.restart_interval > 1024) {
     return Status::InvalidArgument("UihTable restart_interval must be in [1, 1024], is ",
                                    std::to_string(options_.restart_interval));
+  }
+  if (options_.index_block_entries < 1 || options_.index_block_entries > 1024) {
+    return Status::InvalidArgument("UihTable index_block_entries must be in [1, 1024], is ",
+                                   std::to_string(options_.index_block_entries));
   }
   return TableFactory::ValidateOptions(db_opts, cf_opts);
 }

@@ -17,6 +17,7 @@
 #include "file/random_access_file_reader.h"
 #include "memory/arena.h"
 #include "rocksdb/comparator.h"
+#include "rocksdb/iostats_context.h"
 #include "status.h"
 #include "table_tail.h"
 #include "table/format.h"
@@ -619,8 +620,11 @@ void UihTableReader::MultiGet(const ReadOptions& ro, const MultiGetContext::Rang
   }
   for (size_t i = 0; i < jobs.size(); i++) reqs[i].buf = &jobs[i].buf[0];
   uih_io_read(io, reqs.data(), reqs.size(), nullptr);  // a ring failure falls back to pread inside
+  // These reads bypass RandomAccessFileReader: count them where it would.
+  IOStatsContext* iostats = get_iostats_context();
   for (size_t i = 0; i < jobs.size(); i++) {
     Job& j = jobs[i];
+    if (reqs[i].result > 0 && !iostats->disable_iostats) iostats->bytes_read += static_cast<uint64_t>(reqs[i].result);
     if (reqs[i].result < 0) {
       *j.key->s = IOStatus::IOError("UihTable: reading " + file_->file_name() + ": " + strerror(static_cast<int>(-reqs[i].result)));
     } else if (static_cast<uint64_t>(reqs[i].result) != reqs[i].len) {

@@ -10,15 +10,26 @@
 
 #include "rocksdb/cache.h"
 #include "rocksdb/table.h"
+#include "uih/table.h"
 
 namespace uih {
 
 // Options of table_factory={id=UihTable;...}; all round-trip through the
 // OPTIONS file.
 struct UihTableOptions {
-  // Index entries between restart points: smaller is faster to seek, larger
-  // is smaller in memory. 1..1024.
+  // How the index stores keys (uih/table.h): kAuto takes the numeric layout
+  // when every key of a file is 18 bytes (UIH keys) and that is smaller,
+  // kPrefix always prefix-compresses, kNumeric fails a build whose keys are
+  // not all 18 bytes. OPTIONS spelling: auto, prefix, numeric.
+  enum class IndexLayout : int { kAuto = UIH_TABLE_LAYOUT_AUTO, kPrefix = UIH_TABLE_LAYOUT_PREFIX,
+                                 kNumeric = UIH_TABLE_LAYOUT_NUMERIC };
+  IndexLayout index_layout = IndexLayout::kAuto;
+  // Prefix layout: entries between restart points; smaller is faster to
+  // seek, larger is smaller in memory. 1..1024.
   uint32_t restart_interval = 16;
+  // Numeric layout: entries per block (each carries ~30 bytes of frames;
+  // entries inside are reached directly, so seeks stay logarithmic). 1..1024.
+  uint32_t index_block_entries = 64;
   // Bytes an iterator reads ahead when it moves to a value not yet in its
   // buffer, so scans and range reads are one read, not one per value.
   size_t readahead_size = 256 * 1024;
@@ -28,6 +39,10 @@ struct UihTableOptions {
   // Or a cache of the caller's (takes precedence; not kept in OPTIONS files).
   std::shared_ptr<rocksdb::Cache> cache;
 };
+
+// A user-collected table property every UihTable file carries: the index
+// layout its builder chose ("numeric" or "prefix").
+inline constexpr const char* kIndexLayoutProperty = "uih.index.layout";
 
 class UihTableFactory : public rocksdb::TableFactory {
  public:

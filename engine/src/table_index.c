@@ -1,17 +1,20 @@
-/* UihTable index: validation at open, then cursor movement over the
- * prefix-compressed entries. Format in uih/table.h. */
+/* UihTable index: validation at open, then cursor movement over either
+ * layout (prefix-compressed entries, or numeric blocks: table_numeric.h).
+ * Format in uih/table.h. */
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "cursor.h"
 #include "error_internal.h"
+#include "table_numeric.h"
 #include "uih/table.h"
 
 #define INDEX_MAGIC 0x49484955u
 
 struct uih_table_index {
-  uint8_t *block; /* owned copy of the index bytes */
+  uint8_t *block; /* owned copy of the index bytes, UIH_NUM_PAD zeros after */
+  uih_table_layout layout;
   size_t len;
   const uint8_t *entries;
   size_t elen;
@@ -66,40 +69,87 @@ static int corrupt(uih_error *err, const char *what, uint64_t where) {
   return uih_corruption(err, "UihTable index: %s (at entry %llu)", what, (unsigned long long)where);
 }
 
+/* Block `k` of a numeric index, and its entry count. */
+static int num_block(const uih_table_index *x, uint64_t k, uih_num_block *b) {
+  size_t start = restart_at(x, k), end = k + 1 < x->nrestarts ? restart_at(x, k + 1) : x->elen;
+  uint32_t count = (uint32_t)(k + 1 < x->nrestarts ? x->interval : x->n - k * x->interval);
+  if (start > end || end > x->elen) return -1;
+  return uih_num_block_parse(x->entries + start, end - start, count, b);
+}
+
+/* The checks every entry passes in either layout: its value follows the
+ * previous one inside the data section, its key is above the previous. */
+static int check_entry(const uih_table_index *x, uint64_t i, const entry *e, const entry *prev,
+                       uih_error *err) {
+  uint64_t expect = i == 0 ? 0 : prev->voff + prev->vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+  if (e->voff != expect) return corrupt(err, "value does not follow the previous one", i);
+  if (e->voff > x->data_size || e->vlen + (uint64_t)UIH_TABLE_VALUE_CHECKSUM_SIZE > x->data_size - e->voff)
+    return corrupt(err, "value lies outside the data section", i);
+  if (i > 0 && uih_table_compare(prev->key, prev->klen, prev->trailer, e->key, e->klen, e->trailer) >= 0)
+    return corrupt(err, "keys are not in increasing order", i);
+  return UIH_OK;
+}
+
+static int check_end(const uih_table_index *x, const entry *last, uih_error *err) {
+  if (x->n > 0 && last->voff + last->vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE != x->data_size)
+    return corrupt(err, "values do not end where the data section ends", x->n - 1);
+  if (x->n == 0 && x->data_size != 0) return corrupt(err, "data without entries", 0);
+  return UIH_OK;
+}
+
+/* Numeric layout: every block parses, every field fits, then the common
+ * checks. */
+static int validate_numeric(const uih_table_index *x, uih_error *err) {
+  if (x->n > 0 && x->max_key != UIH_NUM_KEY_SIZE)
+    return corrupt(err, "numeric layout with keys that are not 18 bytes", 0);
+  if (x->nrestarts > 0 && restart_at(x, 0) != 0) return corrupt(err, "first block is not at offset 0", 0);
+  uint8_t keys[2][UIH_NUM_KEY_SIZE];
+  entry e[2] = {{keys[0], UIH_NUM_KEY_SIZE, 0, 0, 0}, {keys[1], UIH_NUM_KEY_SIZE, 0, 0, 0}};
+  for (uint64_t k = 0; k < x->nrestarts; k++) {
+    uih_num_block b;
+    if (num_block(x, k, &b) != 0) return corrupt(err, "malformed block", k * x->interval);
+    for (uint32_t j = 0; j < b.count; j++) {
+      uint64_t i = k * x->interval + j;
+      entry *cur = &e[i & 1], *prev = &e[(i & 1) ^ 1];
+      if (uih_num_entry_checked(&b, j, cur->key, &cur->trailer, &cur->vlen) != 0)
+        return corrupt(err, "a field overflows its frame of reference", i);
+      cur->voff = j == 0 ? b.voff0 : prev->voff + prev->vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+      int rc = check_entry(x, i, cur, prev, err);
+      if (rc != UIH_OK) return rc;
+    }
+  }
+  return check_end(x, &e[(x->n + 1) & 1], err);
+}
+
 /* Walks every entry once: structure, strictly increasing keys, restart
  * offsets where the restarts say, values tiling the data section. */
 static int validate(const uih_table_index *x, uih_error *err) {
-  uint8_t *cur = malloc(x->max_key + 1), *prev = malloc(x->max_key + 1);
-  if (!cur || !prev) {
+  if (x->layout == UIH_TABLE_LAYOUT_NUMERIC) return validate_numeric(x, err);
+  uint8_t *cur = malloc(x->max_key + 1), *prev_key = malloc(x->max_key + 1);
+  if (!cur || !prev_key) {
     free(cur);
-    free(prev);
+    free(prev_key);
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "UihTable index: out of memory");
   }
-  entry e = {cur, 0, 0, 0, 0};
-  size_t prev_len = 0, at = 0;
-  uint64_t prev_trailer = 0;
+  entry e = {cur, 0, 0, 0, 0}, prev = {prev_key, 0, 0, 0, 0};
+  size_t at = 0;
   int rc = UIH_OK;
   for (uint64_t i = 0; i < x->n && rc == UIH_OK; i++) {
     int restart = i % x->interval == 0;
-    uint64_t expect = i == 0 ? 0 : e.voff + e.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
     if (restart && restart_at(x, i / x->interval) != at) rc = corrupt(err, "restart offset does not match", i);
     else if (at >= x->elen) rc = corrupt(err, "entries end early", i);
     else if (!(at = parse_entry(x, at, restart, &e))) rc = corrupt(err, "malformed entry", i);
-    else if (e.voff != expect) rc = corrupt(err, "value does not follow the previous one", i);
-    else if (e.voff > x->data_size || e.vlen + (uint64_t)UIH_TABLE_VALUE_CHECKSUM_SIZE > x->data_size - e.voff)
-      rc = corrupt(err, "value lies outside the data section", i);
-    else if (i > 0 && uih_table_compare(prev, prev_len, prev_trailer, e.key, e.klen, e.trailer) >= 0)
-      rc = corrupt(err, "keys are not in increasing order", i);
-    memcpy(prev, e.key, e.klen);
-    prev_len = e.klen;
-    prev_trailer = e.trailer;
+    else rc = check_entry(x, i, &e, &prev, err);
+    memcpy(prev.key, e.key, e.klen);
+    prev.klen = e.klen;
+    prev.trailer = e.trailer;
+    prev.voff = e.voff;
+    prev.vlen = e.vlen;
   }
   if (rc == UIH_OK && at != x->elen) rc = corrupt(err, "bytes after the last entry", x->n);
-  if (rc == UIH_OK && x->n > 0 && e.voff + e.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE != x->data_size)
-    rc = corrupt(err, "values do not end where the data section ends", x->n - 1);
-  if (rc == UIH_OK && x->n == 0 && x->data_size != 0) rc = corrupt(err, "data without entries", 0);
+  if (rc == UIH_OK) rc = check_end(x, &e, err);
   free(cur);
-  free(prev);
+  free(prev_key);
   return rc;
 }
 
@@ -115,31 +165,35 @@ int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
     return uih_corruption(err, "UihTable index: checksum mismatch over %zu bytes", len - 8);
   uih_cursor c = uih_cursor_make(bytes, len - 8);
   uint32_t magic = uih_cursor_u32(&c);
-  uint8_t version = uih_cursor_u8(&c), flags = uih_cursor_u8(&c);
+  uint8_t version = uih_cursor_u8(&c), layout = uih_cursor_u8(&c);
   uint16_t interval = uih_cursor_u16(&c);
   uint64_t n = uih_cursor_varint(&c), nrestarts = uih_cursor_varint(&c);
   uint64_t max_key = uih_cursor_varint(&c), elen = uih_cursor_varint(&c);
   if (c.bad || magic != INDEX_MAGIC)
     return uih_corruption(err, "UihTable index: bad magic or truncated header");
-  if (version != 1)
+  if (version != 1 && version != 2)
     return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
-                         "UihTable index version %u is not supported (this build reads 1)", version);
-  if (flags || interval == 0 || interval > 1024 || nrestarts != (n + interval - 1) / interval ||
+                         "UihTable index version %u is not supported (this build reads 1 and 2)", version);
+  if (layout > (version == 1 ? UIH_TABLE_LAYOUT_PREFIX : UIH_TABLE_LAYOUT_NUMERIC))
+    return uih_corruption(err, "UihTable index: unknown layout %u in version %u", layout, version);
+  if (interval == 0 || interval > 1024 || nrestarts != (n + interval - 1) / interval ||
       max_key > (1u << 30) || elen > uih_cursor_left(&c) || nrestarts > (uih_cursor_left(&c) - elen) / 4 ||
       uih_cursor_left(&c) - elen != nrestarts * 4)
     return uih_corruption(err, "UihTable index: header fields are inconsistent (%llu entries, "
                           "%llu restarts, interval %u)", (unsigned long long)n,
                           (unsigned long long)nrestarts, interval);
   uih_table_index *x = calloc(1, sizeof *x);
-  uint8_t *copy = malloc(len);
+  uint8_t *copy = malloc(len + UIH_NUM_PAD);
   if (!x || !copy) {
     free(x);
     free(copy);
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "UihTable index: out of memory");
   }
   memcpy(copy, bytes, len);
+  memset(copy + len, 0, UIH_NUM_PAD);
   size_t head = (size_t)(c.p - bytes);
   x->block = copy;
+  x->layout = layout == UIH_TABLE_LAYOUT_NUMERIC ? UIH_TABLE_LAYOUT_NUMERIC : UIH_TABLE_LAYOUT_PREFIX;
   x->len = len;
   x->entries = copy + head;
   x->elen = (size_t)elen;
@@ -165,8 +219,9 @@ void uih_table_index_free(uih_table_index *x) {
 }
 
 uint64_t uih_table_index_entries(const uih_table_index *x) { return x->n; }
-size_t uih_table_index_memory(const uih_table_index *x) { return x->len + sizeof *x; }
+size_t uih_table_index_memory(const uih_table_index *x) { return x->len + UIH_NUM_PAD + sizeof *x; }
 size_t uih_table_index_max_key(const uih_table_index *x) { return x->max_key; }
+uih_table_layout uih_table_index_layout(const uih_table_index *x) { return x->layout; }
 
 /* ---- cursors (the index was validated: parsing cannot fail) ---------------- */
 
@@ -206,10 +261,27 @@ static void load(uih_table_cursor *c) {
   c->vlen = e.vlen;
 }
 
+/* Numeric layout: entry `c->pos` into the cursor; its value offset is
+ * `voff`, or (voff == UINT64_MAX) summed from the block's start. */
+static void num_load(uih_table_cursor *c, uint64_t voff) {
+  const uih_table_index *x = c->idx;
+  uih_num_block b;
+  num_block(x, c->pos / x->interval, &b);
+  uint32_t j = (uint32_t)(c->pos % x->interval);
+  uih_num_entry(&b, j, c->key, &c->trailer, &c->vlen);
+  c->klen = UIH_NUM_KEY_SIZE;
+  c->voff = voff != UINT64_MAX ? voff : uih_num_voff(&b, j);
+}
+
 void uih_table_cursor_goto(uih_table_cursor *c, uint64_t pos) {
   const uih_table_index *x = c->idx;
   if (pos >= x->n) {
     c->pos = x->n;
+    return;
+  }
+  if (x->layout == UIH_TABLE_LAYOUT_NUMERIC) {
+    c->pos = pos;
+    num_load(c, UINT64_MAX);
     return;
   }
   uint64_t r = pos / x->interval;
@@ -229,7 +301,11 @@ void uih_table_cursor_last(uih_table_cursor *c) {
 
 void uih_table_cursor_next(uih_table_cursor *c) {
   if (c->pos >= c->idx->n) return;
-  if (++c->pos < c->idx->n) load(c);
+  if (++c->pos >= c->idx->n) return;
+  if (c->idx->layout == UIH_TABLE_LAYOUT_NUMERIC)
+    num_load(c, c->voff + c->vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE);
+  else
+    load(c);
 }
 
 void uih_table_cursor_prev(uih_table_cursor *c) {
@@ -237,7 +313,14 @@ void uih_table_cursor_prev(uih_table_cursor *c) {
     c->pos = c->idx->n;
     return;
   }
-  uih_table_cursor_goto(c, c->pos - 1);
+  if (c->idx->layout != UIH_TABLE_LAYOUT_NUMERIC) {
+    uih_table_cursor_goto(c, c->pos - 1);
+    return;
+  }
+  uint64_t end = c->voff; /* where the previous value's checksum ends */
+  c->pos--;
+  num_load(c, 0);
+  c->voff = end - UIH_TABLE_VALUE_CHECKSUM_SIZE - c->vlen;
 }
 
 /* The full key of restart `r` (restart entries share nothing). */
@@ -252,8 +335,43 @@ static void restart_key(const uih_table_index *x, uint64_t r, const uint8_t **ke
   *trailer = uih_cursor_varint(&c);
 }
 
+/* Numeric layout: binary search over the blocks' first keys, then inside
+ * the block (every entry is reachable directly). */
+static void num_seek(uih_table_cursor *c, const uint8_t *ukey, size_t uklen, uint64_t trailer) {
+  const uih_table_index *x = c->idx;
+  uint8_t k[UIH_NUM_KEY_SIZE];
+  uint64_t tr;
+  uint32_t vlen;
+  uih_num_block b;
+  uint64_t lo = 0, hi = x->nrestarts; /* the last block whose first key is below the target */
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    num_block(x, mid, &b);
+    uih_num_entry(&b, 0, k, &tr, &vlen);
+    if (uih_table_compare(k, sizeof k, tr, ukey, uklen, trailer) < 0) lo = mid;
+    else hi = mid;
+  }
+  if (x->n == 0) {
+    c->pos = 0;
+    return;
+  }
+  num_block(x, lo, &b);
+  uint32_t a = 0, z = b.count; /* first entry of the block not below the target */
+  while (a < z) {
+    uint32_t mid = a + (z - a) / 2;
+    uih_num_entry(&b, mid, k, &tr, &vlen);
+    if (uih_table_compare(k, sizeof k, tr, ukey, uklen, trailer) < 0) a = mid + 1;
+    else z = mid;
+  }
+  uih_table_cursor_goto(c, lo * x->interval + a);
+}
+
 void uih_table_cursor_seek(uih_table_cursor *c, const uint8_t *ukey, size_t uklen, uint64_t trailer) {
   const uih_table_index *x = c->idx;
+  if (x->layout == UIH_TABLE_LAYOUT_NUMERIC) {
+    num_seek(c, ukey, uklen, trailer);
+    return;
+  }
   /* The last restart whose key is below the target; scan from there. */
   uint64_t lo = 0, hi = x->nrestarts; /* answer in [lo, hi) ... lo is a candidate */
   while (hi - lo > 1) {

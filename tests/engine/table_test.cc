@@ -39,10 +39,12 @@ struct Built {
   std::string index;
 };
 
-Built Build(const std::vector<Entry>& entries, uint32_t interval) {
+Built Build(const std::vector<Entry>& entries, uint32_t interval,
+            uih_table_layout layout = UIH_TABLE_LAYOUT_AUTO, uih_table_layout* chosen = nullptr) {
   Built b;
   uih_table_builder* tb = nullptr;
-  EXPECT_EQ(UIH_OK, uih_table_builder_create(Append, &b.data, interval, &tb, nullptr));
+  uih_table_build_opts opts = {interval, interval, layout};
+  EXPECT_EQ(UIH_OK, uih_table_builder_create(Append, &b.data, &opts, &tb, nullptr));
   for (const auto& e : entries) {
     uih_error err{};
     EXPECT_EQ(UIH_OK, uih_table_builder_add(tb, reinterpret_cast<const uint8_t*>(e.key.data()), e.key.size(),
@@ -58,6 +60,10 @@ Built Build(const std::vector<Entry>& entries, uint32_t interval) {
   EXPECT_EQ(entries.size(), st.entries);
   EXPECT_EQ(b.data.size(), st.data_size);
   EXPECT_EQ(len, st.index_size);
+  if (layout != UIH_TABLE_LAYOUT_AUTO) {
+    EXPECT_EQ(layout, st.layout);
+  }
+  if (chosen) *chosen = st.layout;
   uih_table_builder_free(tb);
   return b;
 }
@@ -69,13 +75,20 @@ std::vector<Entry> RandomEntries(std::mt19937_64& rng, bool uih_keys, size_t n) 
   for (size_t i = 0; i < n; i++) {
     Entry e;
     if (uih_keys) {
+      // Mostly users a few ids apart with stripes of growing timestamps;
+      // sometimes far jumps, extreme ids, groups and timestamps, and keys
+      // written again under other sequence numbers (a flushed memtable).
       if (rng() % 4 == 0) user += 1 + rng() % 50, ts = 1700000000000 + static_cast<int64_t>(rng() % 1000000);
+      if (rng() % 64 == 0) user = rng() % 3 == 0 ? UINT64_MAX - rng() % 4 : rng();
       ts += static_cast<int64_t>(rng() % 500000000);
+      int64_t t = rng() % 50 == 0 ? (rng() % 2 ? INT64_MIN + static_cast<int64_t>(rng() % 3) : INT64_MAX - static_cast<int64_t>(rng() % 3)) : ts;
+      uint16_t group = static_cast<uint16_t>(rng() % 50 == 0 ? (rng() % 2 ? 0 : 65535) : 1 + rng() % 2);
       uint8_t k[UIH_KEY_SIZE];
-      uih_key key{user, static_cast<uint16_t>(1 + rng() % 2), ts};
+      uih_key key{user, group, t};
       uih_key_encode(&key, k);
       e.key.assign(reinterpret_cast<char*>(k), sizeof k);
-      e.trailer = 1;  // ingested data: sequence 0, type value
+      e.trailer = rng() % 8 ? 1 : (rng() % 100000) << 8 | (rng() % 4);  // mostly ingested: seq 0, value
+      if (rng() % 16 == 0 && !v.empty()) e.key = v.back().key;  // another version of a key
     } else {
       size_t len = rng() % 5 == 0 ? 0 : rng() % 3 == 0 ? 100 + rng() % 300 : rng() % 6;
       for (size_t j = 0; j < len; j++) e.key.push_back(static_cast<char>(rng() % 4 ? rng() % 3 : rng()));
@@ -102,20 +115,36 @@ void ExpectAt(const uih_table_cursor& c, const std::vector<Entry>& model, size_t
   ASSERT_EQ(uih_table_value_checksum(data.data() + c.voff, c.vlen), sum);
 }
 
-class Table : public testing::TestWithParam<std::tuple<bool, uint32_t>> {};
+// Keys (UIH-shaped or arbitrary) and the layout asked for; numeric takes
+// 18-byte keys only.
+struct KeysAndLayout {
+  bool uih_keys;
+  uih_table_layout layout;
+};
+
+class Table : public testing::TestWithParam<std::tuple<KeysAndLayout, uint32_t>> {};
 
 TEST_P(Table, CursorMatchesTheModel) {
-  auto [uih_keys, interval] = GetParam();
-  std::mt19937_64 rng(interval * 2 + uih_keys);
+  auto [kl, interval] = GetParam();
+  auto [uih_keys, layout] = kl;
+  std::mt19937_64 rng(interval * 8 + uih_keys * 4 + static_cast<unsigned>(layout + 1));
   for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{17}, size_t{500}, size_t{3000}}) {
     auto model = RandomEntries(rng, uih_keys, n);
-    Built b = Build(model, interval);
+    uih_table_layout chosen;
+    Built b = Build(model, interval, layout, &chosen);
+    // Auto never takes numeric for keys of other lengths (these UIH keys
+    // have outliers that may make either layout win: see
+    // NumericLayoutIsSmallerForUihKeys for realistic ones).
+    if (layout == UIH_TABLE_LAYOUT_AUTO && !uih_keys) {
+      EXPECT_EQ(UIH_TABLE_LAYOUT_PREFIX, chosen);
+    }
     uih_table_index* idx = nullptr;
     uih_error err{};
     ASSERT_EQ(UIH_OK, uih_table_index_open(reinterpret_cast<const uint8_t*>(b.index.data()), b.index.size(),
                                            b.data.size(), &idx, &err))
         << err.msg;
     ASSERT_EQ(model.size(), uih_table_index_entries(idx));
+    ASSERT_EQ(chosen, uih_table_index_layout(idx));
     uih_table_cursor c;
     ASSERT_EQ(UIH_OK, uih_table_cursor_init(&c, idx, nullptr));
     size_t i = 0;
@@ -147,12 +176,62 @@ TEST_P(Table, CursorMatchesTheModel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KeysAndRestarts, Table,
-                         testing::Combine(testing::Bool(), testing::Values(1u, 2u, 16u, 1024u)));
+                         testing::Combine(testing::Values(KeysAndLayout{false, UIH_TABLE_LAYOUT_AUTO},
+                                                          KeysAndLayout{false, UIH_TABLE_LAYOUT_PREFIX},
+                                                          KeysAndLayout{true, UIH_TABLE_LAYOUT_AUTO},
+                                                          KeysAndLayout{true, UIH_TABLE_LAYOUT_PREFIX},
+                                                          KeysAndLayout{true, UIH_TABLE_LAYOUT_NUMERIC}),
+                                          testing::Values(1u, 2u, 16u, 64u, 1024u)));
 
-TEST(TableIndex, EveryFlippedByteAndTruncationIsRejected) {
+// The numeric layout's reason to exist: UIH keys of consecutive users in a
+// fraction of the prefix layout's bytes.
+TEST(TableIndex, NumericLayoutIsSmallerForUihKeys) {
+  std::mt19937_64 rng(11);
+  std::vector<Entry> model;
+  for (uint64_t user = 1000; user < 6000; user++) {
+    int64_t ts = 1700000000000 + static_cast<int64_t>(rng() % (30 * 86400000ull));
+    for (uint64_t s = 0, stripes = rng() % 8 == 0 ? 1 + rng() % 5 : 1; s < stripes; s++) {
+      uint8_t k[UIH_KEY_SIZE];
+      uih_key key{user, 1, ts};
+      uih_key_encode(&key, k);
+      model.push_back({std::string(reinterpret_cast<char*>(k), sizeof k), 1, std::string(200 + rng() % 2000, 'v')});
+      ts += 1 + static_cast<int64_t>(rng() % 86400000);
+    }
+  }
+  Built numeric = Build(model, 64, UIH_TABLE_LAYOUT_NUMERIC);
+  Built prefix = Build(model, 16, UIH_TABLE_LAYOUT_PREFIX);
+  double per_key = static_cast<double>(numeric.index.size()) / static_cast<double>(model.size());
+  EXPECT_LT(per_key, 8.0);
+  EXPECT_LT(numeric.index.size() * 2, prefix.index.size());
+  uih_table_layout chosen;
+  Built automatic = Build(model, 0, UIH_TABLE_LAYOUT_AUTO, &chosen);
+  EXPECT_EQ(UIH_TABLE_LAYOUT_NUMERIC, chosen);
+}
+
+TEST(TableBuilder, NumericLayoutRejectsOtherKeyLengths) {
+  std::string data;
+  uih_table_builder* tb = nullptr;
+  uih_table_build_opts opts = {0, 0, UIH_TABLE_LAYOUT_NUMERIC};
+  ASSERT_EQ(UIH_OK, uih_table_builder_create(Append, &data, &opts, &tb, nullptr));
+  const uint8_t key[19] = {1};
+  uih_error err{};
+  ASSERT_EQ(UIH_OK, uih_table_builder_add(tb, key, 18, 1, "x", 1, &err));
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_table_builder_add(tb, key, 19, 1, "y", 1, &err));
+  EXPECT_STREQ("table builder: the numeric index layout needs 18-byte keys; entry 1 has 19 bytes", err.msg);
+  EXPECT_EQ(1 + 4u, data.size()) << "the rejected value is not written";
+  uih_table_builder_free(tb);
+  opts.layout = static_cast<uih_table_layout>(7);
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_table_builder_create(Append, &data, &opts, &tb, &err));
+  opts = {0, 1025, UIH_TABLE_LAYOUT_AUTO};
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_table_builder_create(Append, &data, &opts, &tb, &err));
+}
+
+class TableDamage : public testing::TestWithParam<uih_table_layout> {};
+
+TEST_P(TableDamage, EveryFlippedByteAndTruncationIsRejected) {
   std::mt19937_64 rng(5);
   auto model = RandomEntries(rng, true, 60);
-  Built b = Build(model, 4);
+  Built b = Build(model, 4, GetParam());
   for (size_t i = 0; i < b.index.size(); i++) {
     std::string c = b.index;
     c[i] = static_cast<char>(c[i] ^ (1 << (i % 8)));
@@ -178,10 +257,10 @@ TEST(TableIndex, EveryFlippedByteAndTruncationIsRejected) {
 // Structural damage behind a valid checksum (a writer bug, or an attacker):
 // open either rejects the index or yields one whose every entry can be
 // walked safely; under the sanitizers this proves no out-of-bounds access.
-TEST(TableIndex, StructuralDamageIsRejectedOrHarmless) {
+TEST_P(TableDamage, StructuralDamageIsRejectedOrHarmless) {
   std::mt19937_64 rng(6);
-  auto model = RandomEntries(rng, false, 80);
-  Built b = Build(model, 4);
+  auto model = RandomEntries(rng, GetParam() == UIH_TABLE_LAYOUT_NUMERIC, 80);
+  Built b = Build(model, 4, GetParam());
   int rejected = 0;
   const size_t restarts_begin = b.index.size() - 8 - 4 * ((model.size() + 3) / 4);
   for (size_t i = 0; i + 8 < b.index.size(); i++) {
@@ -215,10 +294,13 @@ TEST(TableIndex, StructuralDamageIsRejectedOrHarmless) {
   EXPECT_GT(rejected, 0);
 }
 
+INSTANTIATE_TEST_SUITE_P(Layouts, TableDamage,
+                         testing::Values(UIH_TABLE_LAYOUT_PREFIX, UIH_TABLE_LAYOUT_NUMERIC));
+
 TEST(TableBuilder, RejectsUnorderedKeysAndStaysFailed) {
   std::string data;
   uih_table_builder* tb = nullptr;
-  ASSERT_EQ(UIH_OK, uih_table_builder_create(Append, &data, 0, &tb, nullptr));
+  ASSERT_EQ(UIH_OK, uih_table_builder_create(Append, &data, nullptr, &tb, nullptr));
   const uint8_t a[] = {'a'}, b[] = {'b'};
   uih_error err{};
   ASSERT_EQ(UIH_OK, uih_table_builder_add(tb, b, 1, 5, "x", 1, &err));
@@ -235,7 +317,7 @@ int FailingWrite(void*, const void*, size_t) { return UIH_ERR_IO; }
 
 TEST(TableBuilder, WriteErrorsAreSticky) {
   uih_table_builder* tb = nullptr;
-  ASSERT_EQ(UIH_OK, uih_table_builder_create(FailingWrite, nullptr, 0, &tb, nullptr));
+  ASSERT_EQ(UIH_OK, uih_table_builder_create(FailingWrite, nullptr, nullptr, &tb, nullptr));
   const uint8_t k[] = {'k'};
   uih_error err{};
   EXPECT_EQ(UIH_ERR_IO, uih_table_builder_add(tb, k, 1, 1, "v", 1, &err));

@@ -74,9 +74,12 @@ TEST(Registry, UihAppendOptionsRoundTripAndUihRetentionIsAFactory) {
 TEST(Registry, UihTableOptionsRoundTripThroughTheOptionsFile) {
   uih_test::TempDir dir;
   ColumnFamilyOptions cf = RoundTrip(
-      dir, "table_factory={id=UihTable;restart_interval=7;readahead_size=12345;cache_size=4096}");
+      dir, "table_factory={id=UihTable;index_layout=numeric;index_block_entries=99;restart_interval=7;"
+           "readahead_size=12345;cache_size=4096}");
   auto* f = cf.table_factory->CheckedCast<uih::UihTableFactory>();
   ASSERT_NE(nullptr, f);
+  EXPECT_EQ(uih::UihTableOptions::IndexLayout::kNumeric, f->options().index_layout);
+  EXPECT_EQ(99u, f->options().index_block_entries);
   EXPECT_EQ(7u, f->options().restart_interval);
   EXPECT_EQ(12345u, f->options().readahead_size);
   EXPECT_EQ(4096u, f->options().cache_size);
@@ -104,6 +107,41 @@ TEST(Registry, UnsupportedSetupsFailAtOpen) {
   o.table_factory.reset(new uih::UihTableFactory(bad));
   s = DB::Open(o, dir / "bad", &db);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  bad = uih::UihTableOptions();
+  bad.index_block_entries = 1025;
+  o.table_factory.reset(new uih::UihTableFactory(bad));
+  s = DB::Open(o, dir / "bad_block", &db);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.ToString().find("index_block_entries")) << s.ToString();
+
+  // A layout name RocksDB's option parser does not know.
+  ConfigOptions cfg;
+  ColumnFamilyOptions cf;
+  s = GetColumnFamilyOptionsFromString(cfg, ColumnFamilyOptions(),
+                                       "table_factory={id=UihTable;index_layout=columnar}", &cf);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+}
+
+// index_layout=numeric on keys that are not 18 bytes fails the flush with a
+// message saying why, and loses nothing: the data stays in the memtable/WAL.
+TEST(Registry, NumericLayoutRefusesOtherKeysAtFlush) {
+  uih_test::TempDir dir;
+  Options o;
+  o.create_if_missing = true;
+  uih::UihTableOptions to;
+  to.index_layout = uih::UihTableOptions::IndexLayout::kNumeric;
+  o.table_factory.reset(new uih::UihTableFactory(to));
+  DB* db = nullptr;
+  ASSERT_TRUE(DB::Open(o, dir / "db", &db).ok());
+  std::unique_ptr<DB> guard(db);
+  ASSERT_TRUE(db->Put(WriteOptions(), "short key", "v").ok());
+  Status s = db->Flush(FlushOptions());
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(std::string::npos, s.ToString().find("18-byte keys")) << s.ToString();
+  std::string v;
+  s = db->Get(ReadOptions(), "short key", &v);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ("v", v);
 }
 
 }  // namespace

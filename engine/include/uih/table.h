@@ -18,34 +18,47 @@
  *
  * The values of consecutive keys are adjacent, so all stripes of a user are
  * one contiguous byte range. The metaindex names the index block
- * "uih.index". Index block, format version 1, integers little-endian:
+ * "uih.index". Index block, format version 2, integers little-endian:
  *
  *   offset  size  field
  *   0          4  magic "UIHI"
- *   4          1  version (1)
- *   5          1  flags (0)
- *   6          2  restart interval R (1..1024)
- *   8          .  varint entry count n, varint restart count,
+ *   4          1  version (2; version 1 is version 2 with layout 0)
+ *   5          1  layout: 0 prefix, 1 numeric (below)
+ *   6          2  interval R (1..1024): entries per restart or block
+ *   8          .  varint entry count n, varint restart/block count,
  *                 varint longest user key, varint entries length E
  *   .          E  entries, in internal-key order (user key ascending,
- *                 then (sequence << 8 | type) descending); every R-th is a
- *                 restart entry. Entry:
- *                   u8 head: bits 0-3 shared key bytes (15 = varint follows)
- *                            bits 4-6 unshared key bytes (7 = varint follows)
- *                            bit  7   trailer equals the previous entry's
- *                   [varint shared] [varint unshared] unshared key bytes
- *                   [varint trailer, (sequence << 8) | type, if bit 7 clear]
- *                   [varint value offset: restart entries only]
- *                   varint value length
- *                 Restart entries share nothing and spell their trailer and
- *                 value offset out; other values start where the previous
- *                 value's checksum ends.
- *   .      4 * r  u32 offset of each restart entry inside the entries
+ *                 then (sequence << 8 | type) descending)
+ *   .      4 * r  u32 offset of each restart entry / block in the entries
  *   .          8  XXH3-64 of every byte before it
  *
- * UIH keys (user, group, stripe start) of one user differ in a few
- * timestamp bytes, so an entry is typically 6-8 bytes. Keys can be any byte
- * strings; the order is RocksDB's bytewise internal-key order.
+ * Values start where the previous value's checksum ends.
+ *
+ * Prefix layout (any keys): every R-th entry is a restart entry.
+ *   u8 head: bits 0-3 shared key bytes (15 = varint follows)
+ *            bits 4-6 unshared key bytes (7 = varint follows)
+ *            bit  7   trailer equals the previous entry's
+ *   [varint shared] [varint unshared] unshared key bytes
+ *   [varint trailer, (sequence << 8) | type, if bit 7 clear]
+ *   [varint value offset: restart entries only]
+ *   varint value length
+ * Restart entries share nothing and spell their trailer and value offset
+ * out.
+ *
+ * Numeric layout (every user key 18 bytes, as UIH keys are): a key is read
+ * as three big-endian numbers, u = bytes 0-7 (user id), g = bytes 8-9
+ * (group), t = bytes 10-17 (sign-flipped timestamp), whose order is the
+ * bytes' order. Blocks of R entries (the last may be shorter), each
+ * decodable on its own and every entry in it reachable without the others:
+ *   u8[5]  bit widths of the columns u, g, t, trailer, value length
+ *   u64 u0, u16 g0, u64 t0           the columns' frames of reference
+ *   varint trailer0, varint length0, varint value offset of entry 0
+ *   five bit-packed columns of the block's entries, in that order, each
+ *   value minus its frame (value k at bits [k*w, k*w + w) of a
+ *   little-endian bit stream, ceil(count*w/8) bytes)
+ * u0 is the block's first user id, so consecutive users cost a few bits;
+ * UIH keys take about 6 bytes here against 12-16 in the prefix layout.
+ * The builder picks numeric when every key allows it and it is smaller.
  *
  * Everything read from a file is untrusted: uih_table_index_open() checks
  * the checksum and walks every entry once (order, offsets, restarts) so
@@ -82,9 +95,23 @@ typedef int (*uih_table_write_fn)(void *ctx, const void *data, size_t len);
 
 typedef struct uih_table_builder uih_table_builder;
 
+typedef enum uih_table_layout {
+  UIH_TABLE_LAYOUT_AUTO = -1,  /* numeric when every key is 18 bytes and it is smaller */
+  UIH_TABLE_LAYOUT_PREFIX = 0,
+  UIH_TABLE_LAYOUT_NUMERIC = 1 /* a key of another length fails the build */
+} uih_table_layout;
+
+typedef struct uih_table_build_opts {
+  uint32_t restart_interval; /* prefix layout: entries per restart, 1..1024 (0: 16) */
+  uint32_t block_entries;    /* numeric layout: entries per block, 1..1024 (0: 64) */
+  uih_table_layout layout;
+} uih_table_build_opts;
+
+#define UIH_TABLE_BUILD_OPTS_DEFAULT {16, 64, UIH_TABLE_LAYOUT_AUTO}
+
 /* A builder writing the data section through `write` (starting at file
- * offset 0) with a restart every `restart_interval` entries (0: 16). */
-int uih_table_builder_create(uih_table_write_fn write, void *ctx, uint32_t restart_interval,
+ * offset 0); `opts` NULL means the defaults. */
+int uih_table_builder_create(uih_table_write_fn write, void *ctx, const uih_table_build_opts *opts,
                              uih_table_builder **out, uih_error *err);
 void uih_table_builder_free(uih_table_builder *b); /* NULL is fine */
 
@@ -106,6 +133,7 @@ typedef struct uih_table_build_stats {
   uint64_t raw_key_size;   /* user keys + 8 per trailer, as RocksDB counts them */
   uint64_t raw_value_size;
   uint64_t index_size;     /* after finish */
+  uih_table_layout layout; /* after finish: the layout chosen */
 } uih_table_build_stats;
 
 void uih_table_builder_stats(const uih_table_builder *b, uih_table_build_stats *out);
@@ -124,6 +152,7 @@ void uih_table_index_free(uih_table_index *idx); /* NULL is fine */
 uint64_t uih_table_index_entries(const uih_table_index *idx);
 size_t uih_table_index_memory(const uih_table_index *idx); /* bytes held */
 size_t uih_table_index_max_key(const uih_table_index *idx); /* longest user key */
+uih_table_layout uih_table_index_layout(const uih_table_index *idx);
 
 /* A position in the index. Plain data, no cleanup; one per thread/iterator;
  * valid while its index is. */
