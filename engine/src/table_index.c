@@ -7,6 +7,7 @@
 
 #include "cursor.h"
 #include "error_internal.h"
+#include "mem.h"
 #include "table_numeric.h"
 #include "uih/table.h"
 
@@ -24,6 +25,7 @@ struct uih_table_index {
   uint32_t interval;
   size_t max_key;
   uint64_t data_size;
+  uint64_t *first_user; /* numeric: each block's first user id (u), for seeks */
 };
 
 /* One decoded entry; key bytes land in `key` (max_key bytes). */
@@ -99,7 +101,7 @@ static int check_end(const uih_table_index *x, const entry *last, uih_error *err
 
 /* Numeric layout: every block parses, every field fits, then the common
  * checks. */
-static int validate_numeric(const uih_table_index *x, uih_error *err) {
+static int validate_numeric(uih_table_index *x, uih_error *err) {
   if (x->n > 0 && x->max_key != UIH_NUM_KEY_SIZE)
     return corrupt(err, "numeric layout with keys that are not 18 bytes", 0);
   if (x->nrestarts > 0 && restart_at(x, 0) != 0) return corrupt(err, "first block is not at offset 0", 0);
@@ -114,6 +116,8 @@ static int validate_numeric(const uih_table_index *x, uih_error *err) {
       if (uih_num_entry_checked(&b, j, cur->key, &cur->trailer, &cur->vlen) != 0)
         return corrupt(err, "a field overflows its frame of reference", i);
       cur->voff = j == 0 ? b.voff0 : prev->voff + prev->vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+      /* The first entry's u, not the frame: a file may start a column above 0. */
+      if (j == 0) x->first_user[k] = uih_load_be64(cur->key);
       int rc = check_entry(x, i, cur, prev, err);
       if (rc != UIH_OK) return rc;
     }
@@ -123,7 +127,7 @@ static int validate_numeric(const uih_table_index *x, uih_error *err) {
 
 /* Walks every entry once: structure, strictly increasing keys, restart
  * offsets where the restarts say, values tiling the data section. */
-static int validate(const uih_table_index *x, uih_error *err) {
+static int validate(uih_table_index *x, uih_error *err) {
   if (x->layout == UIH_TABLE_LAYOUT_NUMERIC) return validate_numeric(x, err);
   uint8_t *cur = malloc(x->max_key + 1), *prev_key = malloc(x->max_key + 1);
   if (!cur || !prev_key) {
@@ -203,6 +207,11 @@ int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
   x->interval = interval;
   x->max_key = (size_t)max_key;
   x->data_size = data_size;
+  if (x->layout == UIH_TABLE_LAYOUT_NUMERIC &&
+      !(x->first_user = malloc(sizeof(uint64_t) * (nrestarts ? nrestarts : 1)))) {
+    uih_table_index_free(x);
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "UihTable index: out of memory");
+  }
   int rc = validate(x, err);
   if (rc != UIH_OK) {
     uih_table_index_free(x);
@@ -215,11 +224,15 @@ int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
 void uih_table_index_free(uih_table_index *x) {
   if (!x) return;
   free(x->block);
+  free(x->first_user);
   free(x);
 }
 
 uint64_t uih_table_index_entries(const uih_table_index *x) { return x->n; }
-size_t uih_table_index_memory(const uih_table_index *x) { return x->len + UIH_NUM_PAD + sizeof *x; }
+size_t uih_table_index_memory(const uih_table_index *x) {
+  size_t firsts = x->first_user ? sizeof(uint64_t) * x->nrestarts : 0;
+  return x->len + UIH_NUM_PAD + sizeof *x + firsts;
+}
 size_t uih_table_index_max_key(const uih_table_index *x) { return x->max_key; }
 uih_table_layout uih_table_index_layout(const uih_table_index *x) { return x->layout; }
 
@@ -335,35 +348,95 @@ static void restart_key(const uih_table_index *x, uint64_t r, const uint8_t **ke
   *trailer = uih_cursor_varint(&c);
 }
 
-/* Numeric layout: binary search over the blocks' first keys, then inside
- * the block (every entry is reachable directly). */
-static void num_seek(uih_table_cursor *c, const uint8_t *ukey, size_t uklen, uint64_t trailer) {
-  const uih_table_index *x = c->idx;
+/* A seek target as the numeric layout sees it: u, g, t when it is 18
+ * bytes long (compared as numbers), else only u (its first 8 bytes, zero
+ * padded: a lower bound of the key's order among 18-byte keys). */
+typedef struct num_target {
+  const uint8_t *key;
+  size_t len;
+  uint64_t u, t, trailer;
+  uint16_t g;
+} num_target;
+
+static num_target num_target_of(const uint8_t *key, size_t len, uint64_t trailer) {
+  num_target q = {key, len, 0, 0, trailer, 0};
+  uint8_t head[8] = {0};
+  memcpy(head, key, len < 8 ? len : 8);
+  q.u = uih_load_be64(head);
+  if (len == UIH_NUM_KEY_SIZE) {
+    q.g = uih_load_be16(key + 8);
+    q.t = uih_load_be64(key + 10);
+  }
+  return q;
+}
+
+/* Entry j of block b against the target, in internal-key order. */
+static int num_compare(const uih_num_block *b, uint32_t j, const num_target *q) {
+  if (q->len == UIH_NUM_KEY_SIZE) {
+    uint64_t u = b->base[UIH_NUM_U] + uih_num_get(b->col[UIH_NUM_U], b->w[UIH_NUM_U], j);
+    if (u != q->u) return u < q->u ? -1 : 1;
+    uint16_t g = (uint16_t)(b->base[UIH_NUM_G] + uih_num_get(b->col[UIH_NUM_G], b->w[UIH_NUM_G], j));
+    if (g != q->g) return g < q->g ? -1 : 1;
+    uint64_t t = b->base[UIH_NUM_T] + uih_num_get(b->col[UIH_NUM_T], b->w[UIH_NUM_T], j);
+    if (t != q->t) return t < q->t ? -1 : 1;
+    uint64_t tr = b->base[UIH_NUM_TRAILER] + uih_num_get(b->col[UIH_NUM_TRAILER], b->w[UIH_NUM_TRAILER], j);
+    return tr == q->trailer ? 0 : tr > q->trailer ? -1 : 1; /* newer first */
+  }
   uint8_t k[UIH_NUM_KEY_SIZE];
   uint64_t tr;
   uint32_t vlen;
-  uih_num_block b;
-  uint64_t lo = 0, hi = x->nrestarts; /* the last block whose first key is below the target */
-  while (hi - lo > 1) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    num_block(x, mid, &b);
-    uih_num_entry(&b, 0, k, &tr, &vlen);
-    if (uih_table_compare(k, sizeof k, tr, ukey, uklen, trailer) < 0) lo = mid;
-    else hi = mid;
-  }
+  uih_num_entry(b, j, k, &tr, &vlen);
+  return uih_table_compare(k, sizeof k, tr, q->key, q->len, q->trailer);
+}
+
+/* Numeric layout: the block is found by the blocks' first user ids (a
+ * small array: one comparison per step, no block touched), then among the
+ * blocks starting with the target's user by their first keys; then a
+ * binary search inside the block, whose entries are all reachable directly. */
+static void num_seek(uih_table_cursor *c, const uint8_t *ukey, size_t uklen, uint64_t trailer) {
+  const uih_table_index *x = c->idx;
   if (x->n == 0) {
     c->pos = 0;
     return;
   }
-  num_block(x, lo, &b);
+  num_target q = num_target_of(ukey, uklen, trailer);
+  const uint64_t *first = x->first_user;
+  /* Blocks before lo start below the target's user, from hi on above it. */
+  uint64_t lo = 0, hi = x->nrestarts;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (first[mid] < q.u) lo = mid + 1;
+    else hi = mid;
+  }
+  for (uint64_t end = x->nrestarts; hi < end;) {
+    uint64_t mid = hi + (end - hi) / 2;
+    if (first[mid] <= q.u) hi = mid + 1;
+    else end = mid;
+  }
+  /* The last block whose first key is below the target. */
+  uint64_t blk = lo ? lo - 1 : 0;
+  uih_num_block b;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    num_block(x, mid, &b);
+    if (num_compare(&b, 0, &q) < 0) blk = mid, lo = mid + 1;
+    else hi = mid;
+  }
+  num_block(x, blk, &b);
   uint32_t a = 0, z = b.count; /* first entry of the block not below the target */
   while (a < z) {
     uint32_t mid = a + (z - a) / 2;
-    uih_num_entry(&b, mid, k, &tr, &vlen);
-    if (uih_table_compare(k, sizeof k, tr, ukey, uklen, trailer) < 0) a = mid + 1;
+    if (num_compare(&b, mid, &q) < 0) a = mid + 1;
     else z = mid;
   }
-  uih_table_cursor_goto(c, lo * x->interval + a);
+  if (a == b.count) {
+    uih_table_cursor_goto(c, (blk + 1) * x->interval);
+    return;
+  }
+  c->pos = blk * x->interval + a;
+  uih_num_entry(&b, a, c->key, &c->trailer, &c->vlen);
+  c->klen = UIH_NUM_KEY_SIZE;
+  c->voff = uih_num_voff(&b, a);
 }
 
 void uih_table_cursor_seek(uih_table_cursor *c, const uint8_t *ukey, size_t uklen, uint64_t trailer) {

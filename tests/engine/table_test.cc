@@ -155,10 +155,11 @@ TEST_P(Table, CursorMatchesTheModel) {
     // Seeks to present keys, to neighbours of present keys, and to random keys.
     for (int s = 0; s < 400 && !model.empty(); s++) {
       Entry t = model[rng() % model.size()];
-      switch (rng() % 4) {
+      switch (rng() % 5) {
         case 0: break;
         case 1: t.trailer += rng() % 3 - 1; break;
         case 2: t.key.push_back(static_cast<char>(rng())); break;
+        case 3: t.key.resize(t.key.empty() ? 0 : rng() % t.key.size()); break;  // a prefix
         default: if (!t.key.empty()) t.key.back() = static_cast<char>(t.key.back() + 1); break;
       }
       size_t lb = static_cast<size_t>(std::lower_bound(model.begin(), model.end(), t, Less) - model.begin());
