@@ -57,7 +57,8 @@
  *   value minus its frame (value k at bits [k*w, k*w + w) of a
  *   little-endian bit stream, ceil(count*w/8) bytes)
  * u0 is the block's first user id, so consecutive users cost a few bits;
- * UIH keys take about 6 bytes here against 12-16 in the prefix layout.
+ * UIH keys take about 7 bytes here (frames included) against 12-16 in the
+ * prefix layout.
  * The builder picks numeric when every key allows it and it is smaller.
  *
  * Everything read from a file is untrusted: uih_table_index_open() checks
