@@ -192,14 +192,15 @@ static int ordered(const int64_t *v, uint32_t n) {
 }
 
 /* The timestamps of a decoded range must be ordered and inside the header's
- * [min, max]; on a full decode they must reach both ends. */
-static int check_ts(const uih_column *ts, uint32_t rows, int full, const uih_stripe_info *info,
-                    uih_error *err) {
+ * [min, max]; on a full decode they must reach both ends. `sorted`: the
+ * column decoder already verified the order. */
+static int check_ts(const uih_column *ts, uint32_t rows, int full, int sorted,
+                    const uih_stripe_info *info, uih_error *err) {
   const int64_t *v = (const int64_t *)ts->values;
   uint64_t missing = 0;
   for (uint32_t w = 0; w < rows / 64; w++) missing |= ~ts->present[w];
   if (rows % 64) missing |= ~ts->present[rows / 64] & ((UINT64_C(1) << (rows % 64)) - 1);
-  int bad = missing != 0 || v[0] < info->min_ts || v[rows - 1] > info->max_ts || !ordered(v, rows);
+  int bad = missing != 0 || v[0] < info->min_ts || v[rows - 1] > info->max_ts || !(sorted || ordered(v, rows));
   if (bad)
     return uih_corruption(err, "stripe timestamps are missing, unordered or outside the header's "
                           "range [%lld, %lld]", (long long)info->min_ts, (long long)info->max_ts);
@@ -236,9 +237,11 @@ static int decode_columns(uih_stripe_decoder *d, const stripe_view *v, uint32_t 
     UIH_RETURN_IF(de.type != col->trait->type, err, UIH_ERR_TYPE_MISMATCH,
                   "stripe stores trait %u ('%s') as %s, the batch asks for %s", de.trait_id,
                   col->trait->name, uih_type_name((uih_type)de.type), uih_type_name(col->trait->type));
-    UIH_FORWARD(stripe_column_decode(d, &de, v->body + off, info->count, begin, end, dirty, col, err));
-    if (col->trait == out->group->ts && end > begin)
-      UIH_FORWARD(check_ts(col, end - begin, begin == 0 && end == info->count, info, err));
+    int is_ts = col->trait == out->group->ts, sorted = 0;
+    UIH_FORWARD(stripe_column_decode(d, &de, v->body + off, info->count, begin, end, dirty, col,
+                                     is_ts ? &sorted : NULL, err));
+    if (is_ts && end > begin)
+      UIH_FORWARD(check_ts(col, end - begin, begin == 0 && end == info->count, sorted, info, err));
   }
   return UIH_OK;
 }

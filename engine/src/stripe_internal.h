@@ -55,10 +55,12 @@ int stripe_column_encode(uih_stripe_encoder *enc, const uih_column *col, uint32_
 
 /* Decodes rows [begin, end) of the column described by `de` (payload bytes
  * at `p`) into `col`, rows 0..end-begin. Rows [0, dirty) of `col` may hold
- * old values: they are overwritten or cleared. */
+ * old values: they are overwritten or cleared. If `sorted` is not NULL,
+ * *sorted = 1 says the decoded rows are all present and verified never to
+ * decrease as int64 (found in passing by the delta decoder); 0 says nothing. */
 int stripe_column_decode(uih_stripe_decoder *dec, const stripe_dir_entry *de, const uint8_t *p,
                          uint32_t n, uint32_t begin, uint32_t end, uint32_t dirty, uih_column *col,
-                         uih_error *err);
+                         int *sorted, uih_error *err);
 
 /* Zeroes values and presence bits of rows [from, to) of `col`. */
 void stripe_clear_rows(uih_column *col, uint32_t from, uint32_t to);
