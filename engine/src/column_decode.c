@@ -6,6 +6,7 @@
 
 #include "error_internal.h"
 #include "intseq.h"
+#include "schema_internal.h"
 #include "stripe_internal.h"
 
 static int bad(uih_error *err, const stripe_dir_entry *de, const char *what) {
@@ -40,7 +41,7 @@ static int dec_plain(uih_cursor *c, size_t m, size_t a, size_t b, uih_type t, ui
     uih_unpack(p, nbytes + uih_cursor_left(c), 1, a, b, 0, out);
     return 0;
   }
-  size_t w = uih_type_width(t);
+  size_t w = uih_type_info_of(t)->width;
   const uint8_t *p = uih_cursor_take(c, m * w);
   if (!p) return -1;
   for (size_t k = a; k < b; k++) {
@@ -184,7 +185,7 @@ static int decompress(uih_stripe_decoder *d, const stripe_dir_entry *de, const u
 static int scatter_all(const stripe_dir_entry *de, uih_type t, const uint64_t *v, uint32_t rows,
                        uint64_t limit, uint64_t flip, uih_column *col, uih_error *err) {
   uint64_t high = 0;
-  switch (uih_type_width(t)) {
+  switch (uih_type_info_of(t)->width) {
     case 8: {
       uint64_t *dst = col->values;
       if (flip)
@@ -216,12 +217,18 @@ static int scatter_all(const stripe_dir_entry *de, uih_type t, const uint64_t *v
 
 void stripe_clear_rows(uih_column *col, uint32_t from, uint32_t to) {
   if (from >= to) return;
-  size_t w = uih_type_width(col->trait->type);
+  size_t w = uih_type_info_of(col->trait->type)->width;
   memset((uint8_t *)col->values + (size_t)from * w, 0, (size_t)(to - from) * w);
-  uint32_t i = from;
-  for (; i < to && (i & 63); i++) col->present[i >> 6] &= ~(UINT64_C(1) << (i & 63));
-  if (to - i >= 64) memset(col->present + (i >> 6), 0, ((to - i) >> 6) * sizeof(uint64_t));
-  for (i += (to - i) & ~63u; i < to; i++) col->present[i >> 6] &= ~(UINT64_C(1) << (i & 63));
+  /* Presence: a mask for the first and the last word, zeros between. */
+  uint32_t fw = from >> 6, lw = (to - 1) >> 6;
+  uint64_t head = ~UINT64_C(0) << (from & 63), tail = ~UINT64_C(0) >> (63 - ((to - 1) & 63));
+  if (fw == lw) {
+    col->present[fw] &= ~(head & tail);
+    return;
+  }
+  col->present[fw] &= ~head;
+  memset(col->present + fw + 1, 0, (size_t)(lw - fw - 1) * sizeof(uint64_t));
+  col->present[lw] &= ~tail;
 }
 
 int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, const uint8_t *p,
@@ -269,7 +276,7 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
   /* Dense 8-byte columns decode straight into the batch, and sequences
    * there add the sign flip of signed types as they go (a bias: x ^ 2^63 =
    * x + 2^63) and may verify order in passing. */
-  int direct = de->presence == PRESENCE_ALL && uih_type_width(t) == 8;
+  int direct = de->presence == PRESENCE_ALL && uih_type_info_of(t)->width == 8;
   int fused = direct && ((1u << de->encoding) & BIASED_ENCODINGS);
   uint64_t flip = stripe_from_u64(t, 0);
   uint64_t *vals = direct ? (uint64_t *)col->values : d->vals;
@@ -279,7 +286,7 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
   if (uih_cursor_left(&c) != 0) return bad(err, de, "payload has trailing bytes");
 
   /* Scatter values [ra, rb) to their rows, checking they fit the type. */
-  uint64_t limit = t == UIH_TYPE_FLAG ? 1 : uih_type_width(t) == 4 ? UINT32_MAX : UINT64_MAX;
+  uint64_t limit = t == UIH_TYPE_FLAG ? 1 : uih_type_info_of(t)->width == 4 ? UINT32_MAX : UINT64_MAX;
   if (de->presence == PRESENCE_ALL) {
     if (sorted) *sorted = fused && in_order;
     return scatter_all(de, t, vals, end - begin, limit, fused ? 0 : flip, col, err);

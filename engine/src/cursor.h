@@ -60,6 +60,22 @@ static inline uint64_t uih_cursor_u64(uih_cursor *c) {
 /* LEB128 unsigned varint of at most 10 bytes; an overlong or overflowing
  * encoding sets `bad`. */
 static inline uint64_t uih_cursor_varint(uih_cursor *c) {
+  if (!c->bad && uih_cursor_left(c) >= 10) { /* no byte of it can be past the end: one check */
+    const uint8_t *p = c->p;
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 10; i++) {
+      uint64_t part = p[i] & 0x7f;
+      if (i == 9 && part > 1) break; /* bits beyond 64 */
+      v |= part << (7 * i);
+      if (!(p[i] & 0x80)) {
+        c->p = p + i + 1;
+        return v;
+      }
+    }
+    c->p = p + 10;
+    c->bad = 1;
+    return 0;
+  }
   uint64_t v = 0;
   for (unsigned shift = 0; shift < 70; shift += 7) {
     const uint8_t *p = uih_cursor_take(c, 1);

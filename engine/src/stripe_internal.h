@@ -29,6 +29,8 @@ struct uih_stripe_decoder {
   uint64_t *vals, *aux, *aux2; /* decoded values and per-encoding temporaries */
   uint64_t *pos;               /* positions of a presence list */
   size_t cap;
+  stripe_dir_entry *dir; /* the stripe's directory, parsed once per decode */
+  size_t dir_cap;
   uint8_t *raw; /* a decompressed payload */
   size_t raw_cap;
   ZSTD_DCtx *zstd;
@@ -67,5 +69,7 @@ void stripe_clear_rows(uih_column *col, uint32_t from, uint32_t to);
 
 /* Grows the decoder's value arrays to `n` entries (no-op when large enough). */
 int stripe_decoder_reserve(uih_stripe_decoder *dec, size_t n);
+/* Grows the decoder's directory array to `n` entries (likewise). */
+int stripe_decoder_reserve_dir(uih_stripe_decoder *dec, size_t n);
 
 #endif /* UIH_STRIPE_INTERNAL_H */
