@@ -198,14 +198,18 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i scan4_avx2(
  * marks the inputs that exist (all but in the last, partial step). */
 __attribute__((target("avx2"), always_inline)) static inline __m256i prefix_step_avx2(
     __m256i x, const int order, __m256i lanes, __m256i *cv, __m256i *cd, __m256i *seen) {
+  /* The carries advance by the step's own total (its last scanned lane),
+   * so the chain from step to step is one add, not an add and a permute. */
   if (order == 2) { /* x becomes the first-order deltas */
-    x = _mm256_add_epi64(scan4_avx2(x), *cd);
-    *cd = _mm256_permute4x64_epi64(x, 0xff);
+    __m256i s = scan4_avx2(x);
+    x = _mm256_add_epi64(s, *cd);
+    *cd = _mm256_add_epi64(*cd, _mm256_permute4x64_epi64(s, 0xff));
     x = _mm256_and_si256(x, lanes); /* past the end they would stand still, not at zero */
   }
   *seen = _mm256_or_si256(*seen, x);
-  __m256i y = _mm256_add_epi64(scan4_avx2(x), *cv);
-  *cv = _mm256_permute4x64_epi64(y, 0xff);
+  __m256i s = scan4_avx2(x);
+  __m256i y = _mm256_add_epi64(s, *cv);
+  *cv = _mm256_add_epi64(*cv, _mm256_permute4x64_epi64(s, 0xff));
   return y;
 }
 
