@@ -84,9 +84,9 @@ static void unpack_scalar(const uint8_t *p, size_t avail, unsigned w, size_t a, 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-/* AVX2 for widths 1..32 (W a compile-time constant, one copy per width):
- * eight values per step from a value index that is a multiple of 8, so each
- * step starts on a byte (8W bits). Each group of four values lies in one
+/* AVX2 shuffles for widths 1..32 (W a compile-time constant, one copy per
+ * width): eight values per step from a value index that is a multiple of
+ * 8, so each step starts on a byte (8W bits). Each group of four values lies in one
  * 16-byte window (4W + 4 bits <= 16 bytes), loaded once and broadcast to
  * both 128-bit lanes; pshufb moves each value's bytes into its 64-bit lane,
  * a per-lane shift and a mask finish it. No gathers. Only steps whose
@@ -141,6 +141,61 @@ __attribute__((target("avx2"), always_inline)) static inline size_t unpack_shuf_
   return k;
 }
 
+/* Widths 33..56 the same way, two values to a 16-byte window (2W + 7 bits
+ * fit in 15 bytes): eight values per step, four windows, two registers. */
+#define UIH_WSH0(W, g) (((g) * 2 * (W)) & 7) /* window g's first bit */
+#define UIH_WSB(W, g, j) ((UIH_WSH0(W, g) + (j) * (W)) >> 3)
+#define UIH_WLANE(W, g, j)                                                                  \
+  (char)UIH_WSB(W, g, j), (char)(UIH_WSB(W, g, j) + 1), (char)(UIH_WSB(W, g, j) + 2),       \
+      (char)(UIH_WSB(W, g, j) + 3), (char)(UIH_WSB(W, g, j) + 4), (char)(UIH_WSB(W, g, j) + 5), \
+      (char)(UIH_WSB(W, g, j) + 6), (char)(UIH_WSB(W, g, j) + 7)
+#define UIH_WSHUF(W, g) /* windows g (low half) and g + 1 (high half) */ \
+  _mm256_setr_epi8(UIH_WLANE(W, g, 0), UIH_WLANE(W, g, 1), UIH_WLANE(W, g + 1, 0), UIH_WLANE(W, g + 1, 1))
+#define UIH_WSHIFT(W, g, j) ((UIH_WSH0(W, g) + (j) * (W)) & 7)
+#define UIH_WSHIFTS(W, g) \
+  _mm256_setr_epi64x(UIH_WSHIFT(W, g, 0), UIH_WSHIFT(W, g, 1), UIH_WSHIFT(W, g + 1, 0), UIH_WSHIFT(W, g + 1, 1))
+
+__attribute__((target("avx2"), always_inline)) static inline __m256i unpack4_wide_avx2(
+    const uint8_t *lo, const uint8_t *hi, __m256i shuf, __m256i shifts, __m256i mask, __m256i vbase) {
+  __m256i x = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)lo)),
+      _mm_loadu_si128((const __m128i *)(const void *)hi), 1);
+  x = _mm256_and_si256(_mm256_srlv_epi64(_mm256_shuffle_epi8(x, shuf), shifts), mask);
+  return _mm256_add_epi64(x, vbase);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline size_t unpack_wide_w(
+    const uint8_t *p, size_t avail, const unsigned W, size_t a, size_t b, uint64_t base,
+    uint64_t *out) {
+  const __m256i shuf0 = UIH_WSHUF(W, 0), shuf1 = UIH_WSHUF(W, 2);
+  const __m256i shifts0 = UIH_WSHIFTS(W, 0), shifts1 = UIH_WSHIFTS(W, 2);
+  const __m256i mask = _mm256_set1_epi64x((long long)mask_of(W));
+  const __m256i vbase = _mm256_set1_epi64x((long long)base);
+  const size_t w1 = (2 * W) >> 3, w2 = (4 * W) >> 3, w3 = (6 * W) >> 3; /* windows' bytes */
+  size_t o = a * W / 8;
+  if (o + w3 + 16 > avail) return a;
+  size_t fit = (avail - w3 - 16 - o) / W + 1, steps = (b - a) / 8;
+  steps = steps < fit ? steps : fit;
+  uint64_t *dst = out;
+  for (size_t i = 0; i < steps; i++, o += W, dst += 8) {
+    _mm256_storeu_si256((__m256i *)(void *)dst, unpack4_wide_avx2(p + o, p + o + w1, shuf0, shifts0, mask, vbase));
+    _mm256_storeu_si256((__m256i *)(void *)(dst + 4),
+                        unpack4_wide_avx2(p + o + w2, p + o + w3, shuf1, shifts1, mask, vbase));
+  }
+  size_t k = a + 8 * steps;
+  if (k < b && b - k < 8 && steps < fit) { /* the last few values: masked stores */
+    __m256i left = _mm256_set1_epi64x((long long)(b - k));
+    __m256i lanes0 = _mm256_cmpgt_epi64(left, _mm256_setr_epi64x(0, 1, 2, 3));
+    __m256i lanes1 = _mm256_cmpgt_epi64(left, _mm256_setr_epi64x(4, 5, 6, 7));
+    _mm256_maskstore_epi64((long long *)(void *)dst, lanes0,
+                           unpack4_wide_avx2(p + o, p + o + w1, shuf0, shifts0, mask, vbase));
+    _mm256_maskstore_epi64((long long *)(void *)(dst + 4), lanes1,
+                           unpack4_wide_avx2(p + o + w2, p + o + w3, shuf1, shifts1, mask, vbase));
+    k = b;
+  }
+  return k;
+}
+
 __attribute__((target("avx2"))) static size_t unpack_shuf_avx2(const uint8_t *p, size_t avail,
                                                                unsigned w, size_t a, size_t b,
                                                                uint64_t base, uint64_t *out) {
@@ -156,14 +211,24 @@ __attribute__((target("avx2"))) static size_t unpack_shuf_avx2(const uint8_t *p,
     UIH_SHUF_CASE(25) UIH_SHUF_CASE(26) UIH_SHUF_CASE(27) UIH_SHUF_CASE(28)
     UIH_SHUF_CASE(29) UIH_SHUF_CASE(30) UIH_SHUF_CASE(31) UIH_SHUF_CASE(32)
 #undef UIH_SHUF_CASE
+#define UIH_WIDE_CASE(W) \
+  case W: return unpack_wide_w(p, avail, W, a, b, base, out);
+    UIH_WIDE_CASE(33) UIH_WIDE_CASE(34) UIH_WIDE_CASE(35) UIH_WIDE_CASE(36)
+    UIH_WIDE_CASE(37) UIH_WIDE_CASE(38) UIH_WIDE_CASE(39) UIH_WIDE_CASE(40)
+    UIH_WIDE_CASE(41) UIH_WIDE_CASE(42) UIH_WIDE_CASE(43) UIH_WIDE_CASE(44)
+    UIH_WIDE_CASE(45) UIH_WIDE_CASE(46) UIH_WIDE_CASE(47) UIH_WIDE_CASE(48)
+    UIH_WIDE_CASE(49) UIH_WIDE_CASE(50) UIH_WIDE_CASE(51) UIH_WIDE_CASE(52)
+    UIH_WIDE_CASE(53) UIH_WIDE_CASE(54) UIH_WIDE_CASE(55) UIH_WIDE_CASE(56)
+#undef UIH_WIDE_CASE
   }
   return a;
 }
 
-/* AVX2 for widths 33..56: four values per step, each an 8-byte gather at
- * its byte offset, shifted by its bit offset and masked (one load covers a
- * value). Only the values whose load stays inside `avail`; returns the
- * first value it did not unpack, for the scalar code to finish. */
+/* AVX2 for widths 1..56 where the shuffle windows would run past `avail`:
+ * four values per step, each an 8-byte gather at its byte offset, shifted
+ * by its bit offset and masked (one load covers a value). Only the values
+ * whose load stays inside `avail`; returns the first value it did not
+ * unpack, for the scalar code to finish. */
 __attribute__((target("avx2"))) static size_t unpack_gather_avx2(const uint8_t *p, size_t avail,
                                                                  unsigned w, size_t a, size_t b,
                                                                  uint64_t base, uint64_t *out) {
@@ -290,16 +355,14 @@ static inline __attribute__((always_inline)) void unpack_any(const uint8_t *p, s
                                                              uint64_t base, uint64_t *out) {
 #if defined(__x86_64__)
   if (w > 0 && w <= 56 && b - a >= 4 && have_avx2()) {
-    if (w <= 32) {
-      size_t k0 = (a + 7) & ~(size_t)7; /* the shuffle steps start on a byte */
-      k0 = k0 < b ? k0 : b;
-      if (k0 > a) unpack_scalar(p, avail, w, a, k0, base, out);
-      size_t done = unpack_shuf_avx2(p, avail, w, k0, b, base, out + (k0 - a));
-      out += done - a;
-      a = done;
-    }
+    size_t k0 = (a + 7) & ~(size_t)7; /* the shuffle steps start on a byte */
+    k0 = k0 < b ? k0 : b;
+    if (k0 > a) unpack_scalar(p, avail, w, a, k0, base, out);
+    size_t done = unpack_shuf_avx2(p, avail, w, k0, b, base, out + (k0 - a));
+    out += done - a;
+    a = done;
     if (b - a >= 8) {
-      size_t done = unpack_gather_avx2(p, avail, w, a, b, base, out);
+      done = unpack_gather_avx2(p, avail, w, a, b, base, out);
       out += done - a;
       a = done;
     }
