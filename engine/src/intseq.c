@@ -24,7 +24,8 @@ void uih_pack(uih_wbuf *out, const uint64_t *v, size_t n, unsigned w) {
 }
 
 /* The value at bit `pos`: one unaligned 16-byte load where the run has
- * room, a byte-wise gather near its end. */
+ * room, near its end a byte-wise gather of only the bytes the value
+ * touches (at most 9). */
 static inline uint64_t load_bits(const uint8_t *p, size_t nbytes, size_t pos, unsigned w) {
   size_t byte = pos >> 3;
   unsigned shift = (unsigned)(pos & 7);
@@ -32,7 +33,8 @@ static inline uint64_t load_bits(const uint8_t *p, size_t nbytes, size_t pos, un
   if (byte + 16 <= nbytes) {
     memcpy(&x, p + byte, 16);
   } else {
-    for (size_t i = 0; i < 16 && byte + i < nbytes; i++) x |= (u128)p[byte + i] << (8 * i);
+    size_t touched = (shift + w + 7) / 8;
+    for (size_t i = 0; i < touched && byte + i < nbytes; i++) x |= (u128)p[byte + i] << (8 * i);
   }
   return (uint64_t)(x >> shift) & mask_of(w);
 }
