@@ -66,13 +66,24 @@ static int read_header(const uint8_t *buf, size_t len, stripe_view *v, uih_error
 
 /* Reads one directory entry; -1 if it is truncated or out of range. */
 static inline int dir_next(uih_cursor *c, stripe_dir_entry *de) {
-  uint64_t id = uih_cursor_varint(c);
-  const uint8_t *type_codes = uih_cursor_take(c, 2);
-  uint64_t length = uih_cursor_varint(c);
-  if (c->bad || id > UINT16_MAX || length > UINT32_MAX) return -1;
-  uint8_t codes = type_codes[1];
+  uint64_t id, length;
+  uint8_t type, codes;
+  const uint8_t *p = c->p;
+  if (!c->bad && uih_cursor_left(c) >= 5 && p[0] < 0x80 && (p[3] < 0x80 || p[4] < 0x80)) {
+    /* The usual entry: a one-byte id, a length of one or two bytes. */
+    id = p[0], type = p[1], codes = p[2];
+    length = p[3] & 0x7f;
+    if (p[3] & 0x80) length |= (uint64_t)p[4] << 7;
+    c->p = p + (p[3] < 0x80 ? 4 : 5);
+  } else {
+    id = uih_cursor_varint(c);
+    const uint8_t *type_codes = uih_cursor_take(c, 2);
+    length = uih_cursor_varint(c);
+    if (c->bad || id > UINT16_MAX || length > UINT32_MAX) return -1;
+    type = type_codes[0], codes = type_codes[1];
+  }
   de->trait_id = (uint16_t)id;
-  de->type = type_codes[0];
+  de->type = type;
   de->encoding = codes & 7;
   de->compression = (codes >> 3) & 3;
   de->presence = (codes >> 5) & 3;
@@ -104,21 +115,21 @@ static int check_directory(stripe_view *v, stripe_dir_entry *dir, uih_error *err
   uih_cursor c = uih_cursor_make(v->dir, (size_t)(v->buf + v->len - UIH_STRIPE_CHECKSUM_SIZE - v->dir));
   uint64_t total = 0;
   int prev_id = -1;
-  stripe_dir_entry unkept;
   for (uint32_t i = 0; i < v->info.ncolumns; i++) {
     const uint8_t *at = c.p;
-    stripe_dir_entry *de = dir ? &dir[i] : &unkept;
-    if (dir_next(&c, de) != 0)
+    stripe_dir_entry de;
+    if (dir_next(&c, &de) != 0)
       return uih_corruption(err, "stripe offset %zu: directory entry %u is truncated or out of range",
                             offset_of(v, at), i);
     /* One table lookup answers "known type" and "encoding allowed". */
-    uint32_t allowed = uih_type_info_of((uih_type)de->type)->encodings;
-    if ((int)de->trait_id <= prev_id || !(allowed & (1u << de->encoding)) ||
-        de->compression > STRIPE_COMPRESS_ZSTD)
-      return bad_entry(v, at, de, prev_id, err);
-    prev_id = de->trait_id;
-    de->offset = (size_t)total;
-    total += de->length;
+    uint32_t allowed = uih_type_info_of((uih_type)de.type)->encodings;
+    if ((int)de.trait_id <= prev_id || !(allowed & (1u << de.encoding)) ||
+        de.compression > STRIPE_COMPRESS_ZSTD)
+      return bad_entry(v, at, &de, prev_id, err);
+    prev_id = de.trait_id;
+    de.offset = (size_t)total;
+    total += de.length;
+    if (dir) dir[i] = de;
   }
   v->body = c.p;
   size_t body_len = uih_cursor_left(&c);
