@@ -38,7 +38,7 @@ static int dec_plain(uih_cursor *c, size_t m, size_t a, size_t b, uih_type t, ui
     size_t nbytes = (m + 7) / 8;
     const uint8_t *p = uih_cursor_take(c, nbytes);
     if (!p || !padding_clean(p, m)) return -1;
-    uih_unpack(p, nbytes + uih_cursor_left(c), 1, a, b, 0, out);
+    uih_unpack(p, nbytes + uih_cursor_loadable(c), 1, a, b, 0, out);
     return 0;
   }
   size_t w = uih_type_info_of(t)->width;
@@ -152,14 +152,19 @@ static int dec_values(uih_stripe_decoder *d, uih_cursor *c, unsigned enc, size_t
  * in the largest encoding (dict: two full sequences), plus block headers. */
 static size_t raw_limit(uint32_t n) { return (size_t)n * 2 * 8 + (size_t)n / 4 * 22 + 4096; }
 
+/* Bytes after a decompressed payload that wide loads may touch (masked
+ * off), so its last values need not be read byte by byte. */
+#define RAW_SLACK 64
+
 static int decompress(uih_stripe_decoder *d, const stripe_dir_entry *de, const uint8_t *p,
                       uint32_t n, uih_cursor *out, uih_error *err) {
   uih_cursor c = uih_cursor_make(p, de->length);
   uint64_t raw = uih_cursor_varint(&c);
   if (c.bad || raw == 0 || raw > raw_limit(n)) return bad(err, de, "compressed length is implausible");
   if (raw > d->raw_cap) {
-    uint8_t *grown = realloc(d->raw, raw);
+    uint8_t *grown = realloc(d->raw, raw + RAW_SLACK);
     if (!grown) return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe decode: out of memory");
+    memset(grown + raw, 0, RAW_SLACK); /* below it every byte gets decompressed into */
     d->raw = grown;
     d->raw_cap = raw;
   }
@@ -173,7 +178,7 @@ static int decompress(uih_stripe_decoder *d, const stripe_dir_entry *de, const u
     if (ZSTD_isError(got)) got = SIZE_MAX;
   }
   if (got != raw) return bad(err, de, "compressed payload does not decompress to its stated length");
-  *out = uih_cursor_make(d->raw, raw);
+  *out = uih_cursor_make_slack(d->raw, raw, RAW_SLACK);
   return UIH_OK;
 }
 
@@ -232,10 +237,10 @@ void stripe_clear_rows(uih_column *col, uint32_t from, uint32_t to) {
 }
 
 int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, const uint8_t *p,
-                         uint32_t n, uint32_t begin, uint32_t end, uint32_t dirty, uih_column *col,
-                         int *sorted, uih_error *err) {
+                         size_t slack, uint32_t n, uint32_t begin, uint32_t end, uint32_t dirty,
+                         uih_column *col, int *sorted, uih_error *err) {
   if (sorted) *sorted = 0;
-  uih_cursor c = uih_cursor_make(p, de->length);
+  uih_cursor c = uih_cursor_make_slack(p, de->length, slack);
   if (de->compression != STRIPE_COMPRESS_NONE) UIH_FORWARD(decompress(d, de, p, n, &c, err));
   uih_type t = (uih_type)de->type;
 

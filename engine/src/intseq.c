@@ -477,12 +477,12 @@ static int block_decode(uih_cursor *c, size_t cnt, int is_signed, uint64_t bias,
   size_t nbytes = (cnt * w + 7) / 8;
   const uint8_t *p = uih_cursor_take(c, nbytes);
   if (!p) return -1;
-  /* Bytes after the run but before the cursor's end may be loaded (and
-   * masked off): most values then take the one-load path. */
-  if (a < b) unpack_any(p, nbytes + uih_cursor_left(c), w, a, b, lo, out);
+  /* Bytes after the run that the cursor may load (masked off): most
+   * values then take the one-load path. */
+  if (a < b) unpack_any(p, nbytes + uih_cursor_loadable(c), w, a, b, lo, out);
   if (nexc == 0) return 0;
   unsigned xw = uih_cursor_u8(c);
-  size_t room = uih_cursor_left(c); /* bytes readable from the positions on */
+  size_t room = uih_cursor_loadable(c); /* bytes readable from the positions on */
   const uint8_t *pos = uih_cursor_take(c, nexc);
   size_t xbytes = (nexc * xw + 7) / 8;
   const uint8_t *xp = uih_cursor_take(c, xbytes);
@@ -491,7 +491,7 @@ static int block_decode(uih_cursor *c, size_t cnt, int is_signed, uint64_t bias,
   /* Positions ascend strictly, so they are below cnt iff the last is. */
   if (!positions_ascend(pos, nexc, room) || pos[nexc - 1] >= cnt) return c->bad = 1, -1;
   if (a >= b) return 0;
-  if (a == 0 && b == cnt && xw <= 56 && uih_cursor_left(c) >= 8) {
+  if (a == 0 && b == cnt && xw <= 56 && uih_cursor_loadable(c) >= 8) {
     /* The whole block, so every position is in range; each exception's
      * high bits are one 8-byte load inside the cursor. */
     const uint64_t xmask = mask_of(xw);
@@ -504,7 +504,7 @@ static int block_decode(uih_cursor *c, size_t cnt, int is_signed, uint64_t bias,
     return 0;
   }
   uint64_t high[UIH_SEQ_BLOCK];
-  uih_unpack(xp, xbytes + uih_cursor_left(c), xw, 0, nexc, 0, high);
+  uih_unpack(xp, xbytes + uih_cursor_loadable(c), xw, 0, nexc, 0, high);
   for (size_t i = 0; i < nexc; i++)
     if (pos[i] >= a && pos[i] < b) out[pos[i] - a] += high[i] << w;
   return 0;

@@ -268,7 +268,10 @@ static int decode_columns(uih_stripe_decoder *d, const stripe_view *v, uint32_t 
                   "stripe stores trait %u ('%s') as %s, the batch asks for %s", de->trait_id,
                   col->trait->name, uih_type_name((uih_type)de->type), uih_type_name(col->trait->type));
     int is_ts = col->trait == out->group->ts, sorted = 0;
-    UIH_FORWARD(stripe_column_decode(d, de, v->body + de->offset, info->count, begin, end, dirty, col,
+    /* The payload's bytes and, for masked wide loads, the rest of the stripe. */
+    const uint8_t *p = v->body + de->offset;
+    size_t slack = v->len - offset_of(v, p) - de->length;
+    UIH_FORWARD(stripe_column_decode(d, de, p, slack, info->count, begin, end, dirty, col,
                                      is_ts ? &sorted : NULL, err));
     if (is_ts && end > begin)
       UIH_FORWARD(check_ts(col, end - begin, begin == 0 && end == info->count, sorted, info, err));

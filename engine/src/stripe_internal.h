@@ -31,8 +31,8 @@ struct uih_stripe_decoder {
   size_t cap;
   stripe_dir_entry *dir; /* the stripe's directory, parsed once per decode */
   size_t dir_cap;
-  uint8_t *raw; /* a decompressed payload */
-  size_t raw_cap;
+  uint8_t *raw; /* a decompressed payload, then zeros or older bytes */
+  size_t raw_cap; /* payload bytes raw holds; RAW_SLACK more are allocated */
   ZSTD_DCtx *zstd;
 };
 
@@ -56,13 +56,15 @@ int stripe_column_encode(uih_stripe_encoder *enc, const uih_column *col, uint32_
                          stripe_dir_entry *de, uih_error *err);
 
 /* Decodes rows [begin, end) of the column described by `de` (payload bytes
- * at `p`) into `col`, rows 0..end-begin. Rows [0, dirty) of `col` may hold
- * old values: they are overwritten or cleared. If `sorted` is not NULL,
+ * at `p`, followed by `slack` more bytes of the same buffer that may be
+ * loaded and masked off) into `col`, rows 0..end-begin. Rows [0, dirty) of
+ * `col` may hold old values: they are overwritten or cleared. If `sorted`
+ * is not NULL,
  * *sorted = 1 says the decoded rows are all present and verified never to
  * decrease as int64 (found in passing by the delta decoder); 0 says nothing. */
 int stripe_column_decode(uih_stripe_decoder *dec, const stripe_dir_entry *de, const uint8_t *p,
-                         uint32_t n, uint32_t begin, uint32_t end, uint32_t dirty, uih_column *col,
-                         int *sorted, uih_error *err);
+                         size_t slack, uint32_t n, uint32_t begin, uint32_t end, uint32_t dirty,
+                         uih_column *col, int *sorted, uih_error *err);
 
 /* Zeroes values and presence bits of rows [from, to) of `col`. */
 void stripe_clear_rows(uih_column *col, uint32_t from, uint32_t to);
