@@ -228,15 +228,15 @@ static int ordered(const int64_t *v, uint32_t n) {
   return !bad;
 }
 
-/* The timestamps of a decoded range must be ordered and inside the header's
- * [min, max]; on a full decode they must reach both ends. `sorted`: the
- * column decoder already verified the order. */
+/* The timestamps of a decoded range must be present, ordered and inside
+ * the header's [min, max]; on a full decode they must reach both ends.
+ * `sorted`: the column decoder already verified presence and order. */
 static int check_ts(const uih_column *ts, uint32_t rows, int full, int sorted,
                     const uih_stripe_info *info, uih_error *err) {
   const int64_t *v = (const int64_t *)ts->values;
-  uint64_t missing = 0;
-  for (uint32_t w = 0; w < rows / 64; w++) missing |= ~ts->present[w];
-  if (rows % 64) missing |= ~ts->present[rows / 64] & ((UINT64_C(1) << (rows % 64)) - 1);
+  uint64_t missing = 0; /* (sorted also says every row is present) */
+  for (uint32_t w = 0; !sorted && w < rows / 64; w++) missing |= ~ts->present[w];
+  if (!sorted && rows % 64) missing |= ~ts->present[rows / 64] & ((UINT64_C(1) << (rows % 64)) - 1);
   int bad = missing != 0 || v[0] < info->min_ts || v[rows - 1] > info->max_ts || !(sorted || ordered(v, rows));
   if (bad)
     return uih_corruption(err, "stripe timestamps are missing, unordered or outside the header's "
