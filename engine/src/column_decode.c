@@ -6,6 +6,7 @@
 
 #include "error_internal.h"
 #include "intseq.h"
+#include "schema_internal.h"
 #include "stripe_internal.h"
 
 static int bad(uih_error *err, const stripe_dir_entry *de, const char *what) {
@@ -37,10 +38,10 @@ static int dec_plain(uih_cursor *c, size_t m, size_t a, size_t b, uih_type t, ui
     size_t nbytes = (m + 7) / 8;
     const uint8_t *p = uih_cursor_take(c, nbytes);
     if (!p || !padding_clean(p, m)) return -1;
-    uih_unpack(p, nbytes + uih_cursor_left(c), 1, a, b, 0, out);
+    uih_unpack(p, nbytes + uih_cursor_loadable(c), 1, a, b, 0, out);
     return 0;
   }
-  size_t w = uih_type_width(t);
+  size_t w = uih_type_info_of(t)->width;
   const uint8_t *p = uih_cursor_take(c, m * w);
   if (!p) return -1;
   for (size_t k = a; k < b; k++) {
@@ -125,14 +126,18 @@ static int dec_sparse(uih_stripe_decoder *d, uih_cursor *c, size_t m, size_t a, 
   return 0;
 }
 
+/* The encodings that add `bias` and may set *sorted (see
+ * uih_seq_decode_biased); the others ignore both. */
+#define BIASED_ENCODINGS (UIH_ENC_FOR | UIH_ENC_DELTA | UIH_ENC_DELTA2)
+
 static int dec_values(uih_stripe_decoder *d, uih_cursor *c, unsigned enc, size_t m, size_t a,
-                      size_t b, uih_type t, uint64_t *out) {
+                      size_t b, uih_type t, uint64_t bias, uint64_t *out, int *sorted) {
   uint64_t blk[UIH_SEQ_BLOCK];
   switch (1u << enc) {
     case UIH_ENC_PLAIN: return dec_plain(c, m, a, b, t, out);
-    case UIH_ENC_FOR: return uih_seq_decode(c, m, for_kind(t), a, b, out, blk);
-    case UIH_ENC_DELTA: return uih_seq_decode(c, m, UIH_SEQ_DELTA, a, b, out, blk);
-    case UIH_ENC_DELTA2: return uih_seq_decode(c, m, UIH_SEQ_DELTA2, a, b, out, blk);
+    case UIH_ENC_FOR: return uih_seq_decode_biased(c, m, for_kind(t), bias, a, b, out, blk, sorted);
+    case UIH_ENC_DELTA: return uih_seq_decode_biased(c, m, UIH_SEQ_DELTA, bias, a, b, out, blk, sorted);
+    case UIH_ENC_DELTA2: return uih_seq_decode_biased(c, m, UIH_SEQ_DELTA2, bias, a, b, out, blk, sorted);
     case UIH_ENC_DICT: return dec_dict(d, c, m, a, b, for_kind(t), out, blk);
     case UIH_ENC_RLE: return dec_rle(d, c, m, a, b, for_kind(t), out, blk);
     case UIH_ENC_BSS: return dec_bss(c, m, a, b, out);
@@ -147,14 +152,19 @@ static int dec_values(uih_stripe_decoder *d, uih_cursor *c, unsigned enc, size_t
  * in the largest encoding (dict: two full sequences), plus block headers. */
 static size_t raw_limit(uint32_t n) { return (size_t)n * 2 * 8 + (size_t)n / 4 * 22 + 4096; }
 
+/* Bytes after a decompressed payload that wide loads may touch (masked
+ * off), so its last values need not be read byte by byte. */
+#define RAW_SLACK 64
+
 static int decompress(uih_stripe_decoder *d, const stripe_dir_entry *de, const uint8_t *p,
                       uint32_t n, uih_cursor *out, uih_error *err) {
   uih_cursor c = uih_cursor_make(p, de->length);
   uint64_t raw = uih_cursor_varint(&c);
   if (c.bad || raw == 0 || raw > raw_limit(n)) return bad(err, de, "compressed length is implausible");
   if (raw > d->raw_cap) {
-    uint8_t *grown = realloc(d->raw, raw);
+    uint8_t *grown = realloc(d->raw, raw + RAW_SLACK);
     if (!grown) return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe decode: out of memory");
+    memset(grown + raw, 0, RAW_SLACK); /* below it every byte gets decompressed into */
     d->raw = grown;
     d->raw_cap = raw;
   }
@@ -168,20 +178,21 @@ static int decompress(uih_stripe_decoder *d, const stripe_dir_entry *de, const u
     if (ZSTD_isError(got)) got = SIZE_MAX;
   }
   if (got != raw) return bad(err, de, "compressed payload does not decompress to its stated length");
-  *out = uih_cursor_make(d->raw, raw);
+  *out = uih_cursor_make_slack(d->raw, raw, RAW_SLACK);
   return UIH_OK;
 }
 
 /* ---- the column -------------------------------------------------------------- */
 
 /* Every row has a value: typed loops the compiler vectorizes, one range
- * check per column, presence bits set a word at a time. */
+ * check per column, presence bits set a word at a time. 8-byte values were
+ * decoded in place; `flip` is what they still need xor-ed in. */
 static int scatter_all(const stripe_dir_entry *de, uih_type t, const uint64_t *v, uint32_t rows,
-                       uint64_t limit, uih_column *col, uih_error *err) {
+                       uint64_t limit, uint64_t flip, uih_column *col, uih_error *err) {
   uint64_t high = 0;
-  switch (uih_type_width(t)) {
-    case 8: { /* decoded in place (see stripe_column_decode) */
-      uint64_t flip = stripe_from_u64(t, 0), *dst = col->values;
+  switch (uih_type_info_of(t)->width) {
+    case 8: {
+      uint64_t *dst = col->values;
       if (flip)
         for (uint32_t r = 0; r < rows; r++) dst[r] ^= flip;
       break;
@@ -211,18 +222,25 @@ static int scatter_all(const stripe_dir_entry *de, uih_type t, const uint64_t *v
 
 void stripe_clear_rows(uih_column *col, uint32_t from, uint32_t to) {
   if (from >= to) return;
-  size_t w = uih_type_width(col->trait->type);
+  size_t w = uih_type_info_of(col->trait->type)->width;
   memset((uint8_t *)col->values + (size_t)from * w, 0, (size_t)(to - from) * w);
-  uint32_t i = from;
-  for (; i < to && (i & 63); i++) col->present[i >> 6] &= ~(UINT64_C(1) << (i & 63));
-  if (to - i >= 64) memset(col->present + (i >> 6), 0, ((to - i) >> 6) * sizeof(uint64_t));
-  for (i += (to - i) & ~63u; i < to; i++) col->present[i >> 6] &= ~(UINT64_C(1) << (i & 63));
+  /* Presence: a mask for the first and the last word, zeros between. */
+  uint32_t fw = from >> 6, lw = (to - 1) >> 6;
+  uint64_t head = ~UINT64_C(0) << (from & 63), tail = ~UINT64_C(0) >> (63 - ((to - 1) & 63));
+  if (fw == lw) {
+    col->present[fw] &= ~(head & tail);
+    return;
+  }
+  col->present[fw] &= ~head;
+  memset(col->present + fw + 1, 0, (size_t)(lw - fw - 1) * sizeof(uint64_t));
+  col->present[lw] &= ~tail;
 }
 
 int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, const uint8_t *p,
-                         uint32_t n, uint32_t begin, uint32_t end, uint32_t dirty, uih_column *col,
-                         uih_error *err) {
-  uih_cursor c = uih_cursor_make(p, de->length);
+                         size_t slack, uint32_t n, uint32_t begin, uint32_t end, uint32_t dirty,
+                         uih_column *col, int *sorted, uih_error *err) {
+  if (sorted) *sorted = 0;
+  uih_cursor c = uih_cursor_make_slack(p, de->length, slack);
   if (de->compression != STRIPE_COMPRESS_NONE) UIH_FORWARD(decompress(d, de, p, n, &c, err));
   uih_type t = (uih_type)de->type;
 
@@ -260,16 +278,24 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
     }
   }
 
-  /* Dense 8-byte columns decode straight into the batch. */
-  int direct = de->presence == PRESENCE_ALL && uih_type_width(t) == 8;
+  /* Dense 8-byte columns decode straight into the batch, and sequences
+   * there add the sign flip of signed types as they go (a bias: x ^ 2^63 =
+   * x + 2^63) and may verify order in passing. */
+  int direct = de->presence == PRESENCE_ALL && uih_type_info_of(t)->width == 8;
+  int fused = direct && ((1u << de->encoding) & BIASED_ENCODINGS);
+  uint64_t flip = stripe_from_u64(t, 0);
   uint64_t *vals = direct ? (uint64_t *)col->values : d->vals;
-  if (m > 0 && (dec_values(d, &c, de->encoding, m, ra, rb, t, vals) != 0 || c.bad))
+  int in_order = 0;
+  if (m > 0 && (dec_values(d, &c, de->encoding, m, ra, rb, t, fused ? flip : 0, vals, &in_order) != 0 || c.bad))
     return bad(err, de, "values are truncated or malformed");
   if (uih_cursor_left(&c) != 0) return bad(err, de, "payload has trailing bytes");
 
   /* Scatter values [ra, rb) to their rows, checking they fit the type. */
-  uint64_t limit = t == UIH_TYPE_FLAG ? 1 : uih_type_width(t) == 4 ? UINT32_MAX : UINT64_MAX;
-  if (de->presence == PRESENCE_ALL) return scatter_all(de, t, vals, end - begin, limit, col, err);
+  uint64_t limit = t == UIH_TYPE_FLAG ? 1 : uih_type_info_of(t)->width == 4 ? UINT32_MAX : UINT64_MAX;
+  if (de->presence == PRESENCE_ALL) {
+    if (sorted) *sorted = fused && in_order;
+    return scatter_all(de, t, vals, end - begin, limit, fused ? 0 : flip, col, err);
+  }
   stripe_clear_rows(col, 0, dirty);
   size_t j = 0;
   for (uint32_t i = begin; i < end && j < rb - ra; i++) {

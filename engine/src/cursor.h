@@ -10,17 +10,28 @@
 #include <string.h>
 
 typedef struct uih_cursor {
-  const uint8_t *p;   /* next unread byte */
-  const uint8_t *end; /* one past the last readable byte */
-  int bad;            /* a read ran past `end` or a varint was malformed */
+  const uint8_t *p;    /* next unread byte */
+  const uint8_t *end;  /* one past the last byte of the data */
+  int bad;             /* a read ran past `end` or a varint was malformed */
+  const uint8_t *over; /* >= end: wide loads whose extra bytes are masked
+                          off may reach this far (valid memory, not data) */
 } uih_cursor;
 
 static inline uih_cursor uih_cursor_make(const uint8_t *p, size_t len) {
-  uih_cursor c = {p, p + len, 0};
+  uih_cursor c = {p, p + len, 0, p + len};
+  return c;
+}
+
+/* A cursor over `len` bytes of data followed by `slack` more bytes that
+ * may be loaded and masked off (the rest of a buffer, or padding). */
+static inline uih_cursor uih_cursor_make_slack(const uint8_t *p, size_t len, size_t slack) {
+  uih_cursor c = {p, p + len, 0, p + len + slack};
   return c;
 }
 
 static inline size_t uih_cursor_left(const uih_cursor *c) { return (size_t)(c->end - c->p); }
+/* Bytes from the next unread one that a masked wide load may touch. */
+static inline size_t uih_cursor_loadable(const uih_cursor *c) { return (size_t)(c->over - c->p); }
 
 /* Returns a pointer to the next `n` bytes and skips them, or NULL (and sets
  * `bad`) if fewer remain. */
@@ -60,6 +71,22 @@ static inline uint64_t uih_cursor_u64(uih_cursor *c) {
 /* LEB128 unsigned varint of at most 10 bytes; an overlong or overflowing
  * encoding sets `bad`. */
 static inline uint64_t uih_cursor_varint(uih_cursor *c) {
+  if (!c->bad && uih_cursor_left(c) >= 10) { /* no byte of it can be past the end: one check */
+    const uint8_t *p = c->p;
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 10; i++) {
+      uint64_t part = p[i] & 0x7f;
+      if (i == 9 && part > 1) break; /* bits beyond 64 */
+      v |= part << (7 * i);
+      if (!(p[i] & 0x80)) {
+        c->p = p + i + 1;
+        return v;
+      }
+    }
+    c->p = p + 10;
+    c->bad = 1;
+    return 0;
+  }
   uint64_t v = 0;
   for (unsigned shift = 0; shift < 70; shift += 7) {
     const uint8_t *p = uih_cursor_take(c, 1);

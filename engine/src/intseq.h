@@ -61,9 +61,9 @@ void uih_pack(uih_wbuf *out, const uint64_t *v, size_t n, unsigned w);
 void uih_unpack(const uint8_t *p, size_t avail, unsigned w, size_t a, size_t b, uint64_t base,
                 uint64_t *out);
 
-/* Turns the AVX2 unpacking path on (the default where the CPU has AVX2) or
- * off, so tests can compare it with the scalar path. Returns 1 if AVX2 is
- * in use afterwards. Not thread-safe: for tests. */
+/* Turns the AVX2 paths (unpacking, delta prefix sums) on (the default where
+ * the CPU has AVX2) or off, so tests can compare them with the scalar paths.
+ * Returns 1 if AVX2 is in use afterwards. Not thread-safe: for tests. */
 int uih_intseq_set_simd(int enabled);
 
 /* Sequence kinds: FOR of unsigned or of sign-flipped values, DELTA, DELTA2. */
@@ -77,6 +77,15 @@ void uih_seq_encode(uih_wbuf *out, const uint64_t *v, size_t n, uih_seq_kind kin
  * malformed (c->bad is set then too). */
 int uih_seq_decode(uih_cursor *c, size_t n, uih_seq_kind kind, size_t a, size_t b, uint64_t *out,
                    uint64_t *scratch);
+
+/* uih_seq_decode with what the stripe reader does next fused in:
+ * out[k - a] = value k + `bias` (mod 2^64; a bias of 2^63 turns the
+ * unsigned form of an int64 back into its bits, as x ^ 2^63 = x + 2^63),
+ * and, if `sorted` is not NULL, *sorted = 1 when out[0..b-a) was verified
+ * never to decrease as int64. *sorted = 0 says nothing (only the AVX2 delta
+ * paths check, in passing): the caller checks order itself then. */
+int uih_seq_decode_biased(uih_cursor *c, size_t n, uih_seq_kind kind, uint64_t bias, size_t a,
+                          size_t b, uint64_t *out, uint64_t *scratch, int *sorted);
 
 #ifdef __cplusplus
 }

@@ -6,11 +6,7 @@
 #include "error_internal.h"
 #include "schema_internal.h"
 
-static const struct {
-  const char *name;
-  size_t width;
-  uint32_t encodings;
-} kTypes[] = {
+const uih_type_info uih_types[UIH_TYPE_TABLE] = {
     [UIH_TYPE_TIMESTAMP] = {"timestamp", 8, UIH_ENC_PLAIN | UIH_ENC_DELTA | UIH_ENC_DELTA2 | UIH_ENC_FOR},
     [UIH_TYPE_ID] = {"id", 8,
                      UIH_ENC_PLAIN | UIH_ENC_DELTA | UIH_ENC_FOR | UIH_ENC_DICT | UIH_ENC_RLE | UIH_ENC_SPARSE},
@@ -26,15 +22,9 @@ static const struct {
     [UIH_TYPE_FLAG] = {"flag", 1, UIH_ENC_PLAIN | UIH_ENC_RLE | UIH_ENC_SPARSE},
 };
 
-static int type_known(uih_type type) {
-  return type >= UIH_TYPE_TIMESTAMP && type <= UIH_TYPE_FLAG;
-}
-
-size_t uih_type_width(uih_type type) { return type_known(type) ? kTypes[type].width : 0; }
-const char *uih_type_name(uih_type type) { return type_known(type) ? kTypes[type].name : NULL; }
-uint32_t uih_encodings_for_type(uih_type type) {
-  return type_known(type) ? kTypes[type].encodings : 0;
-}
+size_t uih_type_width(uih_type type) { return uih_type_info_of(type)->width; }
+const char *uih_type_name(uih_type type) { return uih_type_info_of(type)->name; }
+uint32_t uih_encodings_for_type(uih_type type) { return uih_type_info_of(type)->encodings; }
 
 static const char *const kEncodingNames[UIH_ENC_COUNT] = {
     "plain", "delta", "delta2", "for", "dict", "rle", "bss", "sparse"};

@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include "error_internal.h"
+#include "schema_internal.h"
 #include "stripe_internal.h"
 
 /* A parsed stripe: header fields, where the directory and payloads start. */
@@ -64,13 +65,25 @@ static int read_header(const uint8_t *buf, size_t len, stripe_view *v, uih_error
 }
 
 /* Reads one directory entry; -1 if it is truncated or out of range. */
-static int dir_next(uih_cursor *c, stripe_dir_entry *de) {
-  uint64_t id = uih_cursor_varint(c);
-  de->type = uih_cursor_u8(c);
-  uint8_t codes = uih_cursor_u8(c);
-  uint64_t length = uih_cursor_varint(c);
-  if (c->bad || id > UINT16_MAX || length > UINT32_MAX) return -1;
+static inline int dir_next(uih_cursor *c, stripe_dir_entry *de) {
+  uint64_t id, length;
+  uint8_t type, codes;
+  const uint8_t *p = c->p;
+  if (!c->bad && uih_cursor_left(c) >= 5 && p[0] < 0x80 && (p[3] < 0x80 || p[4] < 0x80)) {
+    /* The usual entry: a one-byte id, a length of one or two bytes. */
+    id = p[0], type = p[1], codes = p[2];
+    length = p[3] & 0x7f;
+    if (p[3] & 0x80) length |= (uint64_t)p[4] << 7;
+    c->p = p + (p[3] < 0x80 ? 4 : 5);
+  } else {
+    id = uih_cursor_varint(c);
+    const uint8_t *type_codes = uih_cursor_take(c, 2);
+    length = uih_cursor_varint(c);
+    if (c->bad || id > UINT16_MAX || length > UINT32_MAX) return -1;
+    type = type_codes[0], codes = type_codes[1];
+  }
   de->trait_id = (uint16_t)id;
+  de->type = type;
   de->encoding = codes & 7;
   de->compression = (codes >> 3) & 3;
   de->presence = (codes >> 5) & 3;
@@ -78,31 +91,45 @@ static int dir_next(uih_cursor *c, stripe_dir_entry *de) {
   return (codes & 0x80) ? -1 : 0;
 }
 
+/* Names what is wrong with the directory entry `de` read at `at`. */
+static int bad_entry(const stripe_view *v, const uint8_t *at, const stripe_dir_entry *de,
+                     int prev_id, uih_error *err) {
+  uih_type t = (uih_type)de->type;
+  size_t off = offset_of(v, at);
+  if ((int)de->trait_id <= prev_id)
+    return uih_corruption(err, "stripe offset %zu: directory trait ids are not ascending (%u after %d)",
+                          off, de->trait_id, prev_id);
+  if (uih_type_width(t) == 0)
+    return uih_corruption(err, "stripe offset %zu: trait %u has unknown type %u", off, de->trait_id, de->type);
+  if (!(uih_encodings_for_type(t) & (1u << de->encoding)))
+    return uih_corruption(err, "stripe offset %zu: trait %u has encoding %u, not one for %s", off,
+                          de->trait_id, de->encoding, uih_type_name(t));
+  return uih_corruption(err, "stripe offset %zu: trait %u has unknown compression %u", off,
+                        de->trait_id, de->compression);
+}
+
 /* Validates every directory entry (ascending ids, known codes) and that the
- * payloads exactly fill the bytes between the directory and the checksum. */
-static int check_directory(stripe_view *v, uih_error *err) {
+ * payloads exactly fill the bytes between the directory and the checksum.
+ * If `dir` is not NULL it receives the ncolumns entries, offsets set. */
+static int check_directory(stripe_view *v, stripe_dir_entry *dir, uih_error *err) {
   uih_cursor c = uih_cursor_make(v->dir, (size_t)(v->buf + v->len - UIH_STRIPE_CHECKSUM_SIZE - v->dir));
   uint64_t total = 0;
   int prev_id = -1;
   for (uint32_t i = 0; i < v->info.ncolumns; i++) {
-    size_t at = offset_of(v, c.p);
+    const uint8_t *at = c.p;
     stripe_dir_entry de;
     if (dir_next(&c, &de) != 0)
-      return uih_corruption(err, "stripe offset %zu: directory entry %u is truncated or out of range", at, i);
-    uih_type t = (uih_type)de.type;
-    if ((int)de.trait_id <= prev_id)
-      return uih_corruption(err, "stripe offset %zu: directory trait ids are not ascending (%u after %d)",
-                            at, de.trait_id, prev_id);
-    if (uih_type_width(t) == 0)
-      return uih_corruption(err, "stripe offset %zu: trait %u has unknown type %u", at, de.trait_id, de.type);
-    if (!(uih_encodings_for_type(t) & (1u << de.encoding)))
-      return uih_corruption(err, "stripe offset %zu: trait %u has encoding %u, not one for %s", at,
-                            de.trait_id, de.encoding, uih_type_name(t));
-    if (de.compression > STRIPE_COMPRESS_ZSTD)
-      return uih_corruption(err, "stripe offset %zu: trait %u has unknown compression %u", at,
-                            de.trait_id, de.compression);
+      return uih_corruption(err, "stripe offset %zu: directory entry %u is truncated or out of range",
+                            offset_of(v, at), i);
+    /* One table lookup answers "known type" and "encoding allowed". */
+    uint32_t allowed = uih_type_info_of((uih_type)de.type)->encodings;
+    if ((int)de.trait_id <= prev_id || !(allowed & (1u << de.encoding)) ||
+        de.compression > STRIPE_COMPRESS_ZSTD)
+      return bad_entry(v, at, &de, prev_id, err);
     prev_id = de.trait_id;
+    de.offset = (size_t)total;
     total += de.length;
+    if (dir) dir[i] = de;
   }
   v->body = c.p;
   size_t body_len = uih_cursor_left(&c);
@@ -117,7 +144,7 @@ int uih_stripe_read_info(const uint8_t *buf, size_t len, uih_stripe_info *info, 
   UIH_RETURN_IF(info == NULL, err, UIH_ERR_INVALID_ARGUMENT, "stripe_read_info: NULL info");
   stripe_view v;
   UIH_FORWARD(read_header(buf, len, &v, err));
-  UIH_FORWARD(check_directory(&v, err));
+  UIH_FORWARD(check_directory(&v, NULL, err));
   *info = v.info;
   return UIH_OK;
 }
@@ -126,7 +153,7 @@ int uih_stripe_column_at(const uint8_t *buf, size_t len, uint32_t i, uih_stripe_
                          uih_error *err) {
   stripe_view v;
   UIH_FORWARD(read_header(buf, len, &v, err));
-  UIH_FORWARD(check_directory(&v, err));
+  UIH_FORWARD(check_directory(&v, NULL, err));
   UIH_RETURN_IF(i >= v.info.ncolumns, err, UIH_ERR_NOT_FOUND, "stripe has %u columns, no column %u",
                 v.info.ncolumns, i);
   uih_cursor c = uih_cursor_make(v.dir, (size_t)(v.body - v.dir));
@@ -163,8 +190,18 @@ void uih_stripe_decoder_free(uih_stripe_decoder *d) {
   free(d->aux2);
   free(d->pos);
   free(d->raw);
+  free(d->dir);
   ZSTD_freeDCtx(d->zstd);
   free(d);
+}
+
+int stripe_decoder_reserve_dir(uih_stripe_decoder *d, size_t n) {
+  if (n <= d->dir_cap) return 0;
+  stripe_dir_entry *p = realloc(d->dir, n * sizeof *p);
+  if (!p) return -1;
+  d->dir = p;
+  d->dir_cap = n;
+  return 0;
 }
 
 int stripe_decoder_reserve(uih_stripe_decoder *d, size_t n) {
@@ -191,15 +228,16 @@ static int ordered(const int64_t *v, uint32_t n) {
   return !bad;
 }
 
-/* The timestamps of a decoded range must be ordered and inside the header's
- * [min, max]; on a full decode they must reach both ends. */
-static int check_ts(const uih_column *ts, uint32_t rows, int full, const uih_stripe_info *info,
-                    uih_error *err) {
+/* The timestamps of a decoded range must be present, ordered and inside
+ * the header's [min, max]; on a full decode they must reach both ends.
+ * `sorted`: the column decoder already verified presence and order. */
+static int check_ts(const uih_column *ts, uint32_t rows, int full, int sorted,
+                    const uih_stripe_info *info, uih_error *err) {
   const int64_t *v = (const int64_t *)ts->values;
-  uint64_t missing = 0;
-  for (uint32_t w = 0; w < rows / 64; w++) missing |= ~ts->present[w];
-  if (rows % 64) missing |= ~ts->present[rows / 64] & ((UINT64_C(1) << (rows % 64)) - 1);
-  int bad = missing != 0 || v[0] < info->min_ts || v[rows - 1] > info->max_ts || !ordered(v, rows);
+  uint64_t missing = 0; /* (sorted also says every row is present) */
+  for (uint32_t w = 0; !sorted && w < rows / 64; w++) missing |= ~ts->present[w];
+  if (!sorted && rows % 64) missing |= ~ts->present[rows / 64] & ((UINT64_C(1) << (rows % 64)) - 1);
+  int bad = missing != 0 || v[0] < info->min_ts || v[rows - 1] > info->max_ts || !(sorted || ordered(v, rows));
   if (bad)
     return uih_corruption(err, "stripe timestamps are missing, unordered or outside the header's "
                           "range [%lld, %lld]", (long long)info->min_ts, (long long)info->max_ts);
@@ -210,35 +248,33 @@ static int check_ts(const uih_column *ts, uint32_t rows, int full, const uih_str
   return UIH_OK;
 }
 
-/* Decodes every column of `out` from the validated stripe `v`. Directory
- * and batch columns are both in ascending trait id order: walk them
- * together. Traits the stripe lacks come back absent. */
+/* Decodes every column of `out` from the validated stripe `v`, whose
+ * directory check_directory left in d->dir. Directory and batch columns
+ * are both in ascending trait id order: walk them together. Traits the
+ * stripe lacks come back absent. */
 static int decode_columns(uih_stripe_decoder *d, const stripe_view *v, uint32_t begin,
                           uint32_t end, uint32_t dirty, uih_batch *out, uih_error *err) {
   const uih_stripe_info *info = &v->info;
-  uih_cursor dir = uih_cursor_make(v->dir, (size_t)(v->body - v->dir));
-  stripe_dir_entry de = {0}; /* the current entry, its payload at v.body + off */
-  int have = 0;
-  uint32_t next = 0;
-  size_t off = 0;
+  uint32_t next = 0; /* the first entry not yet passed */
   for (uint32_t c = 0; c < out->ncolumns; c++) {
     uih_column *col = &out->columns[c];
-    while ((!have || de.trait_id < col->trait->id) && next < info->ncolumns) {
-      if (have) off += de.length;
-      dir_next(&dir, &de); /* validated above */
-      next++;
-      have = 1;
-    }
-    if (!have || de.trait_id != col->trait->id) { /* absent */
+    while (next < info->ncolumns && d->dir[next].trait_id < col->trait->id) next++;
+    if (next == info->ncolumns || d->dir[next].trait_id != col->trait->id) { /* absent */
       stripe_clear_rows(col, 0, dirty);
       continue;
     }
-    UIH_RETURN_IF(de.type != col->trait->type, err, UIH_ERR_TYPE_MISMATCH,
-                  "stripe stores trait %u ('%s') as %s, the batch asks for %s", de.trait_id,
-                  col->trait->name, uih_type_name((uih_type)de.type), uih_type_name(col->trait->type));
-    UIH_FORWARD(stripe_column_decode(d, &de, v->body + off, info->count, begin, end, dirty, col, err));
-    if (col->trait == out->group->ts && end > begin)
-      UIH_FORWARD(check_ts(col, end - begin, begin == 0 && end == info->count, info, err));
+    const stripe_dir_entry *de = &d->dir[next];
+    UIH_RETURN_IF(de->type != col->trait->type, err, UIH_ERR_TYPE_MISMATCH,
+                  "stripe stores trait %u ('%s') as %s, the batch asks for %s", de->trait_id,
+                  col->trait->name, uih_type_name((uih_type)de->type), uih_type_name(col->trait->type));
+    int is_ts = col->trait == out->group->ts, sorted = 0;
+    /* The payload's bytes and, for masked wide loads, the rest of the stripe. */
+    const uint8_t *p = v->body + de->offset;
+    size_t slack = v->len - offset_of(v, p) - de->length;
+    UIH_FORWARD(stripe_column_decode(d, de, p, slack, info->count, begin, end, dirty, col,
+                                     is_ts ? &sorted : NULL, err));
+    if (is_ts && end > begin)
+      UIH_FORWARD(check_ts(col, end - begin, begin == 0 && end == info->count, sorted, info, err));
   }
   return UIH_OK;
 }
@@ -255,7 +291,15 @@ int uih_stripe_decode(uih_stripe_decoder *d, const uint8_t *buf, size_t len, uin
     if (stored != actual)
       return uih_corruption(err, "stripe checksum mismatch: stored %08x, computed %08x", stored, actual);
   }
-  UIH_FORWARD(check_directory(&v, err));
+  /* Room for the parsed directory. Entries take at least 4 bytes each: a
+   * count the stripe cannot hold fails check_directory, unallocated. */
+  stripe_dir_entry *dir = NULL;
+  if ((size_t)v.info.ncolumns * 4 <= len) {
+    if (stripe_decoder_reserve_dir(d, v.info.ncolumns) != 0)
+      return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe_decode: out of memory");
+    dir = d->dir;
+  }
+  UIH_FORWARD(check_directory(&v, dir, err));
   const uih_stripe_info *info = &v.info;
 
   if (end == UIH_DECODE_TO_END) end = info->count;

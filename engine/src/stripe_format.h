@@ -56,6 +56,7 @@
 #ifndef UIH_STRIPE_FORMAT_H
 #define UIH_STRIPE_FORMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define UIH_STRIPE_MAGIC 0x53484955u /* "UIHS" read as little-endian u32 */
@@ -66,11 +67,13 @@
 enum { PRESENCE_ALL = 0, PRESENCE_NONE = 1, PRESENCE_BITMAP = 2, PRESENCE_LIST = 3 };
 enum { STRIPE_COMPRESS_NONE = 0, STRIPE_COMPRESS_LZ4 = 1, STRIPE_COMPRESS_ZSTD = 2 };
 
-/* One directory entry, decoded; `offset` is computed from the lengths. */
+/* One directory entry, decoded; `offset` (from the first payload byte) is
+ * computed from the lengths. */
 typedef struct stripe_dir_entry {
   uint16_t trait_id;
   uint8_t type, encoding, compression, presence;
-  uint32_t offset, length;
+  uint32_t length;
+  size_t offset;
 } stripe_dir_entry;
 
 static inline uint8_t stripe_dir_codes(const stripe_dir_entry *de) {

@@ -29,8 +29,10 @@ struct uih_stripe_decoder {
   uint64_t *vals, *aux, *aux2; /* decoded values and per-encoding temporaries */
   uint64_t *pos;               /* positions of a presence list */
   size_t cap;
-  uint8_t *raw; /* a decompressed payload */
-  size_t raw_cap;
+  stripe_dir_entry *dir; /* the stripe's directory, parsed once per decode */
+  size_t dir_cap;
+  uint8_t *raw; /* a decompressed payload, then zeros or older bytes */
+  size_t raw_cap; /* payload bytes raw holds; RAW_SLACK more are allocated */
   ZSTD_DCtx *zstd;
 };
 
@@ -54,16 +56,22 @@ int stripe_column_encode(uih_stripe_encoder *enc, const uih_column *col, uint32_
                          stripe_dir_entry *de, uih_error *err);
 
 /* Decodes rows [begin, end) of the column described by `de` (payload bytes
- * at `p`) into `col`, rows 0..end-begin. Rows [0, dirty) of `col` may hold
- * old values: they are overwritten or cleared. */
+ * at `p`, followed by `slack` more bytes of the same buffer that may be
+ * loaded and masked off) into `col`, rows 0..end-begin. Rows [0, dirty) of
+ * `col` may hold old values: they are overwritten or cleared. If `sorted`
+ * is not NULL,
+ * *sorted = 1 says the decoded rows are all present and verified never to
+ * decrease as int64 (found in passing by the delta decoder); 0 says nothing. */
 int stripe_column_decode(uih_stripe_decoder *dec, const stripe_dir_entry *de, const uint8_t *p,
-                         uint32_t n, uint32_t begin, uint32_t end, uint32_t dirty, uih_column *col,
-                         uih_error *err);
+                         size_t slack, uint32_t n, uint32_t begin, uint32_t end, uint32_t dirty,
+                         uih_column *col, int *sorted, uih_error *err);
 
 /* Zeroes values and presence bits of rows [from, to) of `col`. */
 void stripe_clear_rows(uih_column *col, uint32_t from, uint32_t to);
 
 /* Grows the decoder's value arrays to `n` entries (no-op when large enough). */
 int stripe_decoder_reserve(uih_stripe_decoder *dec, size_t n);
+/* Grows the decoder's directory array to `n` entries (likewise). */
+int stripe_decoder_reserve_dir(uih_stripe_decoder *dec, size_t n);
 
 #endif /* UIH_STRIPE_INTERNAL_H */

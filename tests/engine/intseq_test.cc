@@ -88,6 +88,246 @@ TEST_P(IntSeq, SequencesRoundTripAnyRange) {
   }
 }
 
+// With bytes to spare after the run (as inside a stripe), the vector paths
+// take more of the values, including the masked last step: every width,
+// ranges starting anywhere, lengths around the eight-value step.
+TEST_P(IntSeq, UnpackWithSlackMatchesTheBitModel) {
+  std::mt19937_64 rng(3);
+  for (unsigned w = 0; w <= 64; w++) {
+    for (int trial = 0; trial < 40; trial++) {
+      size_t n = trial < 20 ? 1 + static_cast<size_t>(trial) : 1 + rng() % 300;
+      std::vector<uint64_t> v(n);
+      for (auto& x : v) x = rng() & Mask(w);
+      uih_wbuf out{};
+      uih_pack(&out, v.data(), n, w);
+      std::vector<uint8_t> bytes(out.data, out.data + out.len);
+      size_t slack = rng() % 40;
+      for (size_t i = 0; i < slack; i++) bytes.push_back(static_cast<uint8_t>(rng()));
+      size_t a = rng() % (n + 1), b = a + rng() % (n - a + 1);
+      uint64_t base = trial % 3 == 0 ? ~0ull - rng() % 5 : rng();  // sums wrap
+      std::vector<uint64_t> got(b - a + 1, 0xdead);
+      uih_unpack(bytes.data(), bytes.size(), w, a, b, base, got.data());
+      for (size_t k = a; k < b; k++) ASSERT_EQ(base + v[k], got[k - a]) << "w=" << w << " k=" << k;
+      ASSERT_EQ(0xdeadu, got[b - a]) << "wrote past the range";
+      uih_wbuf_free(&out);
+    }
+  }
+}
+
+// A delta sequence whose values go up, with the deltas an encoder meets in
+// timestamps: small steps, session gaps (exceptions), repeats.
+std::vector<uint64_t> Clock(std::mt19937_64& rng, size_t n, uint64_t start) {
+  std::vector<uint64_t> v(n);
+  uint64_t cur = start;
+  for (auto& x : v) x = cur += rng() % 20 == 0 ? rng() % 100000000 : rng() % 3 ? rng() % 2000 : 0;
+  return v;
+}
+
+bool NeverDecreases(const uint64_t* v, size_t n) {
+  for (size_t i = 1; i < n; i++)
+    if (static_cast<int64_t>(v[i]) < static_cast<int64_t>(v[i - 1])) return false;
+  return true;
+}
+
+// Both paths decode `bytes` the same way: same result, same bytes consumed,
+// same values. `sorted` may differ (only AVX2 checks) but may only claim
+// order that is there. Returns the AVX2 path's *sorted (or -1 if it failed
+// or there is no AVX2).
+int DecodeBothWays(const std::vector<uint8_t>& bytes, size_t n, uih_seq_kind kind, uint64_t bias,
+                   size_t a, size_t b, const char* what, int* rc = nullptr) {
+  int result[2], sorted[2] = {-1, -1};
+  size_t used[2];
+  std::vector<uint64_t> got[2];
+  std::vector<uint64_t> scratch(UIH_SEQ_BLOCK);
+  int avx2 = 0;
+  for (int simd = 0; simd < 2; simd++) {
+    avx2 = uih_intseq_set_simd(simd);
+    got[simd].assign(b - a + 1, 0xdead);
+    uih_cursor c = uih_cursor_make(bytes.data(), bytes.size());
+    result[simd] = uih_seq_decode_biased(&c, n, kind, bias, a, b, got[simd].data(), scratch.data(), &sorted[simd]);
+    EXPECT_EQ(result[simd] != 0, c.bad != 0) << what;
+    used[simd] = static_cast<size_t>(c.p - bytes.data());
+    EXPECT_EQ(0xdeadu, got[simd][b - a]) << what << ": wrote past the range";
+  }
+  uih_intseq_set_simd(1);
+  EXPECT_EQ(result[0], result[1]) << what;
+  if (rc) *rc = result[0];
+  if (result[0] != 0 || result[1] != 0) return -1;
+  EXPECT_EQ(used[0], used[1]) << what;
+  EXPECT_EQ(got[0], got[1]) << what << " kind " << kind << " [" << a << ", " << b << ")";
+  EXPECT_EQ(0, sorted[0]) << what << ": the scalar path does not check order";
+  if (sorted[1]) {
+    EXPECT_TRUE(NeverDecreases(got[1].data(), b - a)) << what << ": order claimed falsely";
+  }
+  return avx2 ? sorted[1] : -1;
+}
+
+TEST(IntSeqPaths, VectorAndScalarDeltaDecodingAgree) {
+  std::mt19937_64 rng(4);
+  const uih_seq_kind kinds[] = {UIH_SEQ_FOR, UIH_SEQ_FOR_SIGNED, UIH_SEQ_DELTA, UIH_SEQ_DELTA2};
+  const size_t lengths[] = {1, 2, 3, 4, 5, 7, 8, 9, 127, 128, 129, 130, 131, 255, 256, 257, 1000};
+  int checked = 0;
+  for (int trial = 0; trial < 600; trial++) {
+    size_t n = trial % 2 ? lengths[rng() % 17] : 1 + rng() % 700;
+    int shape = trial % 6;
+    std::vector<uint64_t> v;
+    if (shape == 0) {
+      v = Clock(rng, n, UIH_SIGN64 + 1700000000000ull);  // int64 ms timestamps, unsigned form
+    } else if (shape == 1) {
+      v = Clock(rng, n, 0);  // starts at INT64_MIN once flipped
+    } else if (shape == 2) {  // up to INT64_MAX (unsigned form ~0) and past it
+      v = Clock(rng, n, ~0ull - rng() % 1000000000);
+    } else if (shape == 3) {  // extremes and noise: decreases, wraps
+      v.resize(n);
+      const uint64_t edges[] = {0, 1, UIH_SIGN64 - 1, UIH_SIGN64, UIH_SIGN64 + 1, ~0ull, ~0ull - 1};
+      for (auto& x : v) x = rng() % 2 ? edges[rng() % 7] : rng();
+    } else if (shape == 4) {  // ordered but with deltas >= 2^56
+      v = Clock(rng, n, 0);
+      for (size_t i = 1; i < n; i++) v[i] = v[i - 1] + (rng() % 4 == 0 ? (1ull << 56) + rng() % 1000 : rng() % 1000);
+    } else {  // one step down somewhere
+      v = Clock(rng, n, UIH_SIGN64);
+      if (n > 1) {
+        size_t at = 1 + rng() % (n - 1);
+        for (size_t i = at; i < n; i++) v[i] -= 1 + (v[at] - v[at - 1]);
+      }
+    }
+    for (uih_seq_kind kind : kinds) {
+      uih_wbuf out{};
+      uih_seq_encode(&out, v.data(), n, kind);
+      std::vector<uint8_t> bytes(out.data, out.data + out.len);
+      uih_wbuf_free(&out);
+      uint64_t bias = rng() % 3 == 0 ? 0 : UIH_SIGN64;
+      size_t a = rng() % 2 ? 0 : rng() % (n + 1), b = a + rng() % (n - a + 1);
+      if (rng() % 2) b = n;
+      int sorted = DecodeBothWays(bytes, n, kind, bias, a, b, "well-formed");
+      ASSERT_FALSE(testing::Test::HasFailure()) << "trial " << trial;
+      // The outputs are v + bias; as int64 with the flip they are v's order.
+      std::vector<uint64_t> want(v.begin() + static_cast<long>(a), v.begin() + static_cast<long>(b));
+      for (auto& x : want) x += bias;
+      bool up = NeverDecreases(want.data(), want.size());
+      if (sorted >= 0 && kind >= UIH_SEQ_DELTA && a == 0 && (shape <= 1 || shape == 5)) {
+        // Small deltas: the check is exact on whole-sequence decodes.
+        ASSERT_EQ(up, sorted == 1) << "trial " << trial << " kind " << kind;
+        checked++;
+      }
+      // Each byte changed (small sequences) or a few random ones: both
+      // paths fail alike or decode alike.
+      size_t flips = bytes.size() < 64 ? bytes.size() : 64;
+      for (size_t f = 0; f < flips; f++) {
+        std::vector<uint8_t> bad = bytes;
+        size_t at = bytes.size() < 64 ? f : rng() % bytes.size();
+        bad[at] ^= static_cast<uint8_t>(1 + rng() % 255);
+        DecodeBothWays(bad, n, kind, bias, a, b, "corrupted");
+        ASSERT_FALSE(testing::Test::HasFailure()) << "trial " << trial << " byte " << at;
+      }
+      for (size_t len = 0; len < bytes.size(); len += 1 + bytes.size() / 16) {
+        std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<long>(len));
+        EXPECT_EQ(-1, DecodeBothWays(cut, n, kind, bias, a, b, "truncated"));
+      }
+    }
+  }
+  if (uih_intseq_set_simd(1)) {
+    EXPECT_GT(checked, 100);
+  }
+}
+
+// Hand-made blocks the encoder never writes: exception positions out of
+// order or past the block, widths past 64, exceptions too wide, a block
+// whose deltas wrap from INT64_MAX to INT64_MIN. Both paths agree, and the
+// AVX2 path never claims order it does not see.
+TEST(IntSeqPaths, MalformedBlocksFailAlike) {
+  std::mt19937_64 rng(5);
+  int failed = 0, decoded = 0;
+  for (int trial = 0; trial < 3000; trial++) {
+    size_t n = 1 + rng() % 300;
+    uih_wbuf out{};
+    for (size_t s = 0; s < n; s += UIH_SEQ_BLOCK) {
+      size_t cnt = n - s < UIH_SEQ_BLOCK ? n - s : UIH_SEQ_BLOCK;
+      uih_wbuf_u64(&out, rng() % 2 ? ~0ull >> 1 : rng());  // anchor
+      if (cnt == 1) continue;
+      uih_wbuf_varint(&out, rng() % 4 ? rng() % 64 : rng());  // zigzag min
+      unsigned w = rng() % 8 ? static_cast<unsigned>(rng() % 40) : static_cast<unsigned>(rng() % 256);
+      unsigned nexc = rng() % 3 ? static_cast<unsigned>(rng() % 20) : 0;
+      uih_wbuf_u8(&out, static_cast<uint8_t>(w));
+      uih_wbuf_u8(&out, static_cast<uint8_t>(nexc));
+      size_t nbytes = ((cnt - 1) * (w > 64 ? 1 : w) + 7) / 8;
+      for (size_t i = 0; i < nbytes; i++) uih_wbuf_u8(&out, static_cast<uint8_t>(rng()));
+      if (nexc) {
+        unsigned xw = static_cast<unsigned>(rng() % 66);
+        uih_wbuf_u8(&out, static_cast<uint8_t>(xw));
+        uint8_t p = static_cast<uint8_t>(rng() % 8);
+        for (unsigned i = 0; i < nexc; i++) {
+          uih_wbuf_u8(&out, rng() % 50 ? p : static_cast<uint8_t>(rng()));
+          p = static_cast<uint8_t>(p + 1 + rng() % 8);
+        }
+        for (size_t i = 0; i < (nexc * xw + 7) / 8; i++) uih_wbuf_u8(&out, static_cast<uint8_t>(rng()));
+      }
+    }
+    for (size_t i = 0, pad = rng() % 3 ? 0 : rng() % 20; i < pad; i++) uih_wbuf_u8(&out, 0);
+    std::vector<uint8_t> bytes(out.data, out.data + out.len);
+    uih_wbuf_free(&out);
+    size_t a = rng() % 2 ? 0 : rng() % (n + 1), b = rng() % 2 ? n : a + rng() % (n - a + 1);
+    int rc = 0;
+    DecodeBothWays(bytes, n, rng() % 2 ? UIH_SEQ_DELTA : UIH_SEQ_DELTA2, rng() % 2 ? 0 : UIH_SIGN64, a, b,
+                   "hand-made", &rc);
+    ASSERT_FALSE(testing::Test::HasFailure()) << "trial " << trial;
+    (rc == 0 ? decoded : failed)++;
+  }
+  // Both outcomes are exercised.
+  EXPECT_GT(failed, 300);
+  EXPECT_GT(decoded, 300);
+}
+
+// Exception positions must ascend strictly: a repeat or a step down at any
+// index (inside or across the sixteen-byte chunks the check reads, with and
+// without bytes to spare after the block) fails on both paths; ascending
+// ones decode to the patched values.
+TEST(IntSeqPaths, ExceptionPositionsMustAscend) {
+  const size_t n = 128;  // one DELTA block: anchor + 127 deltas
+  for (unsigned nexc = 1; nexc <= 40; nexc++) {
+    for (unsigned broken = 0; broken <= nexc; broken++) {  // nexc: none broken
+      for (int slack = 0; slack < 2; slack++) {
+        std::vector<uint8_t> pos(nexc);
+        for (unsigned i = 0; i < nexc; i++) pos[i] = static_cast<uint8_t>(3 * i + 1);
+        if (broken > 0 && broken < nexc) pos[broken] = pos[broken - 1] - (broken % 2);  // repeat or step down
+        if (broken == 0) pos[nexc - 1] = 127;  // past the block (127 deltas)
+        uih_wbuf out{};
+        uih_wbuf_u64(&out, 1000);
+        uih_wbuf_varint(&out, 0);  // zigzag(0): min delta 0
+        uih_wbuf_u8(&out, 4);
+        uih_wbuf_u8(&out, static_cast<uint8_t>(nexc));
+        std::vector<uint64_t> low(n - 1), high(nexc, 5);
+        for (size_t k = 0; k < n - 1; k++) low[k] = k % 16;
+        uih_pack(&out, low.data(), n - 1, 4);
+        uih_wbuf_u8(&out, 3);
+        uih_wbuf_put(&out, pos.data(), nexc);
+        uih_pack(&out, high.data(), nexc, 3);
+        std::vector<uint8_t> bytes(out.data, out.data + out.len);
+        uih_wbuf_free(&out);
+        size_t used = bytes.size();
+        if (slack) bytes.resize(bytes.size() + 20, 0);
+        int rc = 0;
+        DecodeBothWays(bytes, n, UIH_SEQ_DELTA, 0, 0, n, "positions", &rc);
+        bool valid = broken == nexc;
+        ASSERT_EQ(valid ? 0 : -1, rc) << "nexc " << nexc << " broken " << broken << " slack " << slack;
+        if (!valid) continue;
+        std::vector<uint64_t> got(n), scratch(UIH_SEQ_BLOCK);
+        uih_cursor c = uih_cursor_make(bytes.data(), bytes.size());
+        ASSERT_EQ(0, uih_seq_decode(&c, n, UIH_SEQ_DELTA, 0, n, got.data(), scratch.data()));
+        ASSERT_EQ(used, static_cast<size_t>(c.p - bytes.data()));
+        uint64_t v = 1000;
+        ASSERT_EQ(v, got[0]);
+        for (size_t k = 1; k < n; k++) {
+          uint64_t d = low[k - 1];
+          for (unsigned i = 0; i < nexc; i++)
+            if (pos[i] == k - 1) d += high[i] << 4;
+          ASSERT_EQ(v += d, got[k]) << "k " << k;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, IntSeq, testing::Values(false, true),
                          [](const testing::TestParamInfo<bool>& i) {
                            return i.param ? std::string("Avx2") : std::string("Scalar");

@@ -1,0 +1,157 @@
+/* stripe_count: a fixed amount of stripe decoding, for instruction counts
+ * (callgrind, perf stat) where stripe_bench's timed loops are useless.
+ *
+ *   build/release/bench/stripe_count MODE [--users N] [--reps R]
+ *
+ *   MODE  full   all traits of every stripe
+ *         two    event_ts and item_id of every stripe
+ *         ts     event_ts of every stripe
+ *         long   event_ts re-packed into full 65,536-event stripes (as
+ *                stripe_bench; needs --users 1600 or more)
+ *
+ * Same data as stripe_bench (examples/feed.schema.json, group engagement,
+ * seed 1). Prints the values decoded (events x traits); count only the
+ * decoding with
+ *
+ *   valgrind --tool=callgrind --toggle-collect='decode_all*' \
+ *            build/release/bench/stripe_count long --users 2000
+ *
+ * and divide the total Ir by that number. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uih/uih.h"
+
+static void die(const char *what, const uih_error *err) {
+  fprintf(stderr, "stripe_count: %s: %s\n", what, err ? uih_error_message(err) : "failed");
+  exit(1);
+}
+
+typedef struct stripes {
+  uint8_t **data;
+  size_t *len;
+  size_t n, cap;
+} stripes;
+
+static void stripes_add(stripes *s, const uint8_t *p, size_t len) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 1024;
+    s->data = realloc(s->data, s->cap * sizeof *s->data);
+    s->len = realloc(s->len, s->cap * sizeof *s->len);
+    if (!s->data || !s->len) die("out of memory", NULL);
+  }
+  s->data[s->n] = malloc(len);
+  if (!s->data[s->n]) die("out of memory", NULL);
+  memcpy(s->data[s->n], p, len);
+  s->len[s->n++] = len;
+}
+
+static void stripes_free(stripes *s) {
+  for (size_t i = 0; i < s->n; i++) free(s->data[i]);
+  free(s->data), free(s->len);
+}
+
+/* The measured part (callgrind --toggle-collect='decode_all*'): decodes every
+ * stripe of `s` into `out` `reps` times; returns the values decoded. */
+__attribute__((noinline)) static uint64_t decode_all(uih_stripe_decoder *dec, const stripes *s,
+                                                     unsigned reps, uih_batch *out, uint64_t *events) {
+  uih_error err;
+  uint64_t values = 0;
+  for (unsigned r = 0; r < reps; r++)
+    for (size_t i = 0; i < s->n; i++) {
+      if (uih_stripe_decode(dec, s->data[i], s->len[i], 0, UIH_DECODE_TO_END, 0, out, &err) != UIH_OK)
+        die("decode", &err);
+      values += (uint64_t)out->count * out->ncolumns;
+      *events += out->count;
+    }
+  return values;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: stripe_count full|two|ts|long [--users N] [--reps R]\n");
+    return 2;
+  }
+  const char *mode = argv[1];
+  uih_gen_opts o = UIH_GEN_OPTS_DEFAULT;
+  o.users = 2000;
+  unsigned reps = 3;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--users")) o.users = strtoull(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--reps")) reps = (unsigned)strtoul(argv[i + 1], NULL, 10);
+    else die("unknown option", NULL);
+  }
+  uih_error err = {0};
+  uih_schema *schema;
+  if (uih_schema_load(UIH_SOURCE_DIR "/examples/feed.schema.json", &schema, &err) != UIH_OK) die("schema", &err);
+  const uih_group *g = uih_schema_group_by_name(schema, "engagement");
+  if (!g) die("no group 'engagement'", NULL);
+  const uih_trait *item = uih_group_trait_by_name(g, "item_id");
+  const uint16_t two[] = {g->ts->id, item ? item->id : g->ts->id};
+  uih_gen *gen = NULL;
+  uih_batch *b = NULL, *ts_only = NULL, *out = NULL;
+  uih_stripe_encoder *enc = NULL;
+  uih_stripe_decoder *dec = NULL;
+  if (uih_gen_create(g, &o, &gen, &err) || uih_batch_create(g, g->stripe_events, NULL, 0, &b, &err) ||
+      uih_batch_create(g, g->stripe_events, two, 1, &ts_only, &err) ||
+      uih_stripe_encoder_create(NULL, &enc, &err) || uih_stripe_decoder_create(&dec, &err))
+    die("setup", &err);
+
+  stripes s = {0};
+  uint64_t user;
+  for (;;) {
+    if (uih_gen_next(gen, &user, b, &err) != UIH_OK) die("generate", &err);
+    if (b->count == 0) break;
+    const uint8_t *p;
+    size_t len;
+    if (uih_stripe_encode(enc, b, uih_schema_version(schema), &p, &len, &err) != UIH_OK) die("encode", &err);
+    stripes_add(&s, p, len);
+  }
+
+  if (!strcmp(mode, "long")) { /* the timestamps, re-packed as stripe_bench does */
+    uih_batch *big = NULL;
+    if (uih_batch_create(g, UIH_STRIPE_EVENTS_MAX, two, 1, &big, &err) ||
+        uih_batch_create(g, UIH_STRIPE_EVENTS_MAX, two, 1, &out, &err))
+      die("long stripes", &err);
+    stripes longs = {0};
+    int64_t *tsv = uih_column_i64(&big->columns[0]);
+    for (size_t i = 0; i < s.n; i++) {
+      if (uih_stripe_decode(dec, s.data[i], s.len[i], 0, UIH_DECODE_TO_END, 0, ts_only, &err))
+        die("decode", &err);
+      const int64_t *src = uih_column_i64(&ts_only->columns[0]);
+      for (uint32_t r = 0; r < ts_only->count; r++) {
+        uint32_t row;
+        uih_batch_append(big, &row, NULL);
+        int64_t prev = row ? tsv[row - 1] : src[0];
+        int64_t step = r ? src[r] - src[r - 1] : 1000;
+        uih_column_set_bits(&big->columns[0], row, (uint64_t)(prev + (step > 0 ? step : 0)));
+        if (big->count == big->capacity) { /* full stripes only: every decode does the same work */
+          const uint8_t *p;
+          size_t len;
+          if (uih_stripe_encode(enc, big, 1, &p, &len, &err)) die("encode", &err);
+          stripes_add(&longs, p, len);
+          uih_batch_clear(big);
+        }
+      }
+    }
+    uih_batch_free(big);
+    stripes_free(&s);
+    s = longs;
+  } else if (!strcmp(mode, "full")) {
+    if (uih_batch_create(g, g->stripe_events, NULL, 0, &out, &err)) die("batch", &err);
+  } else if (!strcmp(mode, "two") || !strcmp(mode, "ts")) {
+    if (uih_batch_create(g, g->stripe_events, two, !strcmp(mode, "two") ? 2 : 1, &out, &err)) die("batch", &err);
+  } else {
+    die("unknown mode", NULL);
+  }
+
+  uint64_t events = 0, values = decode_all(dec, &s, reps, out, &events);
+  printf("%s: %zu stripes, %llu decodes, %llu events, %llu values decoded\n", mode, s.n,
+         (unsigned long long)s.n * reps, (unsigned long long)events, (unsigned long long)values);
+
+  stripes_free(&s);
+  uih_batch_free(out), uih_batch_free(ts_only), uih_batch_free(b);
+  uih_stripe_encoder_free(enc), uih_stripe_decoder_free(dec), uih_gen_free(gen), uih_schema_free(schema);
+  return 0;
+}
