@@ -225,30 +225,38 @@ int main(int argc, char** argv) {
   for (auto& v : variants) printf(" %22.22s", v.name);
   printf("   UihTable/BBT(defaults)  UihTable/BBT(tuned)\n");
   double read_per_op[sizeof workloads / sizeof workloads[0]][kVariants];
+  // Each table runs in short turns, taking turns with the others, so drift
+  // in the machine's speed (a shared VM) falls on every table alike; each
+  // table continues its own operation stream across its turns.
+  constexpr int kTurns = 8;
   for (const auto& w : workloads) {
     double rate[kVariants];
+    std::mt19937_64 rngs[kVariants];
+    double busy[kVariants] = {};
+    uint64_t ops[kVariants] = {}, found[kVariants] = {}, bytes[kVariants] = {};
+    std::string value;
     for (int vi = 0; vi < kVariants; vi++) {
-      Variant& v = variants[vi];
-      std::mt19937_64 rng(42);  // same operations for every table
-      uint64_t ops = 0, found = 0, read0 = 0;
-      std::string value;
-      // A warm-up of a quarter of the time first, so no table pays for
-      // being measured first; then the timed run continues the same stream.
-      auto t0 = std::chrono::steady_clock::now();
-      for (int phase = 0; phase < 2; phase++) {
-        if (phase == 1) {
-          ops = found = 0;
-          read0 = get_iostats_context()->bytes_read;
-          t0 = std::chrono::steady_clock::now();
+      rngs[vi].seed(42);  // same operations for every table
+      auto t0 = std::chrono::steady_clock::now();  // warm-up, not counted
+      while (Seconds(t0) < seconds / 8)
+        for (int batch = 0; batch < 256; batch++) RunOne(variants[vi], data, w.k, rngs[vi], &value);
+    }
+    for (int turn = 0; turn < kTurns; turn++) {
+      for (int vi = 0; vi < kVariants; vi++) {
+        uint64_t read0 = get_iostats_context()->bytes_read;
+        auto t0 = std::chrono::steady_clock::now();
+        while (Seconds(t0) < seconds / kTurns) {
+          for (int batch = 0; batch < 256; batch++, ops[vi]++)
+            found[vi] += RunOne(variants[vi], data, w.k, rngs[vi], &value);
         }
-        while (Seconds(t0) < (phase == 0 ? seconds / 4 : seconds)) {
-          for (int batch = 0; batch < 256; batch++, ops++) found += RunOne(v, data, w.k, rng, &value);
-        }
+        busy[vi] += Seconds(t0);
+        bytes[vi] += get_iostats_context()->bytes_read - read0;
       }
-      rate[vi] = static_cast<double>(ops) / Seconds(t0);
-      read_per_op[&w - workloads][vi] =
-          static_cast<double>(get_iostats_context()->bytes_read - read0) / static_cast<double>(ops);
-      if (found == 0) Die("nothing found");
+    }
+    for (int vi = 0; vi < kVariants; vi++) {
+      if (found[vi] == 0) Die("nothing found");
+      rate[vi] = static_cast<double>(ops[vi]) / busy[vi];
+      read_per_op[&w - workloads][vi] = static_cast<double>(bytes[vi]) / static_cast<double>(ops[vi]);
     }
     printf("%-34s", w.name);
     for (double r : rate) printf(" %22.0f", r);
