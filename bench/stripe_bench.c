@@ -15,6 +15,7 @@
 #include <time.h>
 #include <zstd.h>
 
+#include "stripe_set.h"
 #include "uih/uih.h"
 
 #define LAST_N 32
@@ -28,28 +29,6 @@ static double now(void) {
 static void die(const char *what, const uih_error *err) {
   fprintf(stderr, "stripe_bench: %s: %s\n", what, err ? uih_error_message(err) : "failed");
   exit(1);
-}
-
-typedef struct stripes {
-  uint8_t **data;
-  size_t *len;
-  uint32_t *count;
-  size_t n, cap;
-} stripes;
-
-static void stripes_add(stripes *s, const uint8_t *p, size_t len, uint32_t count) {
-  if (s->n == s->cap) {
-    s->cap = s->cap ? 2 * s->cap : 1024;
-    s->data = realloc(s->data, s->cap * sizeof *s->data);
-    s->len = realloc(s->len, s->cap * sizeof *s->len);
-    s->count = realloc(s->count, s->cap * sizeof *s->count);
-    if (!s->data || !s->len || !s->count) die("out of memory", NULL);
-  }
-  s->data[s->n] = malloc(len);
-  if (!s->data[s->n]) die("out of memory", NULL);
-  memcpy(s->data[s->n], p, len);
-  s->len[s->n] = len;
-  s->count[s->n++] = count;
 }
 
 /* Serializes rows [0, count) of `b` as fixed-width little-endian structs. */
@@ -159,7 +138,7 @@ int main(int argc, char **argv) {
     double t0 = now();
     if (uih_stripe_encode(enc, b, uih_schema_version(schema), &p, &len, &err) != UIH_OK) die("encode", &err);
     encode_s += now() - t0;
-    stripes_add(&s, p, len, b->count);
+    if (stripes_add(&s, p, len, b->count) != 0) die("out of memory", NULL);
     events += b->count;
     codec_bytes += len;
     for (uint32_t c = 0; c < ncols; c++) {
@@ -208,7 +187,8 @@ int main(int argc, char **argv) {
   decode_report("all stripes", dec, &s, b, proj, ts_only);
   stripes full_only = {0};
   for (size_t i = 0; i < s.n; i++)
-    if (s.count[i] == g->stripe_events) stripes_add(&full_only, s.data[i], s.len[i], s.count[i]);
+    if (s.count[i] == g->stripe_events && stripes_add(&full_only, s.data[i], s.len[i], s.count[i]) != 0)
+      die("out of memory", NULL);
   if (full_only.n) {
     char title[96];
     snprintf(title, sizeof title, "the %zu stripes holding %u events", full_only.n, g->stripe_events);
@@ -236,7 +216,7 @@ int main(int argc, char **argv) {
           const uint8_t *p;
           size_t len;
           if (uih_stripe_encode(enc, big, 1, &p, &len, &err)) die("encode", &err);
-          stripes_add(&longs, p, len, big->count);
+          if (stripes_add(&longs, p, len, big->count) != 0) die("out of memory", NULL);
           uih_batch_clear(big);
         }
         uih_batch_append(big, &row, NULL);
@@ -248,17 +228,15 @@ int main(int argc, char **argv) {
     double rate = decode_rate(dec, &longs, big_out, 0, 0, 0.4);
     printf("\ndecode of timestamps in %zu stripes of %u events (delta + bit-unpacking, per-stripe costs amortized)\n"
            "  %-40s %8.1f M values/s\n", longs.n, UIH_STRIPE_EVENTS_MAX, "timestamps only", rate / 1e6);
-    for (size_t i = 0; i < longs.n; i++) free(longs.data[i]);
-    free(longs.data), free(longs.len), free(longs.count);
+    stripes_free(&longs);
     uih_batch_free(big), uih_batch_free(big_out);
   }
 
   printf("\nencode: %.2f M events/s on one core (all encodings tried per column)\n", ev / encode_s / 1e6);
 
-  for (size_t i = 0; i < full_only.n; i++) free(full_only.data[i]);
-  free(full_only.data), free(full_only.len), free(full_only.count);
-  for (size_t i = 0; i < s.n; i++) free(s.data[i]);
-  free(s.data), free(s.len), free(s.count), free(rows), free(z);
+  stripes_free(&full_only);
+  stripes_free(&s);
+  free(rows), free(z);
   free(col_codec), free(col_zstd), free(enc_seen);
   ZSTD_freeCCtx(zc);
   uih_batch_free(proj), uih_batch_free(ts_only), uih_batch_free(b);

@@ -21,35 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stripe_set.h"
 #include "uih/uih.h"
 
 static void die(const char *what, const uih_error *err) {
   fprintf(stderr, "stripe_count: %s: %s\n", what, err ? uih_error_message(err) : "failed");
   exit(1);
-}
-
-typedef struct stripes {
-  uint8_t **data;
-  size_t *len;
-  size_t n, cap;
-} stripes;
-
-static void stripes_add(stripes *s, const uint8_t *p, size_t len) {
-  if (s->n == s->cap) {
-    s->cap = s->cap ? 2 * s->cap : 1024;
-    s->data = realloc(s->data, s->cap * sizeof *s->data);
-    s->len = realloc(s->len, s->cap * sizeof *s->len);
-    if (!s->data || !s->len) die("out of memory", NULL);
-  }
-  s->data[s->n] = malloc(len);
-  if (!s->data[s->n]) die("out of memory", NULL);
-  memcpy(s->data[s->n], p, len);
-  s->len[s->n++] = len;
-}
-
-static void stripes_free(stripes *s) {
-  for (size_t i = 0; i < s->n; i++) free(s->data[i]);
-  free(s->data), free(s->len);
 }
 
 /* The measured part (callgrind --toggle-collect='decode_all*'): decodes every
@@ -106,7 +83,7 @@ int main(int argc, char **argv) {
     const uint8_t *p;
     size_t len;
     if (uih_stripe_encode(enc, b, uih_schema_version(schema), &p, &len, &err) != UIH_OK) die("encode", &err);
-    stripes_add(&s, p, len);
+    if (stripes_add(&s, p, len, b->count) != 0) die("out of memory", NULL);
   }
 
   if (!strcmp(mode, "long")) { /* the timestamps, re-packed as stripe_bench does */
@@ -130,7 +107,7 @@ int main(int argc, char **argv) {
           const uint8_t *p;
           size_t len;
           if (uih_stripe_encode(enc, big, 1, &p, &len, &err)) die("encode", &err);
-          stripes_add(&longs, p, len);
+          if (stripes_add(&longs, p, len, big->count) != 0) die("out of memory", NULL);
           uih_batch_clear(big);
         }
       }
