@@ -153,7 +153,7 @@ int uih_table_builder_add(uih_table_builder *b, const uint8_t *ukey, size_t ukle
   if (rc != UIH_OK) return fail(b, err, rc, "table builder: writing a value failed");
 
   if (b->numeric) uih_num_writer_add(&b->num, ukey, trailer, (uint32_t)vlen, b->st.data_size);
-  if (b->prefix && add_prefix_entry(b, ukey, uklen, trailer, vlen) != UIH_OK)
+  if ((b->prefix && add_prefix_entry(b, ukey, uklen, trailer, vlen) != UIH_OK) || b->num.too_big)
     return fail(b, err, UIH_ERR_OUT_OF_RANGE, "table builder: index over 4 GiB");
   uih_wbuf_reset(&b->prev);
   uih_wbuf_put(&b->prev, ukey, uklen);
@@ -175,6 +175,7 @@ int uih_table_builder_finish(uih_table_builder *b, const uint8_t **index, size_t
   if (b->finished) return fail(b, err, UIH_ERR_INVALID_ARGUMENT, "table builder: finished twice");
   b->finished = 1;
   uih_num_writer_finish(&b->num);
+  if (b->num.too_big) return fail(b, err, UIH_ERR_OUT_OF_RANGE, "table builder: index over 4 GiB");
   if (b->num.oom) return fail(b, err, UIH_ERR_NO_MEMORY, "table builder: out of memory for the index");
   /* Numeric when every key fits it and it is smaller (or was asked for). */
   int numeric = b->numeric && (!b->prefix || b->num.blocks.len + b->num.offsets.len <

@@ -274,16 +274,20 @@ static void load(uih_table_cursor *c) {
   c->vlen = e.vlen;
 }
 
-/* Numeric layout: entry `c->pos` into the cursor; its value offset is
- * `voff`, or (voff == UINT64_MAX) summed from the block's start. */
-static void num_load(uih_table_cursor *c, uint64_t voff) {
-  const uih_table_index *x = c->idx;
-  uih_num_block b;
-  num_block(x, c->pos / x->interval, &b);
-  uint32_t j = (uint32_t)(c->pos % x->interval);
-  uih_num_entry(&b, j, c->key, &c->trailer, &c->vlen);
+/* Numeric layout: key, trailer and value length of entry `j` of block `b`
+ * into the cursor (the caller sets pos and voff). */
+static void num_set(uih_table_cursor *c, const uih_num_block *b, uint32_t j) {
+  uih_num_entry(b, j, c->key, &c->trailer, &c->vlen);
   c->klen = UIH_NUM_KEY_SIZE;
-  c->voff = voff != UINT64_MAX ? voff : uih_num_voff(&b, j);
+}
+
+/* The same for entry `c->pos`, parsing its block into `b`; returns j. */
+static uint32_t num_load(uih_table_cursor *c, uih_num_block *b) {
+  const uih_table_index *x = c->idx;
+  num_block(x, c->pos / x->interval, b);
+  uint32_t j = (uint32_t)(c->pos % x->interval);
+  num_set(c, b, j);
+  return j;
 }
 
 void uih_table_cursor_goto(uih_table_cursor *c, uint64_t pos) {
@@ -293,8 +297,9 @@ void uih_table_cursor_goto(uih_table_cursor *c, uint64_t pos) {
     return;
   }
   if (x->layout == UIH_TABLE_LAYOUT_NUMERIC) {
+    uih_num_block b;
     c->pos = pos;
-    num_load(c, UINT64_MAX);
+    c->voff = uih_num_voff(&b, num_load(c, &b));
     return;
   }
   uint64_t r = pos / x->interval;
@@ -315,10 +320,14 @@ void uih_table_cursor_last(uih_table_cursor *c) {
 void uih_table_cursor_next(uih_table_cursor *c) {
   if (c->pos >= c->idx->n) return;
   if (++c->pos >= c->idx->n) return;
-  if (c->idx->layout == UIH_TABLE_LAYOUT_NUMERIC)
-    num_load(c, c->voff + c->vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE);
-  else
+  if (c->idx->layout != UIH_TABLE_LAYOUT_NUMERIC) {
     load(c);
+    return;
+  }
+  uih_num_block b;
+  uint64_t voff = c->voff + c->vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE; /* follows the current value */
+  num_load(c, &b);
+  c->voff = voff;
 }
 
 void uih_table_cursor_prev(uih_table_cursor *c) {
@@ -330,9 +339,10 @@ void uih_table_cursor_prev(uih_table_cursor *c) {
     uih_table_cursor_goto(c, c->pos - 1);
     return;
   }
+  uih_num_block b;
   uint64_t end = c->voff; /* where the previous value's checksum ends */
   c->pos--;
-  num_load(c, 0);
+  num_load(c, &b);
   c->voff = end - UIH_TABLE_VALUE_CHECKSUM_SIZE - c->vlen;
 }
 
@@ -361,7 +371,7 @@ typedef struct num_target {
 static num_target num_target_of(const uint8_t *key, size_t len, uint64_t trailer) {
   num_target q = {key, len, 0, 0, trailer, 0};
   uint8_t head[8] = {0};
-  memcpy(head, key, len < 8 ? len : 8);
+  if (len) memcpy(head, key, len < 8 ? len : 8);
   q.u = uih_load_be64(head);
   if (len == UIH_NUM_KEY_SIZE) {
     q.g = uih_load_be16(key + 8);
@@ -434,8 +444,7 @@ static void num_seek(uih_table_cursor *c, const uint8_t *ukey, size_t uklen, uin
     return;
   }
   c->pos = blk * x->interval + a;
-  uih_num_entry(&b, a, c->key, &c->trailer, &c->vlen);
-  c->klen = UIH_NUM_KEY_SIZE;
+  num_set(c, &b, a);
   c->voff = uih_num_voff(&b, a);
 }
 

@@ -41,7 +41,7 @@ void uih_num_writer_finish(uih_num_writer *w) {
   uint32_t n = w->count;
   if (n == 0) return;
   uih_wbuf *o = &w->blocks;
-  if (o->len > UINT32_MAX) w->oom = 1;
+  if (o->len > UINT32_MAX) w->too_big = 1;
   uih_wbuf_u32(&w->offsets, (uint32_t)o->len);
   uint64_t base[UIH_NUM_COLUMNS];
   uint8_t width[UIH_NUM_COLUMNS];

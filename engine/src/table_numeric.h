@@ -27,6 +27,7 @@ typedef struct uih_num_writer {
   uih_wbuf blocks;     /* finished blocks */
   uih_wbuf offsets;    /* u32 offset of each finished block */
   int oom;
+  int too_big;         /* the blocks passed 4 GiB: offsets cannot hold them */
 } uih_num_writer;
 
 /* Returns 0, or -1 if out of memory. */
