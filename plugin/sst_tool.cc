@@ -1,5 +1,5 @@
-// uih-sst: inspect UihTable files (Debian's sst_dump rejects table formats
-// it does not know by their magic number).
+// uih-sst: inspect UihTable files without preloading anything (Debian's
+// sst_dump opens them only with libuih_rocksdb.so preloaded).
 //   uih-sst props FILE          table properties and index size per key
 //   uih-sst dump FILE [--hex] [--limit N]
 //   uih-sst verify FILE         every checksum in the file

@@ -129,6 +129,9 @@ class UihTableReader : public TableReader {
   void MultiGet(const ReadOptions& ro, const MultiGetContext::Range* range,
                 const SliceTransform* prefix_extractor, bool skip_filters) override;
   Status VerifyChecksum(const ReadOptions& ro, TableReaderCaller caller) override;
+  // A text dump for sst_dump --command=raw: the file's sections, the index,
+  // then every entry with its value (checksums verified).
+  Status DumpTable(WritableFile* out) override;
 
   // ---- shared with the iterator ----
   const uih_table_index* index() const { return index_; }
@@ -205,6 +208,15 @@ class UihTableReader : public TableReader {
   uint64_t data_size_ = 0;
   uint64_t cache_id_ = NextCacheId();  // this reader's values in a shared cache
   int fd_ = -1;  // the file opened again for batched reads; -1: use file_
+
+  // The file's sections, for DumpTable.
+  BlockHandle meta_handle_, props_handle_;
+  uint64_t tail_at_ = 0, footer_at_ = 0;
+
+  // Calls visit(cursor, value) -> Status for every entry in order, after
+  // checking the value's checksum; stops at the first error.
+  template <class F>
+  Status ForEachValue(F&& visit) const;
 
   // Feeds the entries of one user key, read into `bytes` (which starts at
   // the first entry's value), to `get_context`.
@@ -468,6 +480,10 @@ Status UihTableReader::Open(const TableReaderOptions& tro, uint64_t file_size) {
     return ToStatus(err.code, (name + ": " + uih_error_message(&err)).c_str());
   data_size_ = ih.offset();
   props_ = std::move(props);
+  meta_handle_ = mh;
+  props_handle_ = ph;
+  tail_at_ = tail_at;
+  footer_at_ = footer_at;
   // Batched reads bypass RocksDB's file layer, so only for plain POSIX files
   // read through the page cache.
   if (tro.ioptions.fs.get() == FileSystem::Default().get() && !tro.env_options.use_direct_reads &&
@@ -635,8 +651,9 @@ void UihTableReader::MultiGet(const ReadOptions& ro, const MultiGetContext::Rang
   }
 }
 
-Status UihTableReader::VerifyChecksum(const ReadOptions&, TableReaderCaller) {
-  // The index was verified at open; here every value, one window at a time.
+template <class F>
+Status UihTableReader::ForEachValue(F&& visit) const {
+  // The index was verified at open; the values are read one window at a time.
   CallCursor cc(index_);
   uih_table_cursor& c = cc.c;
   std::string buf;
@@ -656,7 +673,56 @@ Status UihTableReader::VerifyChecksum(const ReadOptions&, TableReaderCaller) {
     uint32_t stored;
     memcpy(&stored, p + c.vlen, sizeof stored);
     s = CheckValue(Slice(p, c.vlen), stored, c.voff);
+    if (s.ok()) s = visit(c, Slice(p, c.vlen));
   }
+  return s;
+}
+
+Status UihTableReader::VerifyChecksum(const ReadOptions&, TableReaderCaller) {
+  return ForEachValue([](const uih_table_cursor&, const Slice&) { return Status::OK(); });
+}
+
+Status UihTableReader::DumpTable(WritableFile* out) {
+  auto section = [](const char* name, uint64_t from, uint64_t to) {
+    char line[128];
+    snprintf(line, sizeof line, "  %-11s [%llu, %llu)  %llu bytes\n", name, static_cast<unsigned long long>(from),
+             static_cast<unsigned long long>(to), static_cast<unsigned long long>(to - from));
+    return std::string(line);
+  };
+  const uint64_t entries = uih_table_index_entries(index_);
+  const size_t memory = uih_table_index_memory(index_);
+  std::string head = "UihTable " + file_->file_name() + "\n--------------------------------------\n";
+  head += section("data", 0, data_size_);
+  head += section("index", data_size_, props_handle_.offset());
+  head += section("properties", props_handle_.offset(), meta_handle_.offset());
+  head += section("metaindex", meta_handle_.offset(), tail_at_);
+  head += section("tail", tail_at_, footer_at_);
+  head += section("footer", footer_at_, footer_at_ + Footer::kNewVersionsEncodedLength);
+  head += "index layout: ";
+  head += uih_table_index_layout(index_) == UIH_TABLE_LAYOUT_NUMERIC ? "numeric" : "prefix";
+  head += ", " + std::to_string(entries) + " entries, " + std::to_string(memory) + " bytes in memory";
+  if (entries) {
+    char per[48];
+    snprintf(per, sizeof per, " (%.2f per entry)", static_cast<double>(memory) / static_cast<double>(entries));
+    head += per;
+  }
+  head += "\nglobal sequence number: ";
+  head += global_seqno_ == kDisableGlobalSequenceNumber ? "none" : std::to_string(global_seqno_);
+  head += "\n\nEntries (value offset, length; user key @ sequence : type => value, in hex):\n"
+          "--------------------------------------\n";
+  Status s = out->Append(head);
+  std::string line;
+  if (s.ok())
+    s = ForEachValue([&](const uih_table_cursor& c, const Slice& value) {
+      uint64_t trailer = Trailer(c);
+      line = "  " + std::to_string(c.voff) + " " + std::to_string(c.vlen) + "  ";
+      line += Slice(reinterpret_cast<const char*>(c.key), c.klen).ToString(true);
+      line += " @ " + std::to_string(trailer >> 8) + " : " + std::to_string(trailer & 0xff) + " => ";
+      line += value.ToString(true);
+      line += "\n";
+      return out->Append(line);
+    });
+  if (s.ok()) s = out->Flush();
   return s;
 }
 
