@@ -2,8 +2,16 @@
 # UihTable against BlockBasedTable (defaults, and tuned with a 10-bit bloom
 # filter; the index stays pinned in table readers either way) and
 # PlainTable, through Debian's db_bench on the same bulk-loaded data in the
-# same run. Prints ops/s per benchmark and UihTable's ratio to each.
+# same run. Prints, per table, file size and reader memory; per benchmark,
+# ops/s (best of UIH_BENCH_TURNS interleaved turns, default 3) with
+# UihTable's ratio to each, and bytes read from storage per op.
 #   bench/db_bench_compare.sh [NUM_KEYS] [VALUE_SIZE]     (defaults 1000000 400)
+#
+# Bytes per op come from separate runs with --statistics (its counters would
+# slow the timed runs, and not equally for every table): the file system
+# reads RocksDB counts (rocksdb.{last,non.last}.level.read.bytes) of a run of
+# M operations minus those of a run of one, over M - 1, so opening the DB
+# (footers, indexes) is not charged to the operations.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 num=${1:-1000000}
@@ -26,23 +34,64 @@ variant_flags() {
   esac
 }
 
-declare -A ops
-for v in uih bbt bbt_tuned plain; do
-  db="$work/$v"
-  run=("$root/scripts/uih-rocksdb" db_bench "${common[@]}" --db="$db")
-  # shellcheck disable=SC2207
-  flags=($(variant_flags "$v"))
-  "${run[@]}" "${flags[@]}" --benchmarks="${loads[*]}" >"$work/$v.load.log" 2>&1 || { echo "$v: load failed (see $work/$v.load.log)"; continue; }
-  for b in "${runs[@]}"; do
-    extra=()
-    [ "$b" = seekrandom ] && extra=(--seek_nexts=10)
-    [ "$b" = multireadrandom ] && extra=(--multiread_batched=true --batch_size=16)
-    if "${run[@]}" "${flags[@]}" "${extra[@]}" --use_existing_db=true --benchmarks="$b" >"$work/$v.$b.log" 2>&1; then
-      ops[$v,$b]=$(awk -v b="$b" '$1 == b {for (i = 1; i <= NF; i++) if ($i == "ops/sec") print $(i-1)}' "$work/$v.$b.log" | tail -n 1)
-    fi
-    : "${ops[$v,$b]:=n/a}"
+# File system bytes read by one db_bench run with statistics on.
+bytes_read() {
+  "$@" --statistics=1 2>&1 | awk '$1 ~ /^rocksdb\.(non\.)?last\.level\.read\.bytes$/ {s += $4} END {print s + 0}'
+}
+measured=$((reads < 20000 ? reads : 20000))
+
+variants=(uih bbt bbt_tuned plain)
+turns=${UIH_BENCH_TURNS:-3}
+bench_flags() {
+  case "$1" in
+    seekrandom) echo "--seek_nexts=10" ;;
+    multireadrandom) echo "--multiread_batched=true --batch_size=16" ;;
+  esac
+}
+# db_bench for variant $1, benchmark $2, then any further flags.
+run() {
+  local v=$1 b=$2
+  shift 2
+  # shellcheck disable=SC2046
+  "$root/scripts/uih-rocksdb" db_bench "${common[@]}" --db="$work/$v" $(variant_flags "$v") $(bench_flags "$b") \
+    --use_existing_db=true --benchmarks="$b" "$@"
+}
+
+# Load every table, then time every benchmark in interleaved turns (each
+# variant once per turn; the best turn counts), so drift in a shared
+# machine's speed falls on all tables alike.
+declare -A ops bpo loaded
+for v in "${variants[@]}"; do
+  # shellcheck disable=SC2046
+  if "$root/scripts/uih-rocksdb" db_bench "${common[@]}" --db="$work/$v" $(variant_flags "$v") \
+       --benchmarks="${loads[*]}" >"$work/$v.load.log" 2>&1; then
+    loaded[$v]=1
+  else
+    echo "$v: load failed (see $work/$v.load.log)"
+  fi
+  files=$(du -cb "$work/$v"/*.sst 2>/dev/null | awk 'END {printf "%.1f", $1 / 1e6}')
+  # Per key stored (fillrandom repeats keys: fewer than NUM_KEYS remain).
+  keys=$("$root/scripts/uih-rocksdb" ldb --db="$work/$v" get_property rocksdb.estimate-num-keys 2>/dev/null | awk -F': ' '{print $2}')
+  mem=$("$root/scripts/uih-rocksdb" ldb --db="$work/$v" get_property rocksdb.estimate-table-readers-mem 2>/dev/null |
+        awk -F': ' -v n="${keys:-0}" '{printf "%.1f MB (%.2f B per key of %d)", $2 / 1e6, n ? $2 / n : 0, n}')
+  printf '%-10s files %s MB, reader memory %s\n' "$v" "$files" "${mem:-n/a}"
+done
+for b in "${runs[@]}"; do
+  for ((t = 1; t <= turns; t++)); do
+    for v in "${variants[@]}"; do
+      [ -n "${loaded[$v]:-}" ] || continue
+      run "$v" "$b" >"$work/$v.$b.$t.log" 2>&1 || continue
+      o=$(awk -v b="$b" '$1 == b {for (i = 1; i <= NF; i++) if ($i == "ops/sec") print $(i-1)}' "$work/$v.$b.$t.log" | tail -n 1)
+      if [ -n "$o" ] && awk -v a="$o" -v b="${ops[$v,$b]:-0}" 'BEGIN {exit !(a > b)}'; then ops[$v,$b]=$o; fi
+    done
   done
-  du -sb "$db"/*.sst 2>/dev/null | awk -v v="$v" '{s += $1} END {printf "%-10s files: %.1f MB\n", v, s / 1e6}'
+  for v in "${variants[@]}"; do
+    [ -n "${ops[$v,$b]:-}" ] || { ops[$v,$b]=n/a; bpo[$v,$b]=n/a; continue; }
+    if [ "$v" = plain ]; then bpo[$v,$b]=mmap; continue; fi  # reads of a mapping are not counted
+    one=$(bytes_read run "$v" "$b" --reads=1)
+    many=$(bytes_read run "$v" "$b" --reads="$measured")
+    bpo[$v,$b]=$(awk -v a="$many" -v b="$one" -v n="$measured" 'BEGIN {printf "%.0f", (a - b) / (n - 1)}')
+  done
 done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else printf "n/a" }'; }
@@ -51,4 +100,11 @@ for b in "${runs[@]}"; do
   printf '%-16s %12s %12s %12s %12s   %10s %10s %10s\n' "$b" "${ops[uih,$b]}" "${ops[bbt,$b]}" \
     "${ops[bbt_tuned,$b]}" "${ops[plain,$b]}" "$(ratio "${ops[uih,$b]}" "${ops[bbt,$b]}")" \
     "$(ratio "${ops[uih,$b]}" "${ops[bbt_tuned,$b]}")" "$(ratio "${ops[uih,$b]}" "${ops[plain,$b]}")"
+done
+printf '\nbytes read from storage per op (page cache included; block cache hits are not reads)\n'
+printf '%-16s %12s %12s %12s %12s   %10s %10s\n' benchmark UihTable BBT BBT-tuned Plain "BBT/Uih" "tuned/Uih"
+for b in "${runs[@]}"; do
+  printf '%-16s %12s %12s %12s %12s   %10s %10s\n' "$b" "${bpo[uih,$b]}" "${bpo[bbt,$b]}" \
+    "${bpo[bbt_tuned,$b]}" "${bpo[plain,$b]}" "$(ratio "${bpo[bbt,$b]}" "${bpo[uih,$b]}")" \
+    "$(ratio "${bpo[bbt_tuned,$b]}" "${bpo[uih,$b]}")"
 done

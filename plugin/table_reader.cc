@@ -16,6 +16,7 @@
 #include "db/pinned_iterators_manager.h"
 #include "file/random_access_file_reader.h"
 #include "memory/arena.h"
+#include "monitoring/statistics.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/iostats_context.h"
 #include "status.h"
@@ -129,6 +130,10 @@ class UihTableReader : public TableReader {
   void MultiGet(const ReadOptions& ro, const MultiGetContext::Range* range,
                 const SliceTransform* prefix_extractor, bool skip_filters) override;
   Status VerifyChecksum(const ReadOptions& ro, TableReaderCaller caller) override;
+  // Warms the entries with internal keys in [begin, end] (null: open):
+  // into the value cache when there is one (checksums verified), else the
+  // file system reads their bytes ahead.
+  Status Prefetch(const Slice* begin, const Slice* end) override;
   // A text dump for sst_dump --command=raw: the file's sections, the index,
   // then every entry with its value (checksums verified).
   Status DumpTable(WritableFile* out) override;
@@ -212,11 +217,14 @@ class UihTableReader : public TableReader {
   // The file's sections, for DumpTable.
   BlockHandle meta_handle_, props_handle_;
   uint64_t tail_at_ = 0, footer_at_ = 0;
+  // Where batched reads record the tickers RandomAccessFileReader would.
+  Statistics* stats_ = nullptr;
+  bool last_level_ = false;
 
-  // Calls visit(cursor, value) -> Status for every entry in order, after
-  // checking the value's checksum; stops at the first error.
+  // Calls visit(cursor, value) -> Status for entries [first, end) in order,
+  // after checking each value's checksum; stops at the first error.
   template <class F>
-  Status ForEachValue(F&& visit) const;
+  Status ForEachValue(uint64_t first, uint64_t end, F&& visit) const;
 
   // Feeds the entries of one user key, read into `bytes` (which starts at
   // the first entry's value), to `get_context`.
@@ -484,6 +492,8 @@ Status UihTableReader::Open(const TableReaderOptions& tro, uint64_t file_size) {
   props_handle_ = ph;
   tail_at_ = tail_at;
   footer_at_ = footer_at;
+  stats_ = tro.ioptions.stats;
+  last_level_ = tro.level >= 0 && tro.level == tro.ioptions.num_levels - 1;
   // Batched reads bypass RocksDB's file layer, so only for plain POSIX files
   // read through the page cache.
   if (tro.ioptions.fs.get() == FileSystem::Default().get() && !tro.env_options.use_direct_reads &&
@@ -640,7 +650,12 @@ void UihTableReader::MultiGet(const ReadOptions& ro, const MultiGetContext::Rang
   IOStatsContext* iostats = get_iostats_context();
   for (size_t i = 0; i < jobs.size(); i++) {
     Job& j = jobs[i];
-    if (reqs[i].result > 0 && !iostats->disable_iostats) iostats->bytes_read += static_cast<uint64_t>(reqs[i].result);
+    if (reqs[i].result > 0) {
+      if (!iostats->disable_iostats) iostats->bytes_read += static_cast<uint64_t>(reqs[i].result);
+      RecordTick(stats_, last_level_ ? LAST_LEVEL_READ_BYTES : NON_LAST_LEVEL_READ_BYTES,
+                 static_cast<uint64_t>(reqs[i].result));
+      RecordTick(stats_, last_level_ ? LAST_LEVEL_READ_COUNT : NON_LAST_LEVEL_READ_COUNT, 1);
+    }
     if (reqs[i].result < 0) {
       *j.key->s = IOStatus::IOError("UihTable: reading " + file_->file_name() + ": " + strerror(static_cast<int>(-reqs[i].result)));
     } else if (static_cast<uint64_t>(reqs[i].result) != reqs[i].len) {
@@ -652,7 +667,7 @@ void UihTableReader::MultiGet(const ReadOptions& ro, const MultiGetContext::Rang
 }
 
 template <class F>
-Status UihTableReader::ForEachValue(F&& visit) const {
+Status UihTableReader::ForEachValue(uint64_t first, uint64_t end, F&& visit) const {
   // The index was verified at open; the values are read one window at a time.
   CallCursor cc(index_);
   uih_table_cursor& c = cc.c;
@@ -660,7 +675,8 @@ Status UihTableReader::ForEachValue(F&& visit) const {
   Slice win;
   uint64_t win_off = 0;
   Status s;
-  for (uih_table_cursor_first(&c); s.ok() && uih_table_cursor_valid(&c); uih_table_cursor_next(&c)) {
+  for (uih_table_cursor_goto(&c, first); s.ok() && uih_table_cursor_valid(&c) && c.pos < end;
+       uih_table_cursor_next(&c)) {
     uint64_t need = uint64_t{c.vlen} + UIH_TABLE_VALUE_CHECKSUM_SIZE;
     if (c.voff < win_off || c.voff + need > win_off + win.size()) {
       uint64_t len = std::min<uint64_t>(std::max<uint64_t>(need, 1 << 20), data_size_ - c.voff);
@@ -679,7 +695,40 @@ Status UihTableReader::ForEachValue(F&& visit) const {
 }
 
 Status UihTableReader::VerifyChecksum(const ReadOptions&, TableReaderCaller) {
-  return ForEachValue([](const uih_table_cursor&, const Slice&) { return Status::OK(); });
+  return ForEachValue(0, uih_table_index_entries(index_),
+                      [](const uih_table_cursor&, const Slice&) { return Status::OK(); });
+}
+
+Status UihTableReader::Prefetch(const Slice* begin, const Slice* end) {
+  if (begin && end && InternalKeyComparator(BytewiseComparator()).Compare(*begin, *end) > 0)
+    return Status::InvalidArgument(*begin, *end);
+  // Entries [first, last): the first >= begin up to the last <= end.
+  CallCursor cc(index_);
+  uint64_t first = 0, last = uih_table_index_entries(index_);
+  if (begin) {
+    Seek(&cc.c, *begin);
+    first = cc.c.pos;  // == entries when past the end
+  }
+  if (end) {
+    SeekForPrev(&cc.c, *end);
+    last = uih_table_cursor_valid(&cc.c) ? cc.c.pos + 1 : 0;
+  }
+  if (first >= last) return Status::OK();
+  if (cache()) {  // load the values, verified, into the value cache
+    return ForEachValue(first, last, [&](const uih_table_cursor& c, const Slice& value) {
+      Cache::Handle* h = CacheInsert(c.voff, value);
+      if (h) cache()->Release(h);
+      return Status::OK();
+    });
+  }
+  // No cache of ours: ask the file system to read the byte range ahead.
+  uint64_t from, to;
+  uih_table_cursor_goto(&cc.c, first);
+  from = cc.c.voff;
+  uih_table_cursor_goto(&cc.c, last - 1);
+  to = cc.c.voff + cc.c.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+  IOStatus s = file_->Prefetch(from, static_cast<size_t>(to - from), Env::IO_TOTAL);
+  return s.IsNotSupported() ? Status::OK() : Status(s);  // e.g. direct I/O: nothing to warm
 }
 
 Status UihTableReader::DumpTable(WritableFile* out) {
@@ -713,7 +762,7 @@ Status UihTableReader::DumpTable(WritableFile* out) {
   Status s = out->Append(head);
   std::string line;
   if (s.ok())
-    s = ForEachValue([&](const uih_table_cursor& c, const Slice& value) {
+    s = ForEachValue(0, uih_table_index_entries(index_), [&](const uih_table_cursor& c, const Slice& value) {
       uint64_t trailer = Trailer(c);
       line = "  " + std::to_string(c.voff) + " " + std::to_string(c.vlen) + "  ";
       line += Slice(reinterpret_cast<const char*>(c.key), c.klen).ToString(true);

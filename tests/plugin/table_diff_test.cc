@@ -17,6 +17,7 @@
 #include "rocksdb/iostats_context.h"
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/sst_file_writer.h"
+#include "rocksdb/statistics.h"
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/options_util.h"
 #include "test_util.h"
@@ -336,6 +337,7 @@ TEST(UihTableDiff, BulkIngestion) {
 TEST(UihTableDiff, MultiGetCountsItsReadsInIOStats) {
   uih_test::TempDir dir;
   Options o = BaseOptions(true, 0);  // no value cache: every value is read
+  o.statistics = CreateDBStatistics();
   std::map<std::string, std::string> data;
   std::mt19937_64 rng(3);
   while (data.size() < 200) data[RandomKey(rng, 0, true)] = std::string(100 + rng() % 900, 'v');
@@ -355,12 +357,15 @@ TEST(UihTableDiff, MultiGetCountsItsReadsInIOStats) {
   for (const auto& kv : data) keys.emplace_back(kv.first);
   std::vector<PinnableSlice> values(keys.size());
   std::vector<Status> st(keys.size());
-  uint64_t before = get_iostats_context()->bytes_read;
+  // The ingested file sits in the last level: its reads are that ticker's.
+  auto ticker = [&] { return o.statistics->getTickerCount(LAST_LEVEL_READ_BYTES); };
+  uint64_t before = get_iostats_context()->bytes_read, ticked_before = ticker();
   db->MultiGet(ReadOptions(), db->DefaultColumnFamily(), keys.size(), keys.data(), values.data(), st.data());
-  uint64_t read = get_iostats_context()->bytes_read - before;
+  uint64_t read = get_iostats_context()->bytes_read - before, ticked = ticker() - ticked_before;
   for (const auto& s : st) ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_GE(read, total);
   EXPECT_LE(read, total + keys.size() * (UIH_TABLE_VALUE_CHECKSUM_SIZE + 64));
+  EXPECT_EQ(ticked, read);
 }
 
 }  // namespace
