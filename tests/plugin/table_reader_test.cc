@@ -59,7 +59,9 @@ class TableReaderTest : public testing::Test {
     EXPECT_TRUE(fs->NewRandomAccessFile(path_, FileOptions(), &f, nullptr).ok());
     EXPECT_TRUE(fs->GetFileSize(path_, IOOptions(), &size, nullptr).ok());
     ImmutableOptions io(o);
-    TableReaderOptions tro(io, nullptr, EnvOptions(), icmp_);
+    // TableReaderOptions keeps references: every argument must outlive it.
+    const EnvOptions env;
+    TableReaderOptions tro(io, nullptr, env, icmp_);
     std::unique_ptr<TableReader> t;
     Status s = o.table_factory->NewTableReader(
         tro, std::make_unique<RandomAccessFileReader>(std::move(f), path_), size, &t);
