@@ -258,7 +258,7 @@ class UihTableIterator : public InternalIterator {
   }
   ~UihTableIterator() override {
     DropHandle();
-    delete buf_;
+    delete[] buf_;
   }
 
   bool Valid() const override { return status_.ok() && uih_table_cursor_valid(&c_); }
@@ -312,7 +312,7 @@ class UihTableIterator : public InternalIterator {
     return std::max<uint64_t>(need, readahead_);
   }
 
-  static void ReleaseBuffer(void* p) { delete static_cast<std::string*>(p); }
+  static void ReleaseBuffer(void* p) { delete[] static_cast<char*>(p); }
 
   // The cache handle behind value_, if it came from the cache: released
   // when the iterator moves on, or handed to the pinning manager.
@@ -379,9 +379,12 @@ class UihTableIterator : public InternalIterator {
         pinned_->PinPtr(buf_, &UihTableIterator::ReleaseBuffer);  // values still point into it
         buf_ = nullptr;
       }
-      if (!buf_) buf_ = new std::string();
-      buf_->resize(len);
-      IOStatus s = ReadExact(t_->file(), start, len, &(*buf_)[0], &win_);
+      if (!buf_ || buf_cap_ < len) {  // not zeroed: the read fills it
+        delete[] buf_;
+        buf_cap_ = std::max<uint64_t>(len, kFirstWindow);
+        buf_ = new char[buf_cap_];
+      }
+      IOStatus s = ReadExact(t_->file(), start, len, buf_, &win_);
       if (!s.ok()) {
         status_ = s;
         win_ = Slice();
@@ -419,7 +422,8 @@ class UihTableIterator : public InternalIterator {
   Status status_;
   std::string key_;
   Slice value_;
-  std::string* buf_ = nullptr;  // read window (unless the file is mmapped)
+  char* buf_ = nullptr;  // read window of buf_cap_ bytes (unused when the file is mmapped)
+  uint64_t buf_cap_ = 0;
   Slice win_;
   uint64_t win_off_ = 0;
   PinnedIteratorsManager* pinned_ = nullptr;
