@@ -15,6 +15,7 @@
 #include <time.h>
 #include <zstd.h>
 
+#include "entropy.h"
 #include "stripe_set.h"
 #include "uih/uih.h"
 
@@ -32,6 +33,20 @@ static void die(const char *what, const uih_error *err) {
 }
 
 /* Serializes rows [0, count) of `b` as fixed-width little-endian structs. */
+/* Counts column c's values for the entropy bound: the timestamp column as
+ * deltas from the event before in the stripe (the first is in the stripe's
+ * fixed part), other columns as values, "absent" being a value of its own. */
+static void count_symbols(const uih_batch *b, uint32_t c, entropy_counter *e) {
+  const uih_column *col = &b->columns[c];
+  int is_ts = col->trait == b->group->ts;
+  for (uint32_t r = is_ts ? 1 : 0; r < b->count; r++) {
+    int rc = !uih_column_has(col, r)
+                 ? (entropy_add_absent(e), 0)
+                 : entropy_add(e, uih_column_get_bits(col, r) - (is_ts ? uih_column_get_bits(col, r - 1) : 0));
+    if (rc != 0) die("out of memory", NULL);
+  }
+}
+
 static size_t rows_of(const uih_batch *b, uint8_t *out) {
   size_t o = 0;
   for (uint32_t r = 0; r < b->count; r++)
@@ -122,8 +137,9 @@ int main(int argc, char **argv) {
   uint8_t *z = malloc(zcap);
   uint64_t *col_codec = calloc(ncols, sizeof *col_codec), *col_zstd = calloc(ncols, sizeof *col_zstd);
   uint32_t *enc_seen = calloc(ncols, sizeof *enc_seen);
+  entropy_counter *col_entropy = calloc(ncols, sizeof *col_entropy);
   ZSTD_CCtx *zc = ZSTD_createCCtx();
-  if (!rows || !z || !col_codec || !col_zstd || !enc_seen || !zc) die("out of memory", NULL);
+  if (!rows || !z || !col_codec || !col_zstd || !enc_seen || !col_entropy || !zc) die("out of memory", NULL);
 
   /* Generate, encode (timed), and compress the baselines. */
   stripes s = {0};
@@ -150,6 +166,7 @@ int main(int argc, char **argv) {
       size_t zl = ZSTD_compressCCtx(zc, z, zcap, b->columns[c].values, raw, 3);
       col_zstd[c] += zl;
       colz_bytes += zl;
+      count_symbols(b, c, &col_entropy[c]);
     }
     size_t rl = rows_of(b, rows);
     row_zstd += ZSTD_compressCCtx(zc, z, zcap, rows, rl, 3);
@@ -176,6 +193,20 @@ int main(int argc, char **argv) {
     printf("  %-16s %-9s codec %7.3f   raw+zstd %7.3f   (%s)\n", b->columns[c].trait->name,
            uih_type_name(b->columns[c].trait->type), (double)col_codec[c] / ev, (double)col_zstd[c] / ev, encs);
   }
+  /* How far a shared model could go: see entropy.h. */
+  printf("\nper column: bytes per event, codec vs order-0 entropy with one model for all stripes\n");
+  double payload = 0, bound = 0;
+  for (uint32_t c = 0; c < ncols; c++) {
+    double h = entropy_bits(&col_entropy[c]) * (double)col_entropy[c].total / 8 / ev;
+    printf("  %-16s codec %7.3f   entropy %7.3f   (%zu distinct%s)\n", b->columns[c].trait->name,
+           (double)col_codec[c] / ev, h, col_entropy[c].used + (col_entropy[c].absent ? 1 : 0),
+           b->columns[c].trait == g->ts ? " deltas" : " values");
+    payload += (double)col_codec[c] / ev;
+    bound += h;
+  }
+  printf("  %-16s codec %7.3f   entropy %7.3f\n", "all columns", payload, bound);
+  printf("  %-16s codec %7.3f   (header, directory, checksum)\n", "fixed per stripe", (double)codec_bytes / ev - payload);
+  printf("  2x smaller than rows + zstd-3 would be %.2f bytes per event\n", (double)row_zstd / ev / 2);
 
   /* Decoding: one core, values decoded per second. */
   const uint16_t two[] = {g->ts->id, uih_group_trait_by_name(g, "item_id") ? uih_group_trait_by_name(g, "item_id")->id
@@ -238,6 +269,8 @@ int main(int argc, char **argv) {
   stripes_free(&s);
   free(rows), free(z);
   free(col_codec), free(col_zstd), free(enc_seen);
+  for (uint32_t c = 0; c < ncols; c++) entropy_free(&col_entropy[c]);
+  free(col_entropy);
   ZSTD_freeCCtx(zc);
   uih_batch_free(proj), uih_batch_free(ts_only), uih_batch_free(b);
   uih_stripe_encoder_free(enc), uih_stripe_decoder_free(dec), uih_gen_free(gen), uih_schema_free(schema);
