@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "error_internal.h"
 #include "events_format.h"
-#include "hash.h"
 #include "mem.h"
 #include "uih/key.h"
 #include "wbuf.h"

@@ -1,9 +1,9 @@
 /* Stripe reader: header and directory validation, checksum, selective and
  * ranged decoding. Input bytes are untrusted throughout. */
 #include <stdlib.h>
+#include <xxhash.h>
 
 #include "error_internal.h"
-#include "hash.h"
 #include "schema_internal.h"
 #include "stripe_internal.h"
 

@@ -1,8 +1,8 @@
 /* Stripe writer: header, directory, column payloads, checksum. */
 #include <stdlib.h>
+#include <xxhash.h>
 
 #include "error_internal.h"
-#include "hash.h"
 #include "stripe_internal.h"
 
 int uih_stripe_encoder_create(const uih_stripe_encoder_opts *opts, uih_stripe_encoder **out,

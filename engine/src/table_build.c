@@ -2,9 +2,9 @@
  * serialized at the end. Format in uih/table.h. */
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "error_internal.h"
-#include "hash.h"
 #include "table_numeric.h"
 #include "uih/table.h"
 #include "wbuf.h"

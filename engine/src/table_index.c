@@ -3,10 +3,10 @@
  * Format in uih/table.h. */
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "cursor.h"
 #include "error_internal.h"
-#include "hash.h"
 #include "mem.h"
 #include "table_numeric.h"
 #include "uih/table.h"
