@@ -25,7 +25,11 @@ struct uih_table_index {
   uint32_t interval;
   size_t max_key;
   uint64_t data_size;
-  uint64_t *first_user; /* numeric: each block's first user id (u), for seeks */
+  /* Each block's (restart's) first key, its first 8 bytes as a big-endian
+   * number, zero padded (in the numeric layout: the user id). Ordered as
+   * the keys are, so a seek narrows to the blocks sharing the target's
+   * first 8 bytes without touching any block. */
+  uint64_t *first8;
 };
 
 /* One decoded entry; key bytes land in `key` (max_key bytes). */
@@ -99,6 +103,33 @@ static int check_end(const uih_table_index *x, const entry *last, uih_error *err
   return UIH_OK;
 }
 
+/* A key's first 8 bytes as a big-endian number, zero padded: k1 < k2
+ * implies first8_of(k1) <= first8_of(k2). */
+static uint64_t first8_of(const uint8_t *key, size_t len) {
+  uint8_t head[8] = {0};
+  if (len) memcpy(head, key, len < 8 ? len : 8);
+  return uih_load_be64(head);
+}
+
+/* Blocks [*lo, *hi) start with keys whose first 8 bytes are `q8`; those
+ * before *lo start below any key with them, those from *hi on above. */
+static void first8_range(const uih_table_index *x, uint64_t q8, uint64_t *lo, uint64_t *hi) {
+  const uint64_t *first = x->first8;
+  uint64_t a = 0, z = x->nrestarts;
+  while (a < z) {
+    uint64_t mid = a + (z - a) / 2;
+    if (first[mid] < q8) a = mid + 1;
+    else z = mid;
+  }
+  *lo = a;
+  for (z = x->nrestarts; a < z;) {
+    uint64_t mid = a + (z - a) / 2;
+    if (first[mid] <= q8) a = mid + 1;
+    else z = mid;
+  }
+  *hi = a;
+}
+
 /* Numeric layout: every block parses, every field fits, then the common
  * checks. */
 static int validate_numeric(uih_table_index *x, uih_error *err) {
@@ -117,7 +148,7 @@ static int validate_numeric(uih_table_index *x, uih_error *err) {
         return corrupt(err, "a field overflows its frame of reference", i);
       cur->voff = j == 0 ? b.voff0 : prev->voff + prev->vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
       /* The first entry's u, not the frame: a file may start a column above 0. */
-      if (j == 0) x->first_user[k] = uih_load_be64(cur->key);
+      if (j == 0) x->first8[k] = uih_load_be64(cur->key);
       int rc = check_entry(x, i, cur, prev, err);
       if (rc != UIH_OK) return rc;
     }
@@ -144,6 +175,7 @@ static int validate(uih_table_index *x, uih_error *err) {
     else if (at >= x->elen) rc = corrupt(err, "entries end early", i);
     else if (!(at = parse_entry(x, at, restart, &e))) rc = corrupt(err, "malformed entry", i);
     else rc = check_entry(x, i, &e, &prev, err);
+    if (restart && rc == UIH_OK) x->first8[i / x->interval] = first8_of(e.key, e.klen);
     memcpy(prev.key, e.key, e.klen);
     prev.klen = e.klen;
     prev.trailer = e.trailer;
@@ -207,8 +239,7 @@ int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
   x->interval = interval;
   x->max_key = (size_t)max_key;
   x->data_size = data_size;
-  if (x->layout == UIH_TABLE_LAYOUT_NUMERIC &&
-      !(x->first_user = malloc(sizeof(uint64_t) * (nrestarts ? nrestarts : 1)))) {
+  if (!(x->first8 = malloc(sizeof(uint64_t) * (nrestarts ? nrestarts : 1)))) {
     uih_table_index_free(x);
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "UihTable index: out of memory");
   }
@@ -224,14 +255,13 @@ int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
 void uih_table_index_free(uih_table_index *x) {
   if (!x) return;
   free(x->block);
-  free(x->first_user);
+  free(x->first8);
   free(x);
 }
 
 uint64_t uih_table_index_entries(const uih_table_index *x) { return x->n; }
 size_t uih_table_index_memory(const uih_table_index *x) {
-  size_t firsts = x->first_user ? sizeof(uint64_t) * x->nrestarts : 0;
-  return x->len + UIH_NUM_PAD + sizeof *x + firsts;
+  return x->len + UIH_NUM_PAD + sizeof *x + sizeof(uint64_t) * x->nrestarts;
 }
 size_t uih_table_index_max_key(const uih_table_index *x) { return x->max_key; }
 uih_table_layout uih_table_index_layout(const uih_table_index *x) { return x->layout; }
@@ -369,10 +399,7 @@ typedef struct num_target {
 } num_target;
 
 static num_target num_target_of(const uint8_t *key, size_t len, uint64_t trailer) {
-  num_target q = {key, len, 0, 0, trailer, 0};
-  uint8_t head[8] = {0};
-  if (len) memcpy(head, key, len < 8 ? len : 8);
-  q.u = uih_load_be64(head);
+  num_target q = {key, len, first8_of(key, len), 0, trailer, 0};
   if (len == UIH_NUM_KEY_SIZE) {
     q.g = uih_load_be16(key + 8);
     q.t = uih_load_be64(key + 10);
@@ -410,19 +437,8 @@ static void num_seek(uih_table_cursor *c, const uint8_t *ukey, size_t uklen, uin
     return;
   }
   num_target q = num_target_of(ukey, uklen, trailer);
-  const uint64_t *first = x->first_user;
-  /* Blocks before lo start below the target's user, from hi on above it. */
-  uint64_t lo = 0, hi = x->nrestarts;
-  while (lo < hi) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    if (first[mid] < q.u) lo = mid + 1;
-    else hi = mid;
-  }
-  for (uint64_t end = x->nrestarts; hi < end;) {
-    uint64_t mid = hi + (end - hi) / 2;
-    if (first[mid] <= q.u) hi = mid + 1;
-    else end = mid;
-  }
+  uint64_t lo, hi;
+  first8_range(x, q.u, &lo, &hi);
   /* The last block whose first key is below the target. */
   uint64_t blk = lo ? lo - 1 : 0;
   uih_num_block b;
@@ -454,18 +470,22 @@ void uih_table_cursor_seek(uih_table_cursor *c, const uint8_t *ukey, size_t ukle
     num_seek(c, ukey, uklen, trailer);
     return;
   }
-  /* The last restart whose key is below the target; scan from there. */
-  uint64_t lo = 0, hi = x->nrestarts; /* answer in [lo, hi) ... lo is a candidate */
-  while (hi - lo > 1) {
+  /* The last restart whose key is below the target (or the first); scan
+   * from there. Only restarts sharing the target's first 8 bytes need
+   * their keys compared. */
+  uint64_t lo, hi;
+  first8_range(x, first8_of(ukey, uklen), &lo, &hi);
+  uint64_t r = lo ? lo - 1 : 0;
+  while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
     const uint8_t *k;
     size_t kl;
     uint64_t tr;
     restart_key(x, mid, &k, &kl, &tr);
-    if (uih_table_compare(k, kl, tr, ukey, uklen, trailer) < 0) lo = mid;
+    if (uih_table_compare(k, kl, tr, ukey, uklen, trailer) < 0) r = mid, lo = mid + 1;
     else hi = mid;
   }
-  uih_table_cursor_goto(c, lo * x->interval);
+  uih_table_cursor_goto(c, r * x->interval);
   while (c->pos < x->n && uih_table_compare(c->key, c->klen, c->trailer, ukey, uklen, trailer) < 0)
     uih_table_cursor_next(c);
 }
