@@ -6,6 +6,7 @@
 #include "registry.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
+#include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/options_util.h"
 #include "test_util.h"
@@ -96,11 +97,29 @@ TEST(Registry, UnsupportedSetupsFailAtOpen) {
   EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
   EXPECT_NE(std::string::npos, s.ToString().find("bytewise")) << s.ToString();
 
+  // User-defined timestamps: a different comparator, so refused the same way.
+  const Comparator* with_ts = nullptr;
+  ASSERT_TRUE(Comparator::CreateFromString(ConfigOptions(), "leveldb.BytewiseComparator.u64ts", &with_ts).ok());
+  ASSERT_EQ(8u, with_ts->timestamp_size());
+  o.comparator = with_ts;
+  s = DB::Open(o, dir / "timestamps", &db);
+  EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
+
   o.comparator = BytewiseComparator();
   ASSERT_TRUE(DB::Open(o, dir / "ok", &db).ok());
   s = db->DeleteRange(WriteOptions(), db->DefaultColumnFamily(), "a", "b");
   EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
   delete db;
+
+  // SstFileWriter takes a range deletion without asking the table (7.8.3),
+  // so the file fails at Finish and no file with the deletion dropped is made.
+  SstFileWriter w(EnvOptions(), o);
+  ASSERT_TRUE(w.Open(dir / "range.sst").ok());
+  ASSERT_TRUE(w.Put("a", "1").ok());
+  w.DeleteRange("b", "c").PermitUncheckedError();
+  s = w.Finish();
+  EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.ToString().find("range deletions")) << s.ToString();
 
   uih::UihTableOptions bad;
   bad.restart_interval = 0;
