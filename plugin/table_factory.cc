@@ -33,6 +33,9 @@ const std::unordered_map<std::string, OptionTypeInfo> kUihTableOptionsTypeInfo =
     {"cache_size",
      {offsetof(UihTableOptions, cache_size), OptionType::kSizeT,
       OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+    {"use_io_uring",
+     {offsetof(UihTableOptions, use_io_uring), OptionType::kBoolean,
+      OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
 };
 
 }  // namespace

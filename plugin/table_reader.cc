@@ -573,15 +573,18 @@ Status UihTableReader::Get(const ReadOptions& ro, const Slice& key, GetContext* 
   return Status::OK();
 }
 
-// One io_uring (or pread) reader per thread, for MultiGet.
-static uih_io* ThreadIo() {
+// One io_uring reader and one pread reader per thread, for MultiGet.
+static uih_io* ThreadIo(bool use_uring) {
   struct Holder {
-    uih_io* io = nullptr;
-    ~Holder() { uih_io_free(io); }
+    uih_io* readers[2] = {nullptr, nullptr};
+    ~Holder() {
+      for (uih_io* r : readers) uih_io_free(r);
+    }
   };
   thread_local Holder h;
-  if (!h.io && uih_io_create(64, /*use_uring=*/1, &h.io, nullptr) != UIH_OK) h.io = nullptr;
-  return h.io;
+  uih_io*& io = h.readers[use_uring];
+  if (!io && uih_io_create(64, use_uring ? 1 : 0, &io, nullptr) != UIH_OK) io = nullptr;
+  return io;
 }
 
 Status UihTableReader::SaveEntries(const ReadOptions& ro, uint64_t first, const Slice& uk,
@@ -612,7 +615,7 @@ Status UihTableReader::SaveEntries(const ReadOptions& ro, uint64_t first, const 
 
 void UihTableReader::MultiGet(const ReadOptions& ro, const MultiGetContext::Range* range,
                               const SliceTransform* prefix_extractor, bool skip_filters) {
-  uih_io* io = fd_ >= 0 && ro.read_tier != kBlockCacheTier ? ThreadIo() : nullptr;
+  uih_io* io = fd_ >= 0 && ro.read_tier != kBlockCacheTier ? ThreadIo(options_.use_io_uring) : nullptr;
   if (!io) {  // one Get per key
     TableReader::MultiGet(ro, range, prefix_extractor, skip_filters);
     return;
@@ -648,8 +651,11 @@ void UihTableReader::MultiGet(const ReadOptions& ro, const MultiGetContext::Rang
     jobs.push_back(Job{it, first, std::string(end - begin, '\0')});
     reqs.push_back(uih_io_req{fd_, begin, static_cast<size_t>(end - begin), nullptr, 0});
   }
+  if (reqs.empty()) return;
   for (size_t i = 0; i < jobs.size(); i++) reqs[i].buf = &jobs[i].buf[0];
   uih_io_read(io, reqs.data(), reqs.size(), nullptr);  // a ring failure falls back to pread inside
+  // The batch's size, where RocksDB's own batched reads (MultiRead) put it.
+  RecordInHistogram(stats_, MULTIGET_IO_BATCH_SIZE, reqs.size());
   // These reads bypass RandomAccessFileReader: count them where it would.
   IOStatsContext* iostats = get_iostats_context();
   for (size_t i = 0; i < jobs.size(); i++) {

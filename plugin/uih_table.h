@@ -36,6 +36,13 @@ struct UihTableOptions {
   // Capacity of an LRU cache of values shared by the factory's tables
   // (0: none). Reads with ReadOptions::fill_cache add what they read.
   size_t cache_size = 0;
+  // MultiGet submits the reads of a batch's values together: through one
+  // io_uring submission (true), or pread one after another (false; also
+  // what happens where the kernel refuses io_uring). Either way the batch
+  // shows in the rocksdb.multiget.io.batch.size histogram. Files read with
+  // direct I/O, mmap or through a non-default FileSystem are read by
+  // RocksDB's file layer instead, one key at a time.
+  bool use_io_uring = true;
   // Or a cache of the caller's (takes precedence; not kept in OPTIONS files).
   std::shared_ptr<rocksdb::Cache> cache;
 };

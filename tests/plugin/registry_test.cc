@@ -76,7 +76,7 @@ TEST(Registry, UihTableOptionsRoundTripThroughTheOptionsFile) {
   uih_test::TempDir dir;
   ColumnFamilyOptions cf = RoundTrip(
       dir, "table_factory={id=UihTable;index_layout=numeric;index_block_entries=99;restart_interval=7;"
-           "readahead_size=12345;cache_size=4096}");
+           "readahead_size=12345;cache_size=4096;use_io_uring=false}");
   auto* f = cf.table_factory->CheckedCast<uih::UihTableFactory>();
   ASSERT_NE(nullptr, f);
   EXPECT_EQ(uih::UihTableOptions::IndexLayout::kNumeric, f->options().index_layout);
@@ -84,6 +84,7 @@ TEST(Registry, UihTableOptionsRoundTripThroughTheOptionsFile) {
   EXPECT_EQ(7u, f->options().restart_interval);
   EXPECT_EQ(12345u, f->options().readahead_size);
   EXPECT_EQ(4096u, f->options().cache_size);
+  EXPECT_FALSE(f->options().use_io_uring);
 }
 
 TEST(Registry, UnsupportedSetupsFailAtOpen) {
