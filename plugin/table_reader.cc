@@ -247,8 +247,10 @@ class UihTableReader : public TableReader {
 
 class UihTableIterator : public InternalIterator {
  public:
-  UihTableIterator(const UihTableReader* t, const ReadOptions& ro, size_t readahead)
+  // `keys_only`: values are read only when value() asks (see lazy_).
+  UihTableIterator(const UihTableReader* t, const ReadOptions& ro, size_t readahead, bool keys_only)
       : t_(t),
+        lazy_(keys_only),
         verify_(ro.verify_checksums),
         fill_cache_(ro.fill_cache),
         no_io_(ro.read_tier == kBlockCacheTier),
@@ -342,8 +344,8 @@ class UihTableIterator : public InternalIterator {
     PutFixed64(&key_, t_->Trailer(c_));
     // An entry at or past the upper bound is where a bounded scan stops:
     // its value is read only if someone asks for it.
-    if (has_upper_ && forward &&
-        Slice(reinterpret_cast<const char*>(c_.key), c_.klen).compare(Slice(upper_)) >= 0) {
+    if (lazy_ || (has_upper_ && forward &&
+                  Slice(reinterpret_cast<const char*>(c_.key), c_.klen).compare(Slice(upper_)) >= 0)) {
       value_pending_ = true;
       value_ = Slice();
       return;
@@ -408,10 +410,17 @@ class UihTableIterator : public InternalIterator {
   static constexpr size_t kFirstWindow = 8 * 1024;
 
   const UihTableReader* t_;
+  // Ingestion (7.8.3's GetIngestedFileInfo) reads only the first and last
+  // keys, and takes an iterator that is not Valid() after SeekToFirst for
+  // an empty file without looking at its status: were a damaged first value
+  // to stop the iterator, the file would be ingested with empty bounds and
+  // its keys would vanish from Get. The index is verified at open, so keys
+  // never fail; a damaged value is reported when it is read.
+  bool lazy_;
   bool verify_, fill_cache_, no_io_;
   size_t max_readahead_;
   Cache::Handle* handle_ = nullptr;
-  bool value_pending_ = false;  // value_ not read yet (entry past the upper bound)
+  bool value_pending_ = false;  // value_ not read yet (lazy_, or an entry past the upper bound)
   static constexpr uint64_t kUnknown = ~uint64_t{0};
   uint64_t upper_offset_ = kUnknown;  // data offset of the upper bound
   size_t readahead_ = 0;  // the last window's size; 0 right after a seek
@@ -507,11 +516,13 @@ Status UihTableReader::Open(const TableReaderOptions& tro, uint64_t file_size) {
 }
 
 InternalIterator* UihTableReader::NewIterator(const ReadOptions& ro, const SliceTransform*, Arena* arena,
-                                              bool, TableReaderCaller, size_t compaction_readahead_size,
+                                              bool, TableReaderCaller caller, size_t compaction_readahead_size,
                                               bool) {
   size_t ra = std::max(options_.readahead_size, compaction_readahead_size);
-  if (arena) return new (arena->AllocateAligned(sizeof(UihTableIterator))) UihTableIterator(this, ro, ra);
-  return new UihTableIterator(this, ro, ra);
+  bool keys_only = caller == TableReaderCaller::kExternalSSTIngestion;
+  if (arena)
+    return new (arena->AllocateAligned(sizeof(UihTableIterator))) UihTableIterator(this, ro, ra, keys_only);
+  return new UihTableIterator(this, ro, ra, keys_only);
 }
 
 uint64_t UihTableReader::ApproximateOffsetOf(const Slice& key, TableReaderCaller) {
