@@ -19,5 +19,6 @@ const std::vector<RegisteredName>& RegisteredNames();
 
 // Adds every uihstore factory to `library`; returns how many names it added.
 // RocksDB's ROCKSDB_PLUGINS build calls it as the plugin's registrar (uih.mk
-// names it), declaring it itself with exactly this C++ signature.
-int uih_rocksdb_register(rocksdb::ObjectLibrary& library, const std::string& arg);
+// names it) and declares it itself, with this signature inside an
+// extern "C" block (util/build_version.cc.in): it must have C linkage.
+extern "C" int uih_rocksdb_register(rocksdb::ObjectLibrary& library, const std::string& arg);
