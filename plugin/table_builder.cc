@@ -48,6 +48,10 @@ class UihTableBuilder : public TableBuilder {
 
   void Add(const Slice& key, const Slice& value) override {
     if (!ok()) return;
+    if (closed_) {  // Finish/Abandon gave the file back: never write to it again
+      status_ = Status::InvalidArgument("UihTable builder: Add after Finish/Abandon");
+      return;
+    }
     ParsedInternalKey pk;
     Status s = ParseInternalKey(key, &pk, /*log_err_key=*/false);
     if (!s.ok()) {

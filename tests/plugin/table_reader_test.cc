@@ -1,5 +1,6 @@
-// UihTable's TableReader driven directly, for the calls no public RocksDB
-// API reaches in 7.8.3: Prefetch.
+// UihTable's TableReader and TableBuilder driven directly, for the calls
+// no public RocksDB API reaches in 7.8.3 (Prefetch, Abandon) or reaches
+// only as estimates (ApproximateOffsetOf, ApproximateSize, memory).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -9,7 +10,9 @@
 
 #include "db/dbformat.h"
 #include "file/random_access_file_reader.h"
+#include "file/writable_file_writer.h"
 #include "options/cf_options.h"
+#include "rocksdb/sst_file_reader.h"
 #include "rocksdb/file_system.h"
 #include "rocksdb/sst_file_writer.h"
 #include "table/internal_iterator.h"
@@ -137,6 +140,73 @@ TEST_F(TableReaderTest, PrefetchWithoutACacheKeepsReadsCorrect) {
   }
   EXPECT_TRUE(it->status().ok());
   EXPECT_EQ(want, data_.end());
+}
+
+// Offsets are exact for UihTable: the offset of a key is where its value
+// starts in the data section (values in key order, each followed by a
+// 4-byte checksum), past the end it is the data size, and a size is the
+// difference of two offsets.
+TEST_F(TableReaderTest, ApproximateOffsetsAreTheValuesPositions) {
+  std::unique_ptr<TableReader> t = Open(Opts(0));
+  uint64_t at = 0;
+  for (const auto& [k, v] : data_) {
+    EXPECT_EQ(at, t->ApproximateOffsetOf(Seek(k), TableReaderCaller::kUncategorized)) << k;
+    // A key just after k (absent) lands on the next value.
+    at += v.size() + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+    EXPECT_EQ(at, t->ApproximateOffsetOf(Seek(k + '\x01'), TableReaderCaller::kUncategorized)) << k;
+  }
+  const uint64_t data_size = at;
+  EXPECT_EQ(0u, t->ApproximateOffsetOf(Seek(""), TableReaderCaller::kUncategorized));
+  EXPECT_EQ(data_size, t->ApproximateOffsetOf(Seek("\xff"), TableReaderCaller::kUncategorized));
+  EXPECT_EQ(data_size, t->ApproximateSize(Seek(""), Seek("\xff"), TableReaderCaller::kUncategorized));
+  // [second key, last key): everything but the first and the last value.
+  auto second = std::next(data_.begin());
+  uint64_t inner = data_size - (data_.begin()->second.size() + UIH_TABLE_VALUE_CHECKSUM_SIZE) -
+                   (data_.rbegin()->second.size() + UIH_TABLE_VALUE_CHECKSUM_SIZE);
+  EXPECT_EQ(inner, t->ApproximateSize(Seek(second->first), Seek(data_.rbegin()->first),
+                                      TableReaderCaller::kUncategorized));
+  EXPECT_EQ(0u, t->ApproximateSize(Seek("\xff"), Seek(""), TableReaderCaller::kUncategorized)) << "reversed";
+  // The reader's memory is its index, as the file's properties size it.
+  SstFileReader r(Opts(0));
+  ASSERT_TRUE(r.Open(path_).ok());
+  uint64_t index_size = r.GetTableProperties()->index_size;
+  EXPECT_GT(t->ApproximateMemoryUsage(), 0u);
+  EXPECT_GE(t->ApproximateMemoryUsage(), index_size / 2);
+  EXPECT_LE(t->ApproximateMemoryUsage(), 2 * index_size + 4096);
+}
+
+// Abandon gives the file back: nothing is written to it afterwards, and
+// the builder refuses more entries and Finish.
+TEST(UihTableBuilder, AbandonStopsWritingTheFile) {
+  uih_test::TempDir dir;
+  Options o;
+  o.table_factory = std::make_shared<uih::UihTableFactory>();
+  ImmutableOptions io(o);
+  MutableCFOptions mo(o);
+  InternalKeyComparator icmp(BytewiseComparator());
+  IntTblPropCollectorFactories collectors;
+  const std::string cf_name = "default";
+  TableBuilderOptions tbo(io, mo, icmp, &collectors, kNoCompression, CompressionOptions(), 0, cf_name, -1);
+  std::unique_ptr<FSWritableFile> f;
+  const std::string path = dir / "abandoned.sst";
+  ASSERT_TRUE(io.fs->NewWritableFile(path, FileOptions(), &f, nullptr).ok());
+  WritableFileWriter w(std::move(f), path, FileOptions());
+  std::unique_ptr<TableBuilder> b(o.table_factory->NewTableBuilder(tbo, &w));
+  for (int i = 0; i < 10; i++)
+    b->Add(InternalKey("k" + std::to_string(i), 1, kTypeValue).Encode(), std::string(100, 'v'));
+  ASSERT_TRUE(b->status().ok());
+  const uint64_t written = b->FileSize();
+  EXPECT_EQ(10 * (100 + UIH_TABLE_VALUE_CHECKSUM_SIZE), written) << "values go straight to the file";
+  b->Abandon();
+  b->Add(InternalKey("k99", 1, kTypeValue).Encode(), std::string(100, 'v'));
+  EXPECT_FALSE(b->status().ok());
+  EXPECT_FALSE(b->Finish().ok());
+  EXPECT_EQ(written, b->FileSize());
+  b.reset();
+  ASSERT_TRUE(w.Close().ok());
+  uint64_t size = 0;
+  ASSERT_TRUE(io.fs->GetFileSize(path, IOOptions(), &size, nullptr).ok());
+  EXPECT_EQ(written, size) << "bytes were written after Abandon";
 }
 
 }  // namespace
