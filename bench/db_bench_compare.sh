@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # UihTable against BlockBasedTable (defaults, and tuned with a 10-bit bloom
-# filter; the index stays pinned in table readers either way) and
-# PlainTable, through Debian's db_bench on the same bulk-loaded data in the
-# same run. Prints, per table, file size and reader memory; per benchmark,
+# filter; the index stays pinned in table readers either way; and tuned
+# with a block cache as large as UihTable's whole index, so that it has at
+# least UihTable's memory budget) and PlainTable, through Debian's db_bench
+# on the same bulk-loaded data in the same run. Prints, per table, file size and reader memory; per benchmark,
 # ops/s (best of UIH_BENCH_TURNS interleaved turns, default 3) with
 # UihTable's ratio to each, and bytes read from storage per op.
 #   bench/db_bench_compare.sh [NUM_KEYS] [VALUE_SIZE]     (defaults 1000000 400)
@@ -30,6 +31,9 @@ variant_flags() {
     uih) echo "--options_file=$root/examples/uihtable.options" ;;
     bbt) echo "" ;;
     bbt_tuned) echo "--bloom_bits=10" ;;
+    # db_bench's default block cache is 8 MiB; this one adds UihTable's
+    # index memory (measured after loading it) on top of BBT's own index.
+    bbt_budget) echo "--bloom_bits=10 --cache_size=$budget" ;;
     plain) echo "--use_plain_table=true --mmap_read=true --prefix_size=8 --keys_per_prefix=0" ;;
   esac
 }
@@ -40,7 +44,8 @@ bytes_read() {
 }
 measured=$((reads < 20000 ? reads : 20000))
 
-variants=(uih bbt bbt_tuned plain)
+variants=(uih bbt bbt_tuned bbt_budget plain)
+budget=$((8 << 20))
 turns=${UIH_BENCH_TURNS:-3}
 bench_flags() {
   case "$1" in
@@ -75,7 +80,14 @@ for v in "${variants[@]}"; do
   mem=$("$root/scripts/uih-rocksdb" ldb --db="$work/$v" get_property rocksdb.estimate-table-readers-mem 2>/dev/null |
         awk -F': ' -v n="${keys:-0}" '{printf "%.1f MB (%.2f B per key of %d)", $2 / 1e6, n ? $2 / n : 0, n}')
   printf '%-10s files %s MB, reader memory %s\n' "$v" "$files" "${mem:-n/a}"
+  if [ "$v" = uih ]; then
+    uih_mem=$("$root/scripts/uih-rocksdb" ldb --db="$work/$v" get_property rocksdb.estimate-table-readers-mem 2>/dev/null |
+              awk -F': ' '{print $2 + 0}')
+    budget=$((budget > ${uih_mem:-0} ? budget : ${uih_mem:-0}))
+  fi
 done
+printf 'bbt_budget: block cache %.1f MB (the larger of 8 MiB and UihTable'"'"'s reader memory)\n' \
+  "$(awk -v b="$budget" 'BEGIN {print b / 1e6}')"
 for b in "${runs[@]}"; do
   for ((t = 1; t <= turns; t++)); do
     for v in "${variants[@]}"; do
@@ -95,16 +107,19 @@ for b in "${runs[@]}"; do
 done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else printf "n/a" }'; }
-printf '\n%-16s %12s %12s %12s %12s   %10s %10s %10s\n' benchmark UihTable BBT BBT-tuned Plain "vs BBT" "vs tuned" "vs Plain"
+printf '\n%-16s %10s %10s %10s %10s %10s   %8s %8s %8s %8s\n' benchmark UihTable BBT BBT-tuned BBT-budget Plain \
+  "vs BBT" "vs tuned" "vs budg." "vs Plain"
 for b in "${runs[@]}"; do
-  printf '%-16s %12s %12s %12s %12s   %10s %10s %10s\n' "$b" "${ops[uih,$b]}" "${ops[bbt,$b]}" \
-    "${ops[bbt_tuned,$b]}" "${ops[plain,$b]}" "$(ratio "${ops[uih,$b]}" "${ops[bbt,$b]}")" \
-    "$(ratio "${ops[uih,$b]}" "${ops[bbt_tuned,$b]}")" "$(ratio "${ops[uih,$b]}" "${ops[plain,$b]}")"
+  printf '%-16s %10s %10s %10s %10s %10s   %8s %8s %8s %8s\n' "$b" "${ops[uih,$b]}" "${ops[bbt,$b]}" \
+    "${ops[bbt_tuned,$b]}" "${ops[bbt_budget,$b]}" "${ops[plain,$b]}" "$(ratio "${ops[uih,$b]}" "${ops[bbt,$b]}")" \
+    "$(ratio "${ops[uih,$b]}" "${ops[bbt_tuned,$b]}")" "$(ratio "${ops[uih,$b]}" "${ops[bbt_budget,$b]}")" \
+    "$(ratio "${ops[uih,$b]}" "${ops[plain,$b]}")"
 done
 printf '\nbytes read from storage per op (page cache included; block cache hits are not reads)\n'
-printf '%-16s %12s %12s %12s %12s   %10s %10s\n' benchmark UihTable BBT BBT-tuned Plain "BBT/Uih" "tuned/Uih"
+printf '%-16s %10s %10s %10s %10s %10s   %8s %8s %8s\n' benchmark UihTable BBT BBT-tuned BBT-budget Plain \
+  "BBT/Uih" "tuned/Uih" "budg/Uih"
 for b in "${runs[@]}"; do
-  printf '%-16s %12s %12s %12s %12s   %10s %10s\n' "$b" "${bpo[uih,$b]}" "${bpo[bbt,$b]}" \
-    "${bpo[bbt_tuned,$b]}" "${bpo[plain,$b]}" "$(ratio "${bpo[bbt,$b]}" "${bpo[uih,$b]}")" \
-    "$(ratio "${bpo[bbt_tuned,$b]}" "${bpo[uih,$b]}")"
+  printf '%-16s %10s %10s %10s %10s %10s   %8s %8s %8s\n' "$b" "${bpo[uih,$b]}" "${bpo[bbt,$b]}" \
+    "${bpo[bbt_tuned,$b]}" "${bpo[bbt_budget,$b]}" "${bpo[plain,$b]}" "$(ratio "${bpo[bbt,$b]}" "${bpo[uih,$b]}")" \
+    "$(ratio "${bpo[bbt_tuned,$b]}" "${bpo[uih,$b]}")" "$(ratio "${bpo[bbt_budget,$b]}" "${bpo[uih,$b]}")"
 done

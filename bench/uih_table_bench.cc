@@ -17,7 +17,10 @@
 // UihTable runs with its defaults (the numeric index it picks for UIH keys,
 // no value cache: the OS page cache serves reads), with an 8 MiB value
 // cache (BlockBasedTable's default block cache budget), and with the
-// generic prefix index.
+// generic prefix index; PlainTable runs beside them (mmap reads and a hash
+// of the 10-byte user + group prefix, as PlainTable requires; it cannot be
+// ingested in 7.8.3, so it is loaded with puts and a full compaction).
+// Range reads of K stripes pick among the users that have at least K.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +33,7 @@
 
 #include "rocksdb/db.h"
 #include "rocksdb/filter_policy.h"
+#include "rocksdb/slice_transform.h"
 #include "rocksdb/iostats_context.h"
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
@@ -57,6 +61,13 @@ struct Data {
     size_t first, count;
   };
   std::vector<User> users;
+  // Indexes into `users` of the users with at least k stripes, per k.
+  std::vector<size_t> with_at_least(size_t k) const {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < users.size(); i++)
+      if (users[i].count >= k) out.push_back(i);
+    return out;
+  }
   uint64_t raw_bytes = 0;
 };
 
@@ -103,20 +114,23 @@ Data Generate(uint64_t users) {
 struct Variant {
   const char* name;
   std::shared_ptr<TableFactory> table;
+  bool plain = false;  // PlainTable: mmap reads, prefix hash, loaded by puts
   std::unique_ptr<DB> db;
   uint64_t file_bytes = 0;
   uint64_t index_bytes = 0;
 };
 
-// One operation of a workload: a point read (k == 0) or a user's last k
-// stripes read with the upper bound at the end of the user's group.
-// Returns how many values it found.
-int RunOne(Variant& v, const Data& data, int k, std::mt19937_64& rng, std::string* value) {
+// One operation of a workload: a point read (k == 0) or the last k stripes
+// of one of `users` (indexes of users with at least k stripes), read with
+// the upper bound at the end of the user's group. Returns how many values
+// it found.
+int RunOne(Variant& v, const Data& data, int k, const std::vector<size_t>& users, std::mt19937_64& rng,
+           std::string* value) {
   if (k == 0) {
     const Stripe& s = data.stripes[rng() % data.stripes.size()];
     return v.db->Get(ReadOptions(), s.key, value).ok() ? 1 : 0;
   }
-  const auto& u = data.users[rng() % data.users.size()];
+  const auto& u = data.users[users[rng() % users.size()]];
   std::string upper = u.prefix;
   Slice bound(upper);
   ReadOptions ro;
@@ -152,7 +166,7 @@ int main(int argc, char** argv) {
   BlockBasedTableOptions tuned;
   tuned.filter_policy.reset(NewBloomFilterPolicy(10));
   tuned.cache_index_and_filter_blocks = false;  // index and filter held by the reader: pinned
-  constexpr int kVariants = 5, kBbt = 3, kTuned = 4;
+  constexpr int kVariants = 6, kBbt = 3, kTuned = 4, kPlain = 5;
   Variant variants[kVariants];
   uih::UihTableOptions uopts;  // defaults: numeric index for these keys, no value cache
   variants[0].name = "UihTable (defaults)";
@@ -168,6 +182,11 @@ int main(int argc, char** argv) {
   variants[kBbt].table.reset(NewBlockBasedTableFactory());
   variants[kTuned].name = "BlockBasedTable (bloom, pinned index)";
   variants[kTuned].table.reset(NewBlockBasedTableFactory(tuned));
+  variants[kPlain].name = "PlainTable (mmap, prefix hash)";
+  PlainTableOptions popts;
+  popts.user_key_len = UIH_KEY_SIZE;
+  variants[kPlain].table.reset(NewPlainTableFactory(popts));
+  variants[kPlain].plain = true;
 
   if (system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()) != 0) Die("cannot prepare " + dir);
   for (auto& v : variants) {
@@ -176,8 +195,26 @@ int main(int argc, char** argv) {
     o.create_missing_column_families = true;
     o.table_factory = v.table;
     o.compression = kNoCompression;  // stripes are already encoded
-    o.allow_mmap_reads = getenv("UIH_BENCH_MMAP") != nullptr;
+    o.allow_mmap_reads = v.plain || getenv("UIH_BENCH_MMAP") != nullptr;
     std::string path = dir + "/" + std::to_string(&v - variants);
+    if (v.plain) {  // no ingestion for PlainTable: puts, then one sorted level
+      o.prefix_extractor.reset(NewFixedPrefixTransform(UIH_KEY_GROUP_PREFIX_SIZE));
+      o.write_buffer_size = 64 << 20;
+      DB* db = nullptr;
+      if (!DB::Open(o, path, &db).ok()) Die("db open");
+      v.db.reset(db);
+      for (const auto& s : data.stripes)
+        if (!db->Put(WriteOptions(), s.key, s.value).ok()) Die("put");
+      if (!db->Flush(FlushOptions()).ok() || !db->CompactRange(CompactRangeOptions(), nullptr, nullptr).ok())
+        Die("plain table compaction");
+      std::vector<LiveFileMetaData> files;
+      db->GetLiveFilesMetaData(&files);
+      for (const auto& f : files) v.file_bytes += f.size;
+      std::string mem;
+      db->GetProperty("rocksdb.estimate-table-readers-mem", &mem);
+      v.index_bytes = strtoull(mem.c_str(), nullptr, 10);
+      continue;  // compaction output is in the page cache already
+    }
     SstFileWriter w(EnvOptions(), o);
     if (!w.Open(path + ".sst").ok()) Die("open sst");
     for (const auto& s : data.stripes)
@@ -221,15 +258,23 @@ int main(int argc, char** argv) {
     int k;  // 0: point read
   } workloads[] = {{"point read of a random stripe", 0}, {"last 1 stripe of a user", 1},
                    {"last 4 stripes of a user", 4}, {"last 16 stripes of a user", 16}};
-  printf("\n%-34s", "ops/s, one thread");
+  std::vector<size_t> eligible[sizeof workloads / sizeof workloads[0]];
+  printf("\nusers read by each workload:");
+  for (const auto& w : workloads) {
+    eligible[&w - workloads] = data.with_at_least(static_cast<size_t>(std::max(w.k, 1)));
+    if (eligible[&w - workloads].empty()) Die(std::string("no user for: ") + w.name + " (use more --users)");
+    if (w.k > 0) printf("  last %d: %zu users with >= %d stripes;", w.k, eligible[&w - workloads].size(), w.k);
+  }
+  printf("\n\n%-34s", "ops/s, one thread");
   for (auto& v : variants) printf(" %22.22s", v.name);
-  printf("   UihTable/BBT(defaults)  UihTable/BBT(tuned)\n");
+  printf("   UihTable/BBT(defaults)  UihTable/BBT(tuned)  UihTable/Plain\n");
   double read_per_op[sizeof workloads / sizeof workloads[0]][kVariants];
   // Each table runs in short turns, taking turns with the others, so drift
   // in the machine's speed (a shared VM) falls on every table alike; each
   // table continues its own operation stream across its turns.
   constexpr int kTurns = 8;
   for (const auto& w : workloads) {
+    const std::vector<size_t>& pool = eligible[&w - workloads];
     double rate[kVariants];
     std::mt19937_64 rngs[kVariants];
     double busy[kVariants] = {};
@@ -239,7 +284,7 @@ int main(int argc, char** argv) {
       rngs[vi].seed(42);  // same operations for every table
       auto t0 = std::chrono::steady_clock::now();  // warm-up, not counted
       while (Seconds(t0) < seconds / 8)
-        for (int batch = 0; batch < 256; batch++) RunOne(variants[vi], data, w.k, rngs[vi], &value);
+        for (int batch = 0; batch < 256; batch++) RunOne(variants[vi], data, w.k, pool, rngs[vi], &value);
     }
     for (int turn = 0; turn < kTurns; turn++) {
       for (int vi = 0; vi < kVariants; vi++) {
@@ -247,7 +292,7 @@ int main(int argc, char** argv) {
         auto t0 = std::chrono::steady_clock::now();
         while (Seconds(t0) < seconds / kTurns) {
           for (int batch = 0; batch < 256; batch++, ops[vi]++)
-            found[vi] += RunOne(variants[vi], data, w.k, rngs[vi], &value);
+            found[vi] += RunOne(variants[vi], data, w.k, pool, rngs[vi], &value);
         }
         busy[vi] += Seconds(t0);
         bytes[vi] += get_iostats_context()->bytes_read - read0;
@@ -260,7 +305,7 @@ int main(int argc, char** argv) {
     }
     printf("%-34s", w.name);
     for (double r : rate) printf(" %22.0f", r);
-    printf("   %22.2fx %19.2fx\n", rate[0] / rate[kBbt], rate[0] / rate[kTuned]);
+    printf("   %22.2fx %19.2fx %14.2fx\n", rate[0] / rate[kBbt], rate[0] / rate[kTuned], rate[0] / rate[kPlain]);
   }
   printf("\n%-34s", "bytes read per op (IOStats)");
   for (auto& v : variants) printf(" %22.22s", v.name);
@@ -270,5 +315,6 @@ int main(int argc, char** argv) {
     for (double b : read_per_op[&w - workloads]) printf(" %22.0f", b);
     printf("\n");
   }
+  printf("(reads of an mmap-ed file are not counted: PlainTable's show as 0)\n");
   return 0;
 }
