@@ -261,6 +261,7 @@ class UihTableIterator : public InternalIterator {
   ~UihTableIterator() override {
     DropHandle();
     delete[] buf_;
+    uih_table_backstep_free(back_);
   }
 
   bool Valid() const override { return status_.ok() && uih_table_cursor_valid(&c_); }
@@ -274,7 +275,10 @@ class UihTableIterator : public InternalIterator {
     Load(true);
   }
   void Prev() override {
-    uih_table_cursor_prev(&c_);
+    // The first step back sets up the run memory a reverse scan reuses
+    // (none for the numeric layout, which steps back directly).
+    if (!back_tried_) back_ = uih_table_backstep_create(t_->index()), back_tried_ = true;
+    uih_table_cursor_prev_with(&c_, back_);
     Load(false);
   }
   Slice key() const override { return Slice(key_); }
@@ -426,6 +430,8 @@ class UihTableIterator : public InternalIterator {
   size_t readahead_ = 0;  // the last window's size; 0 right after a seek
   std::string upper_;     // ReadOptions::iterate_upper_bound, a user key
   bool has_upper_ = false;
+  uih_table_backstep* back_ = nullptr;  // made on the first Prev(); may stay null
+  bool back_tried_ = false;
   CallCursor cur_{t_->index()};  // keys up to 255 bytes (UIH keys are 18) live inline
   uih_table_cursor& c_ = cur_.c;
   Status status_;

@@ -376,6 +376,81 @@ void uih_table_cursor_prev(uih_table_cursor *c) {
   c->voff = end - UIH_TABLE_VALUE_CHECKSUM_SIZE - c->vlen;
 }
 
+/* ---- stepping back through a prefix-layout run ---------------------------- */
+
+/* A decoded entry of the run: the cursor's fields after it was loaded. */
+typedef struct back_entry {
+  size_t at;
+  uint64_t trailer, voff;
+  uint32_t vlen;
+  uint32_t klen;
+} back_entry;
+
+struct uih_table_backstep {
+  const uih_table_index *idx;
+  uint64_t first;  /* entry ordinal of the run's first entry held */
+  uint32_t count;  /* entries held: first .. first + count - 1 */
+  back_entry *e;   /* interval of them */
+  uint8_t *keys;   /* interval keys of max_key bytes each */
+};
+
+#define BACKSTEP_MAX_BYTES (1u << 20)
+
+uih_table_backstep *uih_table_backstep_create(const uih_table_index *x) {
+  if (x->layout != UIH_TABLE_LAYOUT_PREFIX || x->interval < 2) return NULL;
+  size_t stride = x->max_key ? x->max_key : 1;
+  if ((size_t)x->interval * (stride + sizeof(back_entry)) > BACKSTEP_MAX_BYTES) return NULL;
+  uih_table_backstep *b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  b->idx = x;
+  b->e = malloc(x->interval * sizeof *b->e);
+  b->keys = malloc(x->interval * stride);
+  if (!b->e || !b->keys) {
+    uih_table_backstep_free(b);
+    return NULL;
+  }
+  return b;
+}
+
+void uih_table_backstep_free(uih_table_backstep *b) {
+  if (!b) return;
+  free(b->e);
+  free(b->keys);
+  free(b);
+}
+
+void uih_table_cursor_prev_with(uih_table_cursor *c, uih_table_backstep *b) {
+  const uih_table_index *x = c->idx;
+  if (!b || b->idx != x || c->pos == 0 || c->pos >= x->n) {
+    uih_table_cursor_prev(c);
+    return;
+  }
+  uint64_t want = c->pos - 1, start = want - want % x->interval;
+  size_t stride = x->max_key ? x->max_key : 1;
+  if (b->count == 0 || b->first != start || want - start >= b->count) {
+    /* Decode the run from its restart up to `want`, keeping every entry. */
+    b->count = 0;
+    b->first = start;
+    uih_table_cursor_goto(c, start);
+    for (;;) {
+      back_entry *e = &b->e[b->count];
+      *e = (back_entry){c->at, c->trailer, c->voff, c->vlen, (uint32_t)c->klen};
+      memcpy(b->keys + b->count * stride, c->key, c->klen);
+      b->count++;
+      if (c->pos == want) return; /* the cursor is there already */
+      uih_table_cursor_next(c);
+    }
+  }
+  const back_entry *e = &b->e[want - start];
+  c->pos = want;
+  c->at = e->at;
+  c->trailer = e->trailer;
+  c->voff = e->voff;
+  c->vlen = e->vlen;
+  c->klen = e->klen;
+  memcpy(c->key, b->keys + (want - start) * stride, e->klen);
+}
+
 /* The full key of restart `r` (restart entries share nothing). */
 static void restart_key(const uih_table_index *x, uint64_t r, const uint8_t **key, size_t *klen,
                         uint64_t *trailer) {

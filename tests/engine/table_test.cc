@@ -152,6 +152,43 @@ TEST_P(Table, CursorMatchesTheModel) {
     ASSERT_EQ(model.size(), i);
     for (uih_table_cursor_last(&c); uih_table_cursor_valid(&c); uih_table_cursor_prev(&c)) ExpectAt(c, model, --i, b.data);
     ASSERT_EQ(0u, i);
+    // Steps back with a backstep (kept runs of entries), in a full reverse
+    // scan and in random walks that mix them with steps forward and seeks.
+    uih_table_backstep* back = uih_table_backstep_create(idx);
+    if (chosen == UIH_TABLE_LAYOUT_PREFIX && interval > 1 && !uih_keys) {
+      EXPECT_NE(nullptr, back);
+    }
+    i = model.size();
+    for (uih_table_cursor_last(&c); uih_table_cursor_valid(&c); uih_table_cursor_prev_with(&c, back))
+      ExpectAt(c, model, --i, b.data);
+    ASSERT_EQ(0u, i);
+    for (int walk = 0; walk < 20 && !model.empty(); walk++) {
+      size_t at = rng() % model.size();
+      uih_table_cursor_goto(&c, at);
+      for (int step = 0; step < 200; step++) {
+        int move = static_cast<int>(rng() % 8);
+        if (move < 5) {
+          uih_table_cursor_prev_with(&c, back);
+          if (at == 0) {
+            ASSERT_FALSE(uih_table_cursor_valid(&c));
+            break;
+          }
+          at--;
+        } else if (move < 7) {
+          uih_table_cursor_next(&c);
+          if (++at == model.size()) {
+            ASSERT_FALSE(uih_table_cursor_valid(&c));
+            break;
+          }
+        } else {
+          at = rng() % model.size();
+          const Entry& t = model[at];
+          uih_table_cursor_seek(&c, reinterpret_cast<const uint8_t*>(t.key.data()), t.key.size(), t.trailer);
+        }
+        ExpectAt(c, model, at, b.data);
+      }
+    }
+    uih_table_backstep_free(back);
     // Seeks to present keys, to neighbours of present keys, and to random keys.
     for (int s = 0; s < 400 && !model.empty(); s++) {
       Entry t = model[rng() % model.size()];

@@ -194,6 +194,20 @@ void uih_table_cursor_seek_prev(uih_table_cursor *c, const uint8_t *ukey, size_t
 /* Moves to entry ordinal `pos` (entries: past the end). */
 void uih_table_cursor_goto(uih_table_cursor *c, uint64_t pos);
 
+/* Steps back, faster when repeated. In the prefix layout an entry's key is
+ * rebuilt from its restart entry onwards, so a plain step back decodes up
+ * to R entries; a backstep keeps the run of entries it decoded, so further
+ * steps back inside that run are copies (a reverse scan costs about what a
+ * forward one does). The numeric layout steps back directly and needs none.
+ * uih_table_backstep_create returns NULL when none is needed, or when the
+ * run would take more than 1 MiB (long keys): uih_table_cursor_prev_with
+ * with NULL is uih_table_cursor_prev. One backstep per cursor; it stays
+ * valid while its index is, and holds no pointer into the cursor. */
+typedef struct uih_table_backstep uih_table_backstep;
+uih_table_backstep *uih_table_backstep_create(const uih_table_index *idx);
+void uih_table_backstep_free(uih_table_backstep *b); /* NULL is fine */
+void uih_table_cursor_prev_with(uih_table_cursor *c, uih_table_backstep *b);
+
 #ifdef __cplusplus
 }
 #endif
