@@ -209,6 +209,48 @@ TEST_F(Stripe, InterleavedAddedTraitsDecodeAbsent) {
   EXPECT_TRUE(SameEvents(in.b, 100, proj.b));
 }
 
+// Every stripe stores its group's timestamp column (the schema never lets
+// the event time change): one without it is corrupt, even for a decode that
+// does not ask for timestamps.
+TEST_F(Stripe, AStripeWithoutTheTimestampColumnIsCorrupt) {
+  SchemaPtr writer, reader;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "item", "id": 2, "type": "id"}, {"name": "when", "id": 5, "type": "timestamp"}]}]})", &writer);
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"}, {"name": "item", "id": 2, "type": "id"},
+    {"name": "when", "id": 5, "type": "int64"}]}]})", &reader);
+  std::mt19937_64 rng(8);
+  BatchPtr in, out, item_only;
+  const uih_group* rg = uih_schema_group_at(reader.s, 0);
+  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(writer.s, 0), 30, nullptr, 0, &in.b, nullptr));
+  ASSERT_EQ(UIH_OK, uih_batch_create(rg, 30, nullptr, 0, &out.b, nullptr));
+  const uint16_t item[] = {2};
+  ASSERT_EQ(UIH_OK, uih_batch_create(rg, 30, item, 1, &item_only.b, nullptr));
+  FillRandomBatch(rng, in.b, 30);
+  std::vector<uint8_t> s = Encode(in.b);
+  uih_error err{};
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(s, 0, 30, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err));
+  EXPECT_STREQ("stripe has no column for the timestamp trait 1 ('ts')", err.msg);
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(s, 20, 30, item_only.b, 0, &err));
+  EXPECT_STREQ("stripe has no column for the timestamp trait 1 ('ts')", err.msg);
+  EXPECT_EQ(0u, item_only.b->count);
+  // The group's timestamp trait stored with another type: corrupt as well.
+  SchemaPtr other;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "item", "id": 2, "type": "id"}, {"name": "at", "id": 9, "type": "timestamp"}]}]})", &other);
+  BatchPtr odd;
+  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(other.s, 0), 30, nullptr, 0, &odd.b, nullptr));
+  FillRandomBatch(rng, odd.b, 30);
+  std::vector<uint8_t> t = Encode(odd.b);
+  SchemaPtr item_is_ts;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 2, "type": "timestamp"}, {"name": "at", "id": 9, "type": "int64"}]}]})", &item_is_ts);
+  BatchPtr r;
+  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(item_is_ts.s, 0), 30, nullptr, 0, &r.b, nullptr));
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(t, 0, 30, r.b, 0, &err));
+  EXPECT_STREQ("stripe stores the timestamp trait 2 ('ts') as id", err.msg);
+}
+
 TEST_F(Stripe, DecodeArgumentErrors) {
   SchemaPtr v1;
   Parse(kV1, &v1);
