@@ -1,7 +1,7 @@
 /* stripe_count: a fixed amount of stripe decoding, for instruction counts
  * (callgrind, perf stat) where stripe_bench's timed loops are useless.
  *
- *   build/release/bench/stripe_count MODE [--users N] [--reps R]
+ *   build/release/bench/stripe_count MODE [--users N] [--reps R] [--full-stripes 1]
  *
  *   MODE  full      all traits of every stripe
  *         two       event_ts and item_id of every stripe
@@ -12,7 +12,8 @@
  *         longlast  all traits re-packed into full 65,536-event stripes,
  *                   the last 256 events of each (same --users)
  *
- * Same data as stripe_bench (examples/feed.schema.json, group engagement,
+ * --full-stripes 1 keeps only the stripes that hold the group's 256 events
+ * (stripe_bench's second decode report). Same data as stripe_bench (examples/feed.schema.json, group engagement,
  * seed 1). Prints the values decoded (events x traits); count only the
  * decoding with
  *
@@ -56,16 +57,18 @@ __attribute__((noinline)) static uint64_t decode_all(uih_stripe_decoder *dec, co
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: stripe_count full|two|ts|last|long|longlast [--users N] [--reps R]\n");
+    fprintf(stderr, "usage: stripe_count full|two|ts|last|long|longlast [--users N] [--reps R] [--full-stripes 1]\n");
     return 2;
   }
   const char *mode = argv[1];
   uih_gen_opts o = UIH_GEN_OPTS_DEFAULT;
   o.users = 2000;
   unsigned reps = 3;
+  int full_stripes = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--users")) o.users = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--reps")) reps = (unsigned)strtoul(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--full-stripes")) full_stripes = atoi(argv[i + 1]);
     else die("unknown option", NULL);
   }
   uih_error err = {0};
@@ -91,6 +94,7 @@ int main(int argc, char **argv) {
     const uint8_t *p;
     size_t len;
     if (uih_stripe_encode(enc, b, uih_schema_version(schema), &p, &len, &err) != UIH_OK) die("encode", &err);
+    if (full_stripes && b->count < g->stripe_events) continue;
     if (stripes_add(&s, p, len, b->count) != 0) die("out of memory", NULL);
   }
 
