@@ -151,6 +151,111 @@ TEST_F(Stripe, MaximumEventCount) {
   EXPECT_TRUE(SameEvents(in.b, UIH_STRIPE_EVENTS_MAX - 100, out.b));
 }
 
+// Where a column's payload starts: payloads are contiguous and end where
+// the checksum begins (stripe_format.h).
+size_t PayloadOffset(const std::vector<uint8_t>& s, uint32_t column) {
+  uih_stripe_info info{};
+  EXPECT_EQ(UIH_OK, uih_stripe_read_info(s.data(), s.size(), &info, nullptr));
+  size_t at = s.size() - 4;
+  for (uint32_t c = info.ncolumns; c-- > column;) {
+    uih_stripe_column_info ci{};
+    EXPECT_EQ(UIH_OK, uih_stripe_column_at(s.data(), s.size(), c, &ci, nullptr));
+    at -= ci.bytes;
+  }
+  return at;
+}
+
+// Whatever the bytes, a ranged decode that succeeds gives a valid batch,
+// and where the full decode succeeds too, exactly its slice; a full success
+// implies the range's. (A range may succeed where the full decode fails:
+// it does not validate blocks it skips; the checksum guards those.)
+TEST_F(Stripe, RangedDecodesAgreeWithTheFullDecodeOnAnyBytes) {
+  std::mt19937_64 rng(31);
+  int both = 0, only_range = 0;
+  for (int iter = 0; iter < 60; iter++) {
+    SchemaPtr schema;
+    Parse(uih_test::RandomSchemaJson(rng, 5), &schema);
+    const uih_group* g = uih_schema_group_at(schema.s, 0);
+    static const uint32_t kCounts[] = {40, 300, 1000, 3000};
+    const uint32_t n = kCounts[iter % 4];
+    BatchPtr in, all, part;
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &in.b, nullptr));
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &all.b, nullptr));
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &part.b, nullptr));
+    FillRandomBatch(rng, in.b, n);
+    std::vector<uint8_t> s = Encode(in.b);
+    for (int round = 0; round < 40; round++) {
+      std::vector<uint8_t> c = s;
+      for (int f = 0, flips = 1 + static_cast<int>(rng() % 3); round > 0 && f < flips; f++)
+        c[rng() % c.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
+      int rc = Decode(c, 0, UIH_DECODE_TO_END, all.b, 0);
+      const uint32_t ranges[][2] = {{n - 32, n}, {n / 3, n / 3 + 19}, {0, 17}, {n - 1, n}};
+      for (const auto& r : ranges) {
+        uih_error err{};
+        int prc = Decode(c, r[0], r[1], part.b, 0, &err);
+        SCOPED_TRACE("iteration " + std::to_string(iter) + " round " + std::to_string(round) + " [" +
+                     std::to_string(r[0]) + ", " + std::to_string(r[1]) + ")");
+        if (rc == UIH_OK) {
+          ASSERT_EQ(UIH_OK, prc) << err.msg;
+          ASSERT_TRUE(SameEvents(all.b, r[0], part.b));
+        }
+        ASSERT_TRUE(TailIsClear(part.b));
+        if (prc != UIH_OK) continue;
+        ASSERT_EQ(r[1] - r[0], part.b->count);
+        (rc == UIH_OK ? both : only_range)++;
+        uih_column* ts = uih_batch_ts_column(part.b);
+        for (uint32_t row = 0; row < part.b->count; row++) {
+          ASSERT_TRUE(uih_column_has(ts, row));
+          if (row) {
+            ASSERT_LE(uih_column_i64(ts)[row - 1], uih_column_i64(ts)[row]);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(both, 1000);
+  EXPECT_GT(only_range, 0) << "corruption in skipped blocks never let a range through";
+}
+
+// A range decodes the blocks it needs and steps over the others by their
+// headers: broken exception positions in the first block of a column fail
+// the full decode and a range there, not the last events; the checksum
+// catches them all.
+TEST_F(Stripe, ARangeReadsOnlyTheBlocksItNeeds) {
+  SchemaPtr schema;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "v", "id": 2, "type": "id", "encodings": ["for"], "compression": "none"}]}]})", &schema);
+  const uint32_t n = 1000;
+  BatchPtr in, out;
+  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(schema.s, 0), n, nullptr, 0, &in.b, nullptr));
+  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(schema.s, 0), n, nullptr, 0, &out.b, nullptr));
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t row;
+    uih_batch_append(in.b, &row, nullptr);
+    uih_column_set_bits(&in.b->columns[0], i, 1000 * i);
+    uih_column_set_bits(&in.b->columns[1], i, i % 40 == 0 ? 1000000 + i : i % 7);  // outliers: exceptions
+  }
+  std::vector<uint8_t> s = Encode(in.b);
+  // The column's first FOR block: varint min (0, one byte), w, x, the
+  // packed low bits, xw, then x ascending positions: repeat the first.
+  size_t at = PayloadOffset(s, 1);
+  ASSERT_EQ(0, s[at]);
+  unsigned w = s[at + 1], nexc = s[at + 2];
+  ASSERT_GE(nexc, 2u);
+  size_t positions = at + 3 + (UIH_SEQ_BLOCK * w + 7) / 8 + 1;
+  s[positions + 1] = s[positions];
+  uih_error err{};
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(s, 0, n, out.b, 0, &err));
+  EXPECT_STREQ("stripe column of trait 2: values are truncated or malformed", err.msg);
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(s, 100, 140, out.b, 0, &err));
+  ASSERT_EQ(UIH_OK, Decode(s, n - 100, n, out.b, 0, &err)) << err.msg;
+  ASSERT_EQ(100u, out.b->count);
+  EXPECT_TRUE(SameEvents(in.b, n - 100, out.b));
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(s, n - 100, n, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err));
+  EXPECT_NE(nullptr, std::strstr(err.msg, "checksum mismatch")) << err.msg;
+}
+
 const char* kV1 = R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
   {"name": "ts", "id": 1, "type": "timestamp"}, {"name": "item", "id": 2, "type": "id"}]}]})";
 const char* kV2 = R"({"name": "s", "version": 2, "groups": [{"name": "g", "id": 1, "traits": [
