@@ -13,9 +13,9 @@
  *                   the last 256 events of each (same --users)
  *
  * --full-stripes 1 keeps only the stripes that hold the group's 256 events
- * (stripe_bench's second decode report). Same data as stripe_bench (examples/feed.schema.json, group engagement,
- * seed 1). Prints the values decoded (events x traits); count only the
- * decoding with
+ * (stripe_bench's second decode report). Same data as stripe_bench
+ * (bench/stripe_bench.schema.json, group engagement, seed 1). Prints the
+ * values decoded (events x traits); count only the decoding with
  *
  *   valgrind --tool=callgrind --toggle-collect='decode_all*' \
  *            build/release/bench/stripe_count long --users 2000
@@ -73,7 +73,7 @@ int main(int argc, char **argv) {
   }
   uih_error err = {0};
   uih_schema *schema;
-  if (uih_schema_load(UIH_SOURCE_DIR "/examples/feed.schema.json", &schema, &err) != UIH_OK) die("schema", &err);
+  if (uih_schema_load(UIH_SOURCE_DIR "/bench/stripe_bench.schema.json", &schema, &err) != UIH_OK) die("schema", &err);
   const uih_group *g = uih_schema_group_by_name(schema, "engagement");
   if (!g) die("no group 'engagement'", NULL);
   const uih_trait *item = uih_group_trait_by_name(g, "item_id");
