@@ -165,6 +165,7 @@ int uih_stripe_column_at(const uint8_t *buf, size_t len, uint32_t i, uih_stripe_
   col->encoding = 1u << de.encoding;
   col->compression = kCompression[de.compression];
   col->bytes = de.length;
+  col->presence = (uih_presence)de.presence;
   return UIH_OK;
 }
 

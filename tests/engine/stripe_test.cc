@@ -630,4 +630,63 @@ TEST_F(Stripe, HeaderErrorsNameTheProblem) {
   EXPECT_EQ(UIH_OK, Decode(c, 0, 10, out.b, 0, &err)) << "checksum not asked for: not checked";
 }
 
+// Presence and the sparse encoding's position forms each get picked where
+// they are smallest: a bitmap for columns present at most events, a
+// position list for rare ones; sparse values place their non-zero entries
+// with bits when they are common, with a list when rare.
+TEST_F(Stripe, PresenceAndSparseFormsFitTheData) {
+  SchemaPtr schema;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "dense", "id": 2, "type": "uint32", "compression": "none"},
+    {"name": "rare", "id": 3, "type": "uint32", "compression": "none"},
+    {"name": "none", "id": 4, "type": "uint32", "compression": "none"},
+    {"name": "sparse_common", "id": 5, "type": "id", "encodings": ["sparse"], "compression": "none"},
+    {"name": "sparse_rare", "id": 6, "type": "id", "encodings": ["sparse"], "compression": "none"}]}]})",
+        &schema);
+  const uih_group* g = uih_schema_group_at(schema.s, 0);
+  const uint32_t n = 3000;
+  BatchPtr in, out;
+  ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &in.b, nullptr));
+  ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &out.b, nullptr));
+  std::mt19937_64 rng(17);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t row;
+    uih_batch_append(in.b, &row, nullptr);
+    uih_column_set_bits(&in.b->columns[0], i, 1000ull * i);
+    if (rng() % 10 != 0) uih_column_set_bits(&in.b->columns[1], i, rng() % 1000);  // 90% present
+    if (rng() % 200 == 0) uih_column_set_bits(&in.b->columns[2], i, rng() % 1000);  // 0.5% present
+    uih_column_set_bits(&in.b->columns[4], i, rng() % 3 == 0 ? rng() % 1000 + 1 : 0);  // a third non-zero
+    uih_column_set_bits(&in.b->columns[5], i, rng() % 300 == 0 ? rng() % 1000 + 1 : 0);  // rarely non-zero
+  }
+  std::vector<uint8_t> s = Encode(in.b);
+  auto col = [&](uint32_t c) {
+    uih_stripe_column_info ci{};
+    EXPECT_EQ(UIH_OK, uih_stripe_column_at(s.data(), s.size(), c, &ci, nullptr));
+    return ci;
+  };
+  EXPECT_EQ(UIH_PRESENCE_ALL, col(0).presence);
+  EXPECT_EQ(UIH_PRESENCE_BITMAP, col(1).presence);
+  EXPECT_EQ(UIH_PRESENCE_LIST, col(2).presence);
+  EXPECT_EQ(UIH_PRESENCE_NONE, col(3).presence);
+  EXPECT_EQ(0u, col(3).bytes);
+  // The sparse payload (every event present, no compression): varint z,
+  // then the form byte, 0 for bits, 1 for a position list.
+  auto form = [&](uint32_t c) {
+    EXPECT_EQ(UIH_ENC_SPARSE, col(c).encoding);
+    EXPECT_EQ(UIH_PRESENCE_ALL, col(c).presence);
+    uih_cursor cur = uih_cursor_make(s.data() + PayloadOffset(s, c), col(c).bytes);
+    uih_cursor_varint(&cur);
+    return uih_cursor_u8(&cur);
+  };
+  EXPECT_EQ(0, form(4));
+  EXPECT_EQ(1, form(5));
+  ASSERT_EQ(UIH_OK, Decode(s, 0, UIH_DECODE_TO_END, out.b));
+  ASSERT_EQ(n, out.b->count);
+  EXPECT_TRUE(SameEvents(in.b, 0, out.b));
+  ASSERT_EQ(UIH_OK, Decode(s, 1234, 2345, out.b));
+  ASSERT_EQ(1111u, out.b->count);
+  EXPECT_TRUE(SameEvents(in.b, 1234, out.b));
+}
+
 }  // namespace
