@@ -13,16 +13,91 @@ static int bad(uih_error *err, const stripe_dir_entry *de, const char *what) {
   return uih_corruption(err, "stripe column of trait %u: %s", de->trait_id, what);
 }
 
-/* Number of set bits among the first `n` bits of `bits`. */
-static size_t popcount_prefix(const uint8_t *bits, size_t n) {
-  size_t c = 0, i = 0;
-  for (; i + 64 <= n; i += 64) {
+/* Bits [from, to) of `bits` (at most 64 of them) as one word, bit `from`
+ * in bit 0; only the bytes that hold them are read. */
+static inline uint64_t bits_word(const uint8_t *bits, size_t from, size_t to) {
+  size_t first = from >> 3, last = (to + 7) >> 3; /* bytes [first, last) */
+  uint64_t w = 0;
+  if (last - first >= 8) memcpy(&w, bits + first, 8);
+  else
+    for (size_t i = first; i < last; i++) w |= (uint64_t)bits[i] << (8 * (i - first));
+  if (last - first == 9) w = w >> (from & 7) | (uint64_t)bits[first + 8] << (64 - (from & 7));
+  else w >>= from & 7;
+  return to - from >= 64 ? w : w & ((UINT64_C(1) << (to - from)) - 1);
+}
+
+/* Number of set bits among bits [from, to) of `bits`: a word at a time,
+ * with the CPU's popcnt where it has one (chosen at load time). */
+#if defined(__x86_64__)
+__attribute__((target_clones("popcnt", "default")))
+#endif
+static size_t popcount_range(const uint8_t *bits, size_t from, size_t to) {
+  size_t c = 0;
+  if (from < to && (from & 63)) { /* up to the next word boundary */
+    size_t stop = (from | 63) + 1 < to ? (from | 63) + 1 : to;
+    c += (size_t)__builtin_popcountll(bits_word(bits, from, stop));
+    from = stop;
+  }
+  for (; from + 64 <= to; from += 64) {
     uint64_t w;
-    memcpy(&w, bits + i / 8, 8);
+    memcpy(&w, bits + from / 8, 8);
     c += (size_t)__builtin_popcountll(w);
   }
-  for (; i < n; i++) c += (bits[i >> 3] >> (i & 7)) & 1u;
+  if (from < to) c += (size_t)__builtin_popcountll(bits_word(bits, from, to));
   return c;
+}
+
+/* Stores the indexes of the set bits among bits [from, to) of `bits` to
+ * out[0..) in ascending order; returns how many. */
+static size_t set_bits_in(const uint8_t *bits, size_t from, size_t to, uint64_t *out) {
+  size_t k = 0;
+  for (; from < to; from += 64)
+    for (uint64_t w = bits_word(bits, from, to - from < 64 ? to : from + 64); w; w &= w - 1)
+      out[k++] = from + (size_t)__builtin_ctzll(w);
+  return k;
+}
+
+/* For a ranged decode: the values of a UIH_SEQ_FOR sequence of k strictly
+ * ascending positions (a presence or sparse position list) that lie in
+ * [lo, hi). A block's minimum is its first value, so the block headers tell
+ * which blocks can hold such positions (those starting below hi whose
+ * successor starts above lo): only those are decoded, the others skipped.
+ * Stores the positions found to out[0..*count) and how many positions lie
+ * below lo to *first; leaves `c` after the sequence. -1 if the bytes are
+ * malformed, or the decoded blocks are not consecutive or do not ascend
+ * strictly (which a valid list never gives). */
+static int positions_in(uih_cursor *c, size_t k, uint64_t lo, uint64_t hi, uint64_t *out,
+                        size_t *first, size_t *count) {
+  uint64_t blk[UIH_SEQ_BLOCK];
+  size_t nblocks = (k + UIH_SEQ_BLOCK - 1) / UIH_SEQ_BLOCK, got = 0, next = SIZE_MAX;
+  uint64_t last = 0, prev_min = 0;
+  uih_cursor prev = *c;
+  *first = 0;
+  for (size_t j = 0; j <= nblocks; j++) {
+    uint64_t min = UINT64_MAX; /* past the last block: nothing starts */
+    if (j < nblocks && uih_seq_peek_min(c, &min) != 0) return c->bad = 1, -1;
+    if (j > 0 && prev_min < hi && min > lo) { /* block j - 1 may hold some */
+      size_t s = (j - 1) * UIH_SEQ_BLOCK, cnt = k - s < UIH_SEQ_BLOCK ? k - s : UIH_SEQ_BLOCK;
+      if (next == SIZE_MAX) *first = s; /* the blocks before are all below lo */
+      else if (next != s) return -1;
+      /* (a FOR sequence needs no scratch: blk serves as both) */
+      if (uih_seq_decode(&prev, cnt, UIH_SEQ_FOR, 0, cnt, blk, blk) != 0) return -1;
+      for (size_t i = 0; i < cnt; i++) {
+        if ((next != SIZE_MAX || i > 0) && blk[i] <= last) return -1;
+        last = blk[i];
+        if (blk[i] < lo) *first = s + i + 1;
+        else if (blk[i] < hi) out[got++] = blk[i];
+      }
+      next = s + cnt;
+    }
+    if (j == nblocks) break;
+    prev = *c;
+    prev_min = min;
+    size_t cnt = k - j * UIH_SEQ_BLOCK < UIH_SEQ_BLOCK ? k - j * UIH_SEQ_BLOCK : UIH_SEQ_BLOCK;
+    if (uih_seq_skip(c, cnt, UIH_SEQ_FOR) != 0) return -1;
+  }
+  *count = got;
+  return 0;
 }
 
 /* Trailing bits after the first `n` must be zero, so every stripe has one
@@ -61,14 +136,35 @@ static int dec_bss(uih_cursor *c, size_t m, size_t a, size_t b, uint64_t *out) {
   return 0;
 }
 
+/* 1 if v[0..n) ascends strictly (unsigned). Branch-free, so it vectorizes;
+ * an AVX2 copy is chosen at load time where the CPU has it. */
+#if defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static int ascending(const uint64_t *v, size_t n) {
+  int down = 0;
+  for (size_t i = 1; i < n; i++) down |= v[i] <= v[i - 1];
+  return !down;
+}
+
 static int dec_dict(uih_stripe_decoder *d, uih_cursor *c, size_t m, size_t a, size_t b,
                     uih_seq_kind kind, uint64_t *out, uint64_t *blk) {
   uint64_t k = uih_cursor_varint(c);
   if (c->bad || k == 0 || k > m) return -1;
   uint64_t *dict = d->aux;
+  if ((a > 0 || b < m) && (b - a) * 16 < k) {
+    /* A few codes against a large dictionary: look each one up alone
+     * (blocks of the dictionary it does not use are only stepped over). */
+    uih_cursor at = *c;
+    if (uih_seq_blocks(c, k, kind, dict) != 0) return -1;
+    if (uih_seq_decode(c, m, UIH_SEQ_FOR, a, b, out, blk) != 0) return -1;
+    for (size_t i = 0; i < b - a; i++)
+      if (uih_seq_get(at, k, kind, dict, out[i], &out[i]) != 0) return -1;
+    return 0;
+  }
   if (uih_seq_decode(c, k, kind, 0, k, dict, blk) != 0) return -1;
-  for (size_t i = 1; i < k; i++)
-    if (dict[i] <= dict[i - 1]) return -1; /* sorted and distinct */
+  /* Sorted and distinct: one encoding per column; a range need not check. */
+  if (a == 0 && b == m && !ascending(dict, k)) return -1;
   if (uih_seq_decode(c, m, UIH_SEQ_FOR, a, b, out, blk) != 0) return -1;
   for (size_t i = 0; i < b - a; i++) {
     if (out[i] >= k) return -1;
@@ -82,16 +178,46 @@ static int dec_rle(uih_stripe_decoder *d, uih_cursor *c, size_t m, size_t a, siz
   uint64_t r = uih_cursor_varint(c);
   if (c->bad || r == 0 || r > m) return -1;
   uint64_t *vals = d->aux, *lens = d->aux2;
-  if (uih_seq_decode(c, r, kind, 0, r, vals, blk) != 0) return -1;
-  if (uih_seq_decode(c, r, UIH_SEQ_FOR, 0, r, lens, blk) != 0) return -1;
-  size_t pos = 0;
-  for (size_t i = 0; i < r; i++) {
-    if (lens[i] >= m - pos) return -1; /* runs must end exactly at m */
-    size_t end = pos + lens[i] + 1;
-    for (size_t k = pos > a ? pos : a; k < end && k < b; k++) out[k - a] = vals[i];
-    pos = end;
+  if (a == 0 && b == m) { /* everything: every run checked */
+    if (uih_seq_decode(c, r, kind, 0, r, vals, blk) != 0) return -1;
+    if (uih_seq_decode(c, r, UIH_SEQ_FOR, 0, r, lens, blk) != 0) return -1;
+    size_t pos = 0;
+    for (size_t i = 0; i < r; i++) {
+      if (lens[i] >= m - pos) return -1; /* runs must end exactly at m */
+      size_t end = pos + lens[i] + 1;
+      for (size_t k = pos; k < end; k++) out[k] = vals[i];
+      pos = end;
+    }
+    return pos == m ? 0 : -1;
   }
-  return pos == m ? 0 : -1;
+  /* A range: run lengths from the first run until the runs reach b (the
+   * rest skipped), then the values of only the runs that cover [a, b). */
+  uih_cursor at_vals = *c;
+  if (uih_seq_skip(c, r, kind) != 0) return -1;
+  if (a >= b) return uih_seq_skip(c, r, UIH_SEQ_FOR);
+  size_t pos = 0, first = 0, start = 0, nruns = 0, s = 0; /* runs [first, first + nruns) */
+  for (; s < r && pos < b; s += UIH_SEQ_BLOCK) {
+    size_t cnt = r - s < UIH_SEQ_BLOCK ? r - s : UIH_SEQ_BLOCK;
+    uint64_t run[UIH_SEQ_BLOCK];
+    if (uih_seq_decode(c, cnt, UIH_SEQ_FOR, 0, cnt, run, blk) != 0) return -1;
+    for (size_t i = 0; i < cnt && pos < b; i++) {
+      if (run[i] >= m - pos) return -1; /* runs must end by m */
+      size_t end = pos + run[i] + 1;
+      if (end > a) {
+        if (nruns == 0) first = s + i, start = pos;
+        lens[nruns++] = run[i];
+      }
+      pos = end;
+    }
+  }
+  if (pos < b || (s < r && uih_seq_skip(c, r - s, UIH_SEQ_FOR) != 0)) return -1;
+  if (uih_seq_decode(&at_vals, r, kind, first, first + nruns, vals, blk) != 0) return -1;
+  for (size_t i = 0; i < nruns; i++) {
+    size_t end = start + lens[i] + 1;
+    for (size_t k = start > a ? start : a; k < end && k < b; k++) out[k - a] = vals[i];
+    start = end;
+  }
+  return 0;
 }
 
 static int dec_sparse(uih_stripe_decoder *d, uih_cursor *c, size_t m, size_t a, size_t b,
@@ -99,30 +225,41 @@ static int dec_sparse(uih_stripe_decoder *d, uih_cursor *c, size_t m, size_t a, 
   uint64_t z = uih_cursor_varint(c);
   uint8_t form = uih_cursor_u8(c);
   if (c->bad || z > m || form > 1) return -1;
+  int full = a == 0 && b == m;
+  /* The non-zero values [za, zb) are those at positions [a, b): pos[0..zb-za). */
   uint64_t *pos = d->aux;
+  size_t za = 0, zb = 0;
   if (form == 0) {
     size_t nbytes = (m + 7) / 8;
     const uint8_t *bits = uih_cursor_take(c, nbytes);
     if (!bits || !padding_clean(bits, m)) return -1;
-    /* Set bits, a 64-bit word at a time (bytes past m are zero-padded). */
-    size_t k = 0;
-    for (size_t wi = 0; wi < nbytes; wi += 8) {
-      uint64_t word = 0;
-      memcpy(&word, bits + wi, nbytes - wi < 8 ? nbytes - wi : 8);
-      if ((size_t)__builtin_popcountll(word) > z - k) return -1;
-      for (; word; word &= word - 1) pos[k++] = wi * 8 + (size_t)__builtin_ctzll(word);
+    if (full) { /* set bits, a 64-bit word at a time (bytes past m are zero-padded) */
+      for (size_t wi = 0; wi < nbytes; wi += 8) {
+        uint64_t word = 0;
+        memcpy(&word, bits + wi, nbytes - wi < 8 ? nbytes - wi : 8);
+        if ((size_t)__builtin_popcountll(word) > z - zb) return -1;
+        for (; word; word &= word - 1) pos[zb++] = wi * 8 + (size_t)__builtin_ctzll(word);
+      }
+      if (zb != z) return -1;
+    } else { /* the bits before a counted, those of [a, b) listed */
+      za = popcount_range(bits, 0, a);
+      zb = za + set_bits_in(bits, a, b, pos);
+      if (zb > z) return -1;
     }
-    if (k != z) return -1;
-  } else {
+  } else if (full) {
     if (uih_seq_decode(c, z, UIH_SEQ_FOR, 0, z, pos, blk) != 0) return -1;
     for (size_t i = 0; i < z; i++)
       if (pos[i] >= m || (i > 0 && pos[i] <= pos[i - 1])) return -1;
+    zb = z;
+  } else {
+    size_t cnt = 0;
+    if (positions_in(c, z, a, b, pos, &za, &cnt) != 0) return -1;
+    zb = za + cnt;
   }
   uint64_t *vals = d->aux2;
-  if (uih_seq_decode(c, z, kind, 0, z, vals, blk) != 0) return -1;
+  if (uih_seq_decode(c, z, kind, za, zb, vals, blk) != 0) return -1;
   memset(out, 0, (b - a) * sizeof *out);
-  for (size_t i = 0; i < z; i++)
-    if (pos[i] >= a && pos[i] < b) out[pos[i] - a] = vals[i];
+  for (size_t i = 0; i < zb - za; i++) out[pos[i] - a] = vals[i];
   return 0;
 }
 
@@ -247,33 +384,38 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
   /* Presence: m values in all; rows [begin, end) hold values [ra, rb). */
   size_t m, ra, rb;
   const uint8_t *bits = NULL;
-  const uint64_t *list = NULL; /* LIST: positions of values [ra, rb) */
+  const uint64_t *list = NULL; /* LIST: positions of values [ra, rb), from list[0] */
   switch (de->presence) {
     case PRESENCE_ALL: m = n, ra = begin, rb = end; break;
     case PRESENCE_NONE: m = ra = rb = 0; break;
-    case PRESENCE_BITMAP:
+    case PRESENCE_BITMAP: /* one pass: the counts below begin, below end, in all */
       bits = uih_cursor_take(&c, (n + 7) / 8);
       if (!bits || !padding_clean(bits, n))
         return bad(err, de, "presence bitmap is truncated or padded with ones");
-      m = popcount_prefix(bits, n);
-      ra = popcount_prefix(bits, begin);
-      rb = popcount_prefix(bits, end);
+      ra = popcount_range(bits, 0, begin);
+      rb = ra + popcount_range(bits, begin, end);
+      m = rb + popcount_range(bits, end, n);
       if (m == 0 || m == n) return bad(err, de, "presence bitmap is all zeros or all ones");
       break;
     default: { /* PRESENCE_LIST */
-      uint64_t blk[UIH_SEQ_BLOCK];
       m = uih_cursor_varint(&c);
       if (c.bad || m == 0 || m >= n) return bad(err, de, "presence list has an impossible length");
+      list = d->pos;
+      if (begin > 0 || end < n) { /* a range: only the blocks that can hold it */
+        size_t cnt = 0;
+        if (positions_in(&c, m, begin, end, d->pos, &ra, &cnt) != 0)
+          return bad(err, de, c.bad ? "presence list is truncated"
+                                    : "presence list is not strictly increasing");
+        rb = ra + cnt;
+        break;
+      }
+      uint64_t blk[UIH_SEQ_BLOCK];
       if (uih_seq_decode(&c, m, UIH_SEQ_FOR, 0, m, d->pos, blk) != 0)
         return bad(err, de, "presence list is truncated");
-      ra = rb = 0;
-      for (size_t i = 0; i < m; i++) {
+      for (size_t i = 0; i < m; i++)
         if (d->pos[i] >= n || (i > 0 && d->pos[i] <= d->pos[i - 1]))
           return bad(err, de, "presence list is not strictly increasing below the event count");
-        ra += d->pos[i] < begin;
-        rb += d->pos[i] < end;
-      }
-      list = d->pos + ra;
+      ra = 0, rb = m;
       break;
     }
   }

@@ -191,9 +191,16 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
   de->presence = enc_presence(e, col, n, m);
 
   /* Every allowed encoding competes on the actual values; ties go to the
-   * lowest-numbered one, so the result is deterministic. */
+   * lowest-numbered one, so the result is deterministic. Float columns
+   * compete on their size as stored, after the compression step: byte-stream
+   * split is plain's size until compressed, and gains only there (it puts
+   * the bytes that repeat, signs and exponents, side by side). Bit-packed
+   * integer encodings already strip what a compressor would find, so other
+   * types compare raw sizes and compress once, which keeps encoding cheap. */
   uint32_t allowed = t->encodings & uih_encodings_for_type(t->type);
   if (allowed == 0) allowed = uih_encodings_for_type(t->type);
+  int stored = t->type == UIH_TYPE_FLOAT32 && t->compression != UIH_COMPRESS_NONE;
+  size_t presence_len = e->payload.len, best_len = 0;
   uint32_t best = 0;
   uih_wbuf_reset(&e->best);
   for (uint32_t enc = 1; m > 0 && enc < (1u << UIH_ENC_COUNT); enc <<= 1) {
@@ -201,15 +208,23 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
     uih_wbuf_reset(&e->cand);
     enc_values(e, &e->cand, enc, e->vals, m, t->type);
     if (e->cand.oom) break;
-    if (best == 0 || e->cand.len < e->best.len) {
+    size_t len = e->cand.len;
+    if (stored) { /* presence + this candidate, compressed if that pays */
+      e->payload.len = presence_len;
+      uih_wbuf_put(&e->payload, e->cand.data, e->cand.len);
+      len = pick_compression(e, t->compression) == STRIPE_COMPRESS_NONE ? e->payload.len : e->comp.len;
+    }
+    if (best == 0 || len < best_len) {
       uih_wbuf tmp = e->best;
       e->best = e->cand;
       e->cand = tmp;
       best = enc;
+      best_len = len;
     }
   }
   if (best == 0) best = UIH_ENC_PLAIN & allowed ? UIH_ENC_PLAIN : (allowed & -allowed);
   de->encoding = (uint8_t)stripe_enc_id(best);
+  e->payload.len = presence_len;
   uih_wbuf_put(&e->payload, e->best.data, e->best.len);
   if (e->payload.oom || e->cand.oom || e->best.oom)
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory in column %u", t->id);

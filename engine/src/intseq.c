@@ -503,11 +503,58 @@ static int block_decode(uih_cursor *c, size_t cnt, int is_signed, uint64_t bias,
     }
     return 0;
   }
+  /* Part of the block: only the exceptions at positions [a, b), found in
+   * the ascending positions, have their high bits unpacked. */
+  size_t i0 = 0, i1;
+  while (i0 < nexc && pos[i0] < a) i0++;
+  for (i1 = i0; i1 < nexc && pos[i1] < b;) i1++;
   uint64_t high[UIH_SEQ_BLOCK];
-  uih_unpack(xp, xbytes + uih_cursor_loadable(c), xw, 0, nexc, 0, high);
-  for (size_t i = 0; i < nexc; i++)
-    if (pos[i] >= a && pos[i] < b) out[pos[i] - a] += high[i] << w;
+  uih_unpack(xp, xbytes + uih_cursor_loadable(c), xw, i0, i1, 0, high);
+  for (size_t i = i0; i < i1; i++) out[pos[i] - a] += high[i - i0] << w;
   return 0;
+}
+
+/* Skips one FOR block of `cnt` values: reads its header, checks the widths
+ * and counts exactly as block_decode does and that its bytes are there, so
+ * the cursor lands where block_decode would leave it; the packed values
+ * are not unpacked and the exception positions not validated. */
+static int block_skip(uih_cursor *c, size_t cnt) {
+  const uint8_t *p = c->p;
+  uint64_t head;
+  if (!c->bad && uih_cursor_left(c) >= 10 &&
+      (memcpy(&head, p, 8), (~head & UINT64_C(0x8080808080808080)) != 0)) {
+    /* The usual header, read in place (as dir_next does): a minimum of at
+     * most 8 varint bytes, which is always well-formed, then w and x. */
+    size_t len = (size_t)__builtin_ctzll(~head & UINT64_C(0x8080808080808080)) / 8 + 1;
+    unsigned w = p[len];
+    size_t nexc = p[len + 1];
+    if (w > 64 || nexc > cnt || (nexc && w == 64)) return c->bad = 1, -1;
+    len += 2 + (cnt * w + 7) / 8;
+    if (nexc) {
+      unsigned xw = len < uih_cursor_left(c) ? p[len] : 0;
+      if (xw == 0 || xw > 64 - w) return c->bad = 1, -1;
+      len += 1 + nexc + (nexc * xw + 7) / 8;
+    }
+    return uih_cursor_take(c, len) ? 0 : -1;
+  }
+  (void)uih_cursor_varint(c);
+  unsigned w = uih_cursor_u8(c);
+  size_t nexc = uih_cursor_u8(c);
+  if (c->bad || w > 64 || nexc > cnt || (nexc && w == 64)) return c->bad = 1, -1;
+  if (!uih_cursor_take(c, (cnt * w + 7) / 8)) return -1;
+  if (nexc == 0) return 0;
+  unsigned xw = uih_cursor_u8(c);
+  if (c->bad || xw == 0 || xw > 64 - w) return c->bad = 1, -1;
+  return uih_cursor_take(c, nexc + (nexc * xw + 7) / 8) ? 0 : -1;
+}
+
+/* Skips the block of `cnt` values at `c` of a sequence of `order` (0 FOR,
+ * 1 DELTA, 2 DELTA2): its anchors, then its FOR block. */
+static int seq_block_skip(uih_cursor *c, size_t cnt, int order) {
+  if (order == 0) return block_skip(c, cnt);
+  size_t skip = order == 2 && cnt >= 2 ? 2 : 1;
+  if (!uih_cursor_take(c, 8 * skip)) return -1;
+  return cnt > skip ? block_skip(c, cnt - skip) : 0;
 }
 
 /* ---- sequences ------------------------------------------------------------ */
@@ -606,8 +653,11 @@ int uih_seq_decode_biased(uih_cursor *c, size_t n, uih_seq_kind kind, uint64_t b
     /* The part of [a, b) inside this block, relative to the block. */
     size_t lo = a > s ? a - s : 0;
     size_t hi = b < s + cnt ? (b > s ? b - s : 0) : cnt;
-    if (lo > hi) lo = hi;
-    uint64_t *dst = lo < hi ? out + (s + lo - a) : NULL; /* only written when lo < hi */
+    if (lo >= hi) { /* outside [a, b): only its length is needed */
+      if (seq_block_skip(c, cnt, order) != 0) return -1;
+      continue;
+    }
+    uint64_t *dst = out + (s + lo - a);
     if (order == 0) {
       if (block_decode(c, cnt, kind == UIH_SEQ_FOR_SIGNED, bias, lo, hi, dst) != 0) return -1;
       continue;
@@ -627,7 +677,6 @@ int uih_seq_decode_biased(uih_cursor *c, size_t n, uih_seq_kind kind, uint64_t b
       size_t need = hi > skip ? hi - skip : 0;
       if (block_decode(c, cnt - skip, 1, UIH_SIGN64, 0, need, scratch) != 0) return -1;
     }
-    if (lo >= hi) continue;
     unordered |= delta_block(scratch, order, first, d0, lo, hi, dst, vec);
     /* The pairs delta_block leaves to its caller: the block's first output
      * after the previous block's last, position 1 after position 0. */
@@ -644,4 +693,35 @@ int uih_seq_decode_biased(uih_cursor *c, size_t n, uih_seq_kind kind, uint64_t b
 int uih_seq_decode(uih_cursor *c, size_t n, uih_seq_kind kind, size_t a, size_t b, uint64_t *out,
                    uint64_t *scratch) {
   return uih_seq_decode_biased(c, n, kind, 0, a, b, out, scratch, NULL);
+}
+
+int uih_seq_skip(uih_cursor *c, size_t n, uih_seq_kind kind) {
+  int order = kind == UIH_SEQ_DELTA ? 1 : kind == UIH_SEQ_DELTA2 ? 2 : 0;
+  for (size_t s = 0; s < n; s += UIH_SEQ_BLOCK)
+    if (seq_block_skip(c, n - s < UIH_SEQ_BLOCK ? n - s : UIH_SEQ_BLOCK, order) != 0) return -1;
+  return c->bad ? -1 : 0;
+}
+
+int uih_seq_peek_min(const uih_cursor *c, uint64_t *min) {
+  uih_cursor p = *c;
+  *min = uih_cursor_varint(&p);
+  return p.bad ? -1 : 0;
+}
+
+int uih_seq_blocks(uih_cursor *c, size_t n, uih_seq_kind kind, uint64_t *at) {
+  const uint8_t *start = c->p;
+  for (size_t j = 0, s = 0; s < n; j++, s += UIH_SEQ_BLOCK) {
+    at[j] = (uint64_t)(c->p - start);
+    if (block_skip(c, n - s < UIH_SEQ_BLOCK ? n - s : UIH_SEQ_BLOCK) != 0) return -1;
+  }
+  (void)kind; /* FOR blocks only: no anchors to step over */
+  return c->bad ? -1 : 0;
+}
+
+int uih_seq_get(uih_cursor start, size_t n, uih_seq_kind kind, const uint64_t *at, size_t i,
+                uint64_t *out) {
+  size_t j = i / UIH_SEQ_BLOCK, s = j * UIH_SEQ_BLOCK;
+  if (i >= n || !uih_cursor_take(&start, at[j])) return -1;
+  size_t cnt = n - s < UIH_SEQ_BLOCK ? n - s : UIH_SEQ_BLOCK;
+  return block_decode(&start, cnt, kind == UIH_SEQ_FOR_SIGNED, 0, i - s, i - s + 1, out);
 }

@@ -31,7 +31,9 @@
  *
  * DELTA2 (order 2) adds `u64 first delta` after the anchor and packs the
  * cnt-2 deltas of deltas. Anchors make every block decodable on its own, so
- * decoding values [a, b) touches only the blocks that hold them.
+ * decoding values [a, b) unpacks only the blocks that hold them; the others
+ * are stepped over by their headers, whose widths and counts give each
+ * block's length.
  */
 #ifndef UIH_INTSEQ_H
 #define UIH_INTSEQ_H
@@ -73,8 +75,11 @@ void uih_seq_encode(uih_wbuf *out, const uint64_t *v, size_t n, uih_seq_kind kin
 
 /* Reads a sequence of n values written by uih_seq_encode(kind) from `c`
  * (advancing past all of it) and stores values [a, b) to out[0..b-a).
- * `scratch` holds UIH_SEQ_BLOCK values. Returns 0, or -1 if the bytes are
- * malformed (c->bad is set then too). */
+ * Blocks holding none of [a, b) are skipped as uih_seq_skip() does, so the
+ * cost is that of the blocks of [a, b) plus O(1) per other block; only a
+ * decode of [0, n) validates every block in full. `scratch` holds
+ * UIH_SEQ_BLOCK values. Returns 0, or -1 if the bytes are malformed (c->bad
+ * is set then too). */
 int uih_seq_decode(uih_cursor *c, size_t n, uih_seq_kind kind, size_t a, size_t b, uint64_t *out,
                    uint64_t *scratch);
 
@@ -86,6 +91,28 @@ int uih_seq_decode(uih_cursor *c, size_t n, uih_seq_kind kind, size_t a, size_t 
  * paths check, in passing): the caller checks order itself then. */
 int uih_seq_decode_biased(uih_cursor *c, size_t n, uih_seq_kind kind, uint64_t bias, size_t a,
                           size_t b, uint64_t *out, uint64_t *scratch, int *sorted);
+
+/* Advances `c` past a sequence of n values written by uih_seq_encode(kind),
+ * reading only block headers: O(1) per block. Each block's widths, counts
+ * and length are checked as a decode checks them (so a sequence that
+ * decodes is skipped to the same byte), its packed values and exception
+ * positions are not. Returns 0, or -1 (c->bad set) if a header is
+ * malformed or a block runs past the end. */
+int uih_seq_skip(uih_cursor *c, size_t n, uih_seq_kind kind);
+
+/* The minimum stored in the header of the UIH_SEQ_FOR block at `c`,
+ * without advancing `c`: of an ascending sequence, the block's first value.
+ * Returns 0, or -1 if the header is truncated or malformed. */
+int uih_seq_peek_min(const uih_cursor *c, uint64_t *min);
+
+/* Random access to a FOR sequence (UIH_SEQ_FOR or UIH_SEQ_FOR_SIGNED) of n
+ * values: uih_seq_blocks() steps over it as uih_seq_skip() does and stores
+ * where each of its ceil(n / UIH_SEQ_BLOCK) blocks starts, counted from
+ * c->p on entry, to at[]; uih_seq_get(), given a copy of that entry cursor,
+ * decodes value i alone (and validates its block). Both return 0 or -1. */
+int uih_seq_blocks(uih_cursor *c, size_t n, uih_seq_kind kind, uint64_t *at);
+int uih_seq_get(uih_cursor start, size_t n, uih_seq_kind kind, const uint64_t *at, size_t i,
+                uint64_t *out);
 
 #ifdef __cplusplus
 }

@@ -297,9 +297,19 @@ static int parse_group(const ctx *c, const char *path, json_object *obj, uint32_
                           "use int64 for other times", ts->name);
       ts = t;
     }
+    /* Every stored stripe of the group has the event time's column, so
+     * readers can reject one without it: the event time never changes. */
+    if (t->type == UIH_TYPE_TIMESTAMP && !uih_trait_active(t))
+      return fail(c, sub, "the timestamp trait cannot be dropped: it is the event time every "
+                  "stripe of the group stores");
   }
   if (!ts)
     return fail(c, path, "no active trait of type \"timestamp\"; every group needs one (the event time)");
+  for (size_t i = 0; i < n; i++)
+    if (traits[i].added_in < ts->added_in)
+      return fail(c, path, "timestamp trait \"%s\" has added_in %u, after trait \"%s\" (added_in %u); "
+                  "the event time exists from the group's first version", ts->name, ts->added_in,
+                  traits[i].name, traits[i].added_in);
   return UIH_OK;
 }
 

@@ -165,6 +165,7 @@ int uih_stripe_column_at(const uint8_t *buf, size_t len, uint32_t i, uih_stripe_
   col->encoding = 1u << de.encoding;
   col->compression = kCompression[de.compression];
   col->bytes = de.length;
+  col->presence = (uih_presence)de.presence;
   return UIH_OK;
 }
 
@@ -248,6 +249,20 @@ static int check_ts(const uih_column *ts, uint32_t rows, int full, int sorted,
   return UIH_OK;
 }
 
+/* The schema keeps a group's event time from its first version on (see
+ * uih/schema.h) and the encoder requires it, so a stripe without the
+ * group's timestamp column is corrupt whatever the projection asks for. */
+static int check_ts_column(const stripe_dir_entry *dir, uint32_t ncolumns, const uih_trait *ts,
+                           uih_error *err) {
+  for (uint32_t i = 0; i < ncolumns && dir[i].trait_id <= ts->id; i++)
+    if (dir[i].trait_id == ts->id) {
+      if (dir[i].type == UIH_TYPE_TIMESTAMP) return UIH_OK;
+      return uih_corruption(err, "stripe stores the timestamp trait %u ('%s') as %s", ts->id, ts->name,
+                            uih_type_name((uih_type)dir[i].type));
+    }
+  return uih_corruption(err, "stripe has no column for the timestamp trait %u ('%s')", ts->id, ts->name);
+}
+
 /* Decodes every column of `out` from the validated stripe `v`, whose
  * directory check_directory left in d->dir. Directory and batch columns
  * are both in ascending trait id order: walk them together. Traits the
@@ -312,6 +327,7 @@ int uih_stripe_decode(uih_stripe_decoder *d, const uint8_t *buf, size_t len, uin
   UIH_RETURN_IF(end - begin > out->capacity, err, UIH_ERR_OUT_OF_RANGE,
                 "stripe_decode: %u events do not fit a batch of capacity %u", end - begin,
                 out->capacity);
+  UIH_FORWARD(check_ts_column(d->dir, info->ncolumns, out->group->ts, err));
   if (stripe_decoder_reserve(d, info->count) != 0)
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe_decode: out of memory");
 

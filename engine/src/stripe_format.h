@@ -64,6 +64,7 @@
 #define UIH_STRIPE_FIXED_SIZE 16 /* magic .. min timestamp */
 #define UIH_STRIPE_CHECKSUM_SIZE 4
 
+/* The same numbers as uih_presence (uih/stripe.h). */
 enum { PRESENCE_ALL = 0, PRESENCE_NONE = 1, PRESENCE_BITMAP = 2, PRESENCE_LIST = 3 };
 enum { STRIPE_COMPRESS_NONE = 0, STRIPE_COMPRESS_LZ4 = 1, STRIPE_COMPRESS_ZSTD = 2 };
 

@@ -328,6 +328,89 @@ TEST(IntSeqPaths, ExceptionPositionsMustAscend) {
   }
 }
 
+// Skipping a sequence lands where decoding all of it does, and fails on
+// every truncation; random access into FOR sequences gives every value; a
+// ranged decode lands at the same end too.
+TEST_P(IntSeq, SkipAndRandomAccessAgreeWithDecoding) {
+  std::mt19937_64 rng(6);
+  const uih_seq_kind kinds[] = {UIH_SEQ_FOR, UIH_SEQ_FOR_SIGNED, UIH_SEQ_DELTA, UIH_SEQ_DELTA2};
+  for (int trial = 0; trial < 300; trial++) {
+    size_t n = 1 + rng() % 900;
+    std::vector<uint64_t> v = trial % 2 ? Clock(rng, n, rng()) : std::vector<uint64_t>(n);
+    if (trial % 2 == 0)
+      for (auto& x : v) x = rng() % 3 == 0 ? rng() : rng() % 5000;  // exceptions, varied widths
+    for (uih_seq_kind kind : kinds) {
+      uih_wbuf out{};
+      uih_seq_encode(&out, v.data(), n, kind);
+      // Bytes after the sequence, as inside a stripe: skip must stop before them.
+      uih_wbuf_u64(&out, ~0ull);
+      std::vector<uint8_t> bytes(out.data, out.data + out.len);
+      uih_wbuf_free(&out);
+      std::vector<uint64_t> got(n), scratch(UIH_SEQ_BLOCK);
+      uih_cursor d = uih_cursor_make(bytes.data(), bytes.size());
+      ASSERT_EQ(0, uih_seq_decode(&d, n, kind, 0, n, got.data(), scratch.data()));
+      uih_cursor s = uih_cursor_make(bytes.data(), bytes.size());
+      ASSERT_EQ(0, uih_seq_skip(&s, n, kind));
+      ASSERT_EQ(d.p, s.p) << "kind " << kind << " n " << n;
+      size_t a = rng() % (n + 1), b = a + rng() % (n - a + 1);
+      uih_cursor r = uih_cursor_make(bytes.data(), bytes.size());
+      ASSERT_EQ(0, uih_seq_decode(&r, n, kind, a, b, got.data(), scratch.data()));
+      ASSERT_EQ(d.p, r.p) << "a ranged decode consumes the whole sequence";
+      for (size_t k = a; k < b; k++) ASSERT_EQ(v[k], got[k - a]);
+      size_t used = static_cast<size_t>(d.p - bytes.data());
+      for (size_t len = 0; len < used; len += 1 + used / 40) {
+        uih_cursor t = uih_cursor_make(bytes.data(), len);
+        ASSERT_NE(0, uih_seq_skip(&t, n, kind)) << "length " << len;
+        ASSERT_TRUE(t.bad);
+      }
+      if (kind != UIH_SEQ_FOR && kind != UIH_SEQ_FOR_SIGNED) continue;
+      std::vector<uint64_t> at((n + UIH_SEQ_BLOCK - 1) / UIH_SEQ_BLOCK);
+      uih_cursor start = uih_cursor_make(bytes.data(), bytes.size()), w = start;
+      ASSERT_EQ(0, uih_seq_blocks(&w, n, kind, at.data()));
+      ASSERT_EQ(d.p, w.p);
+      for (int q = 0; q < 50; q++) {
+        size_t i = rng() % n;
+        uint64_t x = 0;
+        ASSERT_EQ(0, uih_seq_get(start, n, kind, at.data(), i, &x));
+        ASSERT_EQ(v[i], x) << "kind " << kind << " i " << i;
+      }
+      uint64_t x = 0;
+      EXPECT_NE(0, uih_seq_get(start, n, kind, at.data(), n, &x)) << "past the end";
+    }
+  }
+}
+
+// A ranged decode reads only the headers of blocks outside its range: a
+// block whose exception positions are broken fails a whole decode and a
+// range that needs it, not a range that lies elsewhere.
+TEST_P(IntSeq, RangesDoNotValidateBlocksTheySkip) {
+  const size_t n = 3 * UIH_SEQ_BLOCK;
+  std::vector<uint64_t> v(n);
+  for (size_t k = 0; k < n; k++) v[k] = k % 40 == 0 ? 1000000 + k : k % 7;  // outliers: exceptions
+  uih_wbuf out{};
+  uih_seq_encode(&out, v.data(), n, UIH_SEQ_FOR);
+  std::vector<uint8_t> bytes(out.data, out.data + out.len);
+  uih_wbuf_free(&out);
+  // The first block: varint min (0: one byte), w, x, the packed low bits,
+  // xw, then x ascending positions. Make the second position repeat the first.
+  ASSERT_EQ(0, bytes[0]);
+  unsigned w = bytes[1], nexc = bytes[2];
+  ASSERT_GE(nexc, 2u);
+  size_t positions = 3 + (UIH_SEQ_BLOCK * w + 7) / 8 + 1;
+  bytes[positions + 1] = bytes[positions];
+  std::vector<uint64_t> got(n), scratch(UIH_SEQ_BLOCK);
+  uih_cursor c = uih_cursor_make(bytes.data(), bytes.size());
+  EXPECT_NE(0, uih_seq_decode(&c, n, UIH_SEQ_FOR, 0, n, got.data(), scratch.data()));
+  c = uih_cursor_make(bytes.data(), bytes.size());
+  EXPECT_NE(0, uih_seq_decode(&c, n, UIH_SEQ_FOR, 100, 200, got.data(), scratch.data()));
+  c = uih_cursor_make(bytes.data(), bytes.size());
+  ASSERT_EQ(0, uih_seq_decode(&c, n, UIH_SEQ_FOR, 200, n, got.data(), scratch.data()));
+  EXPECT_EQ(0u, uih_cursor_left(&c));
+  for (size_t k = 200; k < n; k++) ASSERT_EQ(v[k], got[k - 200]);
+  c = uih_cursor_make(bytes.data(), bytes.size());
+  EXPECT_EQ(0, uih_seq_skip(&c, n, UIH_SEQ_FOR));
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, IntSeq, testing::Values(false, true),
                          [](const testing::TestParamInfo<bool>& i) {
                            return i.param ? std::string("Avx2") : std::string("Scalar");

@@ -177,6 +177,15 @@ const Invalid kInvalid[] = {
      UIH_ERR_SCHEMA,
      "test.json: groups[0].traits[1]: second active timestamp trait (\"ts\" is the event time "
      "already); use int64 for other times"},
+    {"dropped timestamp",
+     Schema(Group(R"(, {"name": "t0", "id": 2, "type": "timestamp", "dropped_in": 2})")), UIH_ERR_SCHEMA,
+     "test.json: groups[0].traits[1]: the timestamp trait cannot be dropped: it is the event time "
+     "every stripe of the group stores"},
+    {"timestamp younger than a trait",
+     Schema(R"({"name": "g", "id": 1, "traits": [{"name": "ts", "id": 1, "type": "timestamp", "added_in": 2},
+        {"name": "x", "id": 2, "type": "id"}]})"), UIH_ERR_SCHEMA,
+     "test.json: groups[0]: timestamp trait \"ts\" has added_in 2, after trait \"x\" (added_in 1); "
+     "the event time exists from the group's first version"},
     {"encoding for wrong type", Schema(Group(R"(, {"name": "f", "id": 2, "type": "flag", "encodings": ["bss"]})")),
      UIH_ERR_SCHEMA,
      "test.json: groups[0].traits[1]: encodings[0]: expected one of plain, rle, sparse (the "

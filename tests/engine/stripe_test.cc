@@ -3,6 +3,7 @@
 // encoding choices, and corruption (every bit flip, every truncation).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -10,9 +11,13 @@
 #include <string>
 #include <vector>
 
+#include <xxhash.h>
+
 #include "batch_model.h"
+#include "engine/alloc_count.h"
 #include "engine/stripe_gen.h"
 #include "intseq.h"
+#include "stripe_internal.h"
 #include "uih/stripe.h"
 
 namespace {
@@ -127,6 +132,7 @@ TEST_F(Stripe, RoundTripsRandomSchemasAndShapes) {
     BatchPtr proj;
     ASSERT_EQ(UIH_OK, uih_batch_create(g, n, ids.data(), static_cast<uint32_t>(ids.size()), &proj.b, nullptr));
     ASSERT_EQ(UIH_OK, Decode(s, 0, n, proj.b, 0, &err)) << err.msg;
+    ASSERT_EQ(n, proj.b->count);
     ASSERT_TRUE(SameEvents(in.b, 0, proj.b));
   }
   // The shapes are varied enough that every encoding and compressor won
@@ -146,9 +152,116 @@ TEST_F(Stripe, MaximumEventCount) {
   FillRandomBatch(rng, in.b, UIH_STRIPE_EVENTS_MAX);
   std::vector<uint8_t> s = Encode(in.b);
   ASSERT_EQ(UIH_OK, Decode(s, 0, UIH_DECODE_TO_END, out.b));
+  ASSERT_EQ(static_cast<uint32_t>(UIH_STRIPE_EVENTS_MAX), out.b->count);
   EXPECT_TRUE(SameEvents(in.b, 0, out.b));
   ASSERT_EQ(UIH_OK, Decode(s, UIH_STRIPE_EVENTS_MAX - 100, UIH_STRIPE_EVENTS_MAX, out.b));
+  ASSERT_EQ(100u, out.b->count);
   EXPECT_TRUE(SameEvents(in.b, UIH_STRIPE_EVENTS_MAX - 100, out.b));
+}
+
+// Where a column's payload starts: payloads are contiguous and end where
+// the checksum begins (stripe_format.h).
+size_t PayloadOffset(const std::vector<uint8_t>& s, uint32_t column) {
+  uih_stripe_info info{};
+  EXPECT_EQ(UIH_OK, uih_stripe_read_info(s.data(), s.size(), &info, nullptr));
+  size_t at = s.size() - 4;
+  for (uint32_t c = info.ncolumns; c-- > column;) {
+    uih_stripe_column_info ci{};
+    EXPECT_EQ(UIH_OK, uih_stripe_column_at(s.data(), s.size(), c, &ci, nullptr));
+    at -= ci.bytes;
+  }
+  return at;
+}
+
+// Whatever the bytes, a ranged decode that succeeds gives a valid batch,
+// and where the full decode succeeds too, exactly its slice; a full success
+// implies the range's. (A range may succeed where the full decode fails:
+// it does not validate blocks it skips; the checksum guards those.)
+TEST_F(Stripe, RangedDecodesAgreeWithTheFullDecodeOnAnyBytes) {
+  std::mt19937_64 rng(31);
+  int both = 0, only_range = 0;
+  for (int iter = 0; iter < 60; iter++) {
+    SchemaPtr schema;
+    Parse(uih_test::RandomSchemaJson(rng, 5), &schema);
+    const uih_group* g = uih_schema_group_at(schema.s, 0);
+    static const uint32_t kCounts[] = {40, 300, 1000, 3000};
+    const uint32_t n = kCounts[iter % 4];
+    BatchPtr in, all, part;
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &in.b, nullptr));
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &all.b, nullptr));
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &part.b, nullptr));
+    FillRandomBatch(rng, in.b, n);
+    std::vector<uint8_t> s = Encode(in.b);
+    for (int round = 0; round < 40; round++) {
+      std::vector<uint8_t> c = s;
+      for (int f = 0, flips = 1 + static_cast<int>(rng() % 3); round > 0 && f < flips; f++)
+        c[rng() % c.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
+      int rc = Decode(c, 0, UIH_DECODE_TO_END, all.b, 0);
+      const uint32_t ranges[][2] = {{n - 32, n}, {n / 3, n / 3 + 19}, {0, 17}, {n - 1, n}};
+      for (const auto& r : ranges) {
+        uih_error err{};
+        int prc = Decode(c, r[0], r[1], part.b, 0, &err);
+        SCOPED_TRACE("iteration " + std::to_string(iter) + " round " + std::to_string(round) + " [" +
+                     std::to_string(r[0]) + ", " + std::to_string(r[1]) + ")");
+        if (rc == UIH_OK) {
+          ASSERT_EQ(UIH_OK, prc) << err.msg;
+          ASSERT_TRUE(SameEvents(all.b, r[0], part.b));
+        }
+        ASSERT_TRUE(TailIsClear(part.b));
+        if (prc != UIH_OK) continue;
+        ASSERT_EQ(r[1] - r[0], part.b->count);
+        (rc == UIH_OK ? both : only_range)++;
+        uih_column* ts = uih_batch_ts_column(part.b);
+        for (uint32_t row = 0; row < part.b->count; row++) {
+          ASSERT_TRUE(uih_column_has(ts, row));
+          if (row) {
+            ASSERT_LE(uih_column_i64(ts)[row - 1], uih_column_i64(ts)[row]);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(both, 1000);
+  EXPECT_GT(only_range, 0) << "corruption in skipped blocks never let a range through";
+}
+
+// A range decodes the blocks it needs and steps over the others by their
+// headers: broken exception positions in the first block of a column fail
+// the full decode and a range there, not the last events; the checksum
+// catches them all.
+TEST_F(Stripe, ARangeReadsOnlyTheBlocksItNeeds) {
+  SchemaPtr schema;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "v", "id": 2, "type": "id", "encodings": ["for"], "compression": "none"}]}]})", &schema);
+  const uint32_t n = 1000;
+  BatchPtr in, out;
+  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(schema.s, 0), n, nullptr, 0, &in.b, nullptr));
+  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(schema.s, 0), n, nullptr, 0, &out.b, nullptr));
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t row;
+    uih_batch_append(in.b, &row, nullptr);
+    uih_column_set_bits(&in.b->columns[0], i, 1000 * i);
+    uih_column_set_bits(&in.b->columns[1], i, i % 40 == 0 ? 1000000 + i : i % 7);  // outliers: exceptions
+  }
+  std::vector<uint8_t> s = Encode(in.b);
+  // The column's first FOR block: varint min (0, one byte), w, x, the
+  // packed low bits, xw, then x ascending positions: repeat the first.
+  size_t at = PayloadOffset(s, 1);
+  ASSERT_EQ(0, s[at]);
+  unsigned w = s[at + 1], nexc = s[at + 2];
+  ASSERT_GE(nexc, 2u);
+  size_t positions = at + 3 + (UIH_SEQ_BLOCK * w + 7) / 8 + 1;
+  s[positions + 1] = s[positions];
+  uih_error err{};
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(s, 0, n, out.b, 0, &err));
+  EXPECT_STREQ("stripe column of trait 2: values are truncated or malformed", err.msg);
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(s, 100, 140, out.b, 0, &err));
+  ASSERT_EQ(UIH_OK, Decode(s, n - 100, n, out.b, 0, &err)) << err.msg;
+  ASSERT_EQ(100u, out.b->count);
+  EXPECT_TRUE(SameEvents(in.b, n - 100, out.b));
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(s, n - 100, n, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err));
+  EXPECT_NE(nullptr, std::strstr(err.msg, "checksum mismatch")) << err.msg;
 }
 
 const char* kV1 = R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
@@ -207,6 +320,48 @@ TEST_F(Stripe, InterleavedAddedTraitsDecodeAbsent) {
   ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(b.s, 0), 300, ids, 3, &proj.b, nullptr));
   ASSERT_EQ(UIH_OK, Decode(s, 100, 300, proj.b));
   EXPECT_TRUE(SameEvents(in.b, 100, proj.b));
+}
+
+// Every stripe stores its group's timestamp column (the schema never lets
+// the event time change): one without it is corrupt, even for a decode that
+// does not ask for timestamps.
+TEST_F(Stripe, AStripeWithoutTheTimestampColumnIsCorrupt) {
+  SchemaPtr writer, reader;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "item", "id": 2, "type": "id"}, {"name": "when", "id": 5, "type": "timestamp"}]}]})", &writer);
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"}, {"name": "item", "id": 2, "type": "id"},
+    {"name": "when", "id": 5, "type": "int64"}]}]})", &reader);
+  std::mt19937_64 rng(8);
+  BatchPtr in, out, item_only;
+  const uih_group* rg = uih_schema_group_at(reader.s, 0);
+  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(writer.s, 0), 30, nullptr, 0, &in.b, nullptr));
+  ASSERT_EQ(UIH_OK, uih_batch_create(rg, 30, nullptr, 0, &out.b, nullptr));
+  const uint16_t item[] = {2};
+  ASSERT_EQ(UIH_OK, uih_batch_create(rg, 30, item, 1, &item_only.b, nullptr));
+  FillRandomBatch(rng, in.b, 30);
+  std::vector<uint8_t> s = Encode(in.b);
+  uih_error err{};
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(s, 0, 30, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err));
+  EXPECT_STREQ("stripe has no column for the timestamp trait 1 ('ts')", err.msg);
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(s, 20, 30, item_only.b, 0, &err));
+  EXPECT_STREQ("stripe has no column for the timestamp trait 1 ('ts')", err.msg);
+  EXPECT_EQ(0u, item_only.b->count);
+  // The group's timestamp trait stored with another type: corrupt as well.
+  SchemaPtr other;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "item", "id": 2, "type": "id"}, {"name": "at", "id": 9, "type": "timestamp"}]}]})", &other);
+  BatchPtr odd;
+  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(other.s, 0), 30, nullptr, 0, &odd.b, nullptr));
+  FillRandomBatch(rng, odd.b, 30);
+  std::vector<uint8_t> t = Encode(odd.b);
+  SchemaPtr item_is_ts;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 2, "type": "timestamp"}, {"name": "at", "id": 9, "type": "int64"}]}]})", &item_is_ts);
+  BatchPtr r;
+  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(item_is_ts.s, 0), 30, nullptr, 0, &r.b, nullptr));
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(t, 0, 30, r.b, 0, &err));
+  EXPECT_STREQ("stripe stores the timestamp trait 2 ('ts') as id", err.msg);
 }
 
 TEST_F(Stripe, DecodeArgumentErrors) {
@@ -311,6 +466,56 @@ TEST_F(Stripe, PicksTheEncodingTheDataCallsFor) {
   EXPECT_GE(col(4).bytes, n * 8u);
 }
 
+// Byte-stream split is plain's size until compressed: float columns are
+// judged by their size after the compression step, so on smooth data
+// (exponents and high mantissa bytes repeat) split + compression wins over
+// plain + compression, and decodes back bit-exact. Without compression the
+// two tie, and split is never kept.
+TEST_F(Stripe, SmoothFloatsGetByteStreamSplitAndCompression) {
+  SchemaPtr s;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "f", "id": 2, "type": "float32"},
+    {"name": "f_plain", "id": 3, "type": "float32", "encodings": ["plain"]},
+    {"name": "f_raw", "id": 4, "type": "float32", "compression": "none"}]}]})", &s);
+  const uih_group* g = uih_schema_group_at(s.s, 0);
+  for (uint32_t n : {256u, 4096u}) {
+    BatchPtr b, out;
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &b.b, nullptr));
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &out.b, nullptr));
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t row;
+      uih_batch_append(b.b, &row, nullptr);
+      uih_column_set_bits(&b.b->columns[0], i, 1000ull * i);
+      float f = 20.0f + 5.0f * static_cast<float>(std::sin(i / 50.0));  // a smooth signal
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      for (uint32_t c = 1; c < 4; c++) uih_column_set_bits(&b.b->columns[c], i, bits);
+    }
+    std::vector<uint8_t> st = Encode(b.b);
+    EXPECT_EQ(st, Encode(b.b)) << "deterministic";
+    uih_stripe_column_info f{}, plain{}, raw{};
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 1, &f, nullptr));
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 2, &plain, nullptr));
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 3, &raw, nullptr));
+    EXPECT_EQ(UIH_ENC_BSS, f.encoding) << "n " << n;
+    EXPECT_NE(UIH_COMPRESS_NONE, f.compression) << "n " << n;
+    EXPECT_EQ(UIH_ENC_PLAIN, plain.encoding);
+    EXPECT_LT(f.bytes, plain.bytes) << "n " << n << ": split + compression beats plain + compression";
+    // Uncompressed, split only ties plain (the narrow band of bit
+    // patterns makes the sparse encoding's FOR-packed values smaller still).
+    EXPECT_NE(UIH_ENC_BSS, raw.encoding);
+    EXPECT_EQ(UIH_COMPRESS_NONE, raw.compression);
+    EXPECT_LE(raw.bytes, 4 * n);
+    ASSERT_EQ(UIH_OK, Decode(st, 0, UIH_DECODE_TO_END, out.b));
+    ASSERT_EQ(n, out.b->count);
+    EXPECT_TRUE(SameEvents(b.b, 0, out.b));
+    ASSERT_EQ(UIH_OK, Decode(st, n - 70, n, out.b));
+    ASSERT_EQ(70u, out.b->count);
+    EXPECT_TRUE(SameEvents(b.b, n - 70, out.b));
+  }
+}
+
 // Every single-bit flip of a small stripe is caught by the checksum, and
 // without verification decodes to an error or to some valid batch; every
 // truncation is an error. Either way: no crash, no out-of-bounds read
@@ -327,7 +532,12 @@ TEST_F(Stripe, EveryBitFlipAndTruncationIsHandled) {
     ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &out.b, nullptr));
     FillRandomBatch(rng, in.b, n);
     std::vector<uint8_t> s = Encode(in.b);
-    int undetected = 0;
+    // Without the checksum, structure checks must catch every flip of the
+    // fixed header (magic, version, flags, group, min timestamp: the full
+    // decode matches the timestamps against it); the checksum's own bits
+    // go unnoticed (nothing reads them).
+    const size_t fixed = UIH_STRIPE_FIXED_SIZE, sum = s.size() - UIH_STRIPE_CHECKSUM_SIZE;
+    int undetected = 0, same = 0;
     for (size_t bit = 0; bit < s.size() * 8; bit++) {
       std::vector<uint8_t> c = s;
       c[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
@@ -336,15 +546,26 @@ TEST_F(Stripe, EveryBitFlipAndTruncationIsHandled) {
           << "bit " << bit;
       ASSERT_NE('\0', err.msg[0]);
       int rc = Decode(c, 0, UIH_DECODE_TO_END, out.b, 0, &err);
-      if (rc == UIH_OK) {
-        undetected++;
-      } else {
-        ASSERT_NE('\0', err.msg[0]);
-      }
       ASSERT_TRUE(TailIsClear(out.b)) << "bit " << bit;
+      if (rc != UIH_OK) {
+        ASSERT_NE('\0', err.msg[0]);
+        continue;
+      }
+      ASSERT_GE(bit / 8, fixed) << "a flip of the fixed header went unnoticed: bit " << bit;
+      if (bit / 8 >= sum) continue;  // the checksum: only verification reads it
+      undetected++;
+      same += out.b->count == n && SameEvents(in.b, 0, out.b);
     }
-    // Structure checks alone catch most flips; the rest are value bits.
-    EXPECT_LT(undetected, static_cast<int>(s.size() * 8));
+    // Every flip of the checksum is noticed only by verification.
+    for (size_t bit = sum * 8; bit < s.size() * 8; bit++) {
+      std::vector<uint8_t> c = s;
+      c[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+      EXPECT_EQ(UIH_OK, Decode(c, 0, UIH_DECODE_TO_END, out.b, 0)) << "bit " << bit;
+    }
+    // Most flips the structure checks let through are value bits: they
+    // change the events (the rest, about 2-10% here, fall in the schema
+    // version, padding bits and the like).
+    EXPECT_LT(same * 4, undetected) << same << " of " << undetected << " flips change nothing";
     for (size_t len = 0; len < s.size(); len++) {
       std::vector<uint8_t> c(s.begin(), s.begin() + static_cast<long>(len));
       uih_error err{};
@@ -430,6 +651,252 @@ TEST_F(Stripe, HeaderErrorsNameTheProblem) {
   EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(c, 0, 10, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err));
   EXPECT_NE(nullptr, std::strstr(err.msg, "checksum mismatch")) << err.msg;
   EXPECT_EQ(UIH_OK, Decode(c, 0, 10, out.b, 0, &err)) << "checksum not asked for: not checked";
+}
+
+// The schema's hints bound the choices: every column's encoding is one the
+// trait allows, and its compression the one it names (or none, when that
+// does not pay).
+TEST_F(Stripe, ChoicesStayInsideTheSchemaHints) {
+  std::mt19937_64 rng(13);
+  int restricted = 0, hinted_compressed = 0;
+  for (int iter = 0; iter < 300; iter++) {
+    SchemaPtr schema;
+    Parse(uih_test::RandomSchemaJson(rng, 8), &schema);
+    const uih_group* g = uih_schema_group_at(schema.s, 0);
+    uint32_t n = RandomCount(rng);
+    BatchPtr in;
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &in.b, nullptr));
+    FillRandomBatch(rng, in.b, n);
+    std::vector<uint8_t> s = Encode(in.b);
+    for (uint32_t c = 0; c < in.b->ncolumns; c++) {
+      const uih_trait* t = in.b->columns[c].trait;
+      uih_stripe_column_info ci{};
+      ASSERT_EQ(UIH_OK, uih_stripe_column_at(s.data(), s.size(), c, &ci, nullptr));
+      SCOPED_TRACE("iteration " + std::to_string(iter) + " trait " + t->name);
+      EXPECT_NE(0u, ci.encoding & t->encodings) << uih_encoding_name(ci.encoding) << " not in the hint";
+      restricted += t->encodings != uih_encodings_for_type(t->type);
+      if (t->compression == UIH_COMPRESS_AUTO) continue;
+      if (ci.compression != UIH_COMPRESS_NONE) {
+        EXPECT_EQ(t->compression, ci.compression);
+        hinted_compressed++;
+      }
+    }
+  }
+  EXPECT_GT(restricted, 300);
+  EXPECT_GT(hinted_compressed, 20);
+}
+
+// A column is compressed only when that saves at least min_compression_gain
+// of its raw bytes: just below its actual saving it is compressed, just
+// above it is not.
+TEST_F(Stripe, CompressionIsKeptOnlyWhenItSavesTheMargin) {
+  SchemaPtr schema;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "v", "id": 2, "type": "uint32", "encodings": ["plain"], "compression": "zstd"}]}]})", &schema);
+  const uint32_t n = 2048;
+  BatchPtr in, out;
+  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(schema.s, 0), n, nullptr, 0, &in.b, nullptr));
+  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(schema.s, 0), n, nullptr, 0, &out.b, nullptr));
+  std::mt19937_64 rng(14);
+  uint64_t few[40];
+  for (auto& f : few) f = rng() & 0xffffffffu;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t row;
+    uih_batch_append(in.b, &row, nullptr);
+    uih_column_set_bits(&in.b->columns[0], i, 1000ull * i);
+    uih_column_set_bits(&in.b->columns[1], i, few[rng() % 40]);  // plain bytes zstd can shrink
+  }
+  auto encode_with = [&](double gain, uih_stripe_column_info* ci) {
+    uih_stripe_encoder_opts o = {gain, 3};
+    uih_stripe_encoder* e = nullptr;
+    ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&o, &e, nullptr));
+    const uint8_t* p;
+    size_t len;
+    ASSERT_EQ(UIH_OK, uih_stripe_encode(e, in.b, 1, &p, &len, nullptr));
+    std::vector<uint8_t> st(p, p + len);
+    uih_stripe_encoder_free(e);
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 1, ci, nullptr));
+    ASSERT_EQ(UIH_OK, Decode(st, 0, UIH_DECODE_TO_END, out.b));
+    ASSERT_TRUE(SameEvents(in.b, 0, out.b));
+  };
+  const double raw = 4.0 * n;  // plain, every event present
+  uih_stripe_column_info any{}, below{}, above{};
+  encode_with(0.0, &any);
+  ASSERT_EQ(UIH_COMPRESS_ZSTD, any.compression);
+  const double saving = 1.0 - any.bytes / raw;  // the stored size counts the raw-length varint too
+  ASSERT_GT(saving, 0.2);
+  encode_with(saving - 0.001, &below);
+  EXPECT_EQ(UIH_COMPRESS_ZSTD, below.compression);
+  EXPECT_EQ(any.bytes, below.bytes);
+  encode_with(saving + 0.001, &above);
+  EXPECT_EQ(UIH_COMPRESS_NONE, above.compression);
+  EXPECT_EQ(static_cast<uint32_t>(raw), above.bytes);
+}
+
+// After warm-up a decoder allocates nothing: the same stripes (every
+// encoding, presence, both compressors, large and small), decoded whole,
+// by ranges and by projections again and again, leave the heap alone and
+// its scratch buffers where they were.
+TEST_F(Stripe, NoAllocationPerCallAfterWarmUp) {
+  if (uih_test_allocations() < 0) GTEST_SKIP() << "this build cannot count allocations";
+  {
+    int64_t before = uih_test_allocations();
+    void* volatile p = malloc(24);
+    free(p);
+    if (uih_test_allocations() == before) GTEST_SKIP() << "allocations are not being counted";
+  }
+  std::mt19937_64 rng(15);
+  struct Case {
+    SchemaPtr schema;
+    BatchPtr all, part, proj;
+    std::vector<uint8_t> stripe;
+  };
+  std::vector<std::unique_ptr<Case>> cases;
+  uint32_t compressed = 0;
+  for (int i = 0; i < 24; i++) {
+    auto c = std::make_unique<Case>();
+    Parse(uih_test::RandomSchemaJson(rng, 6), &c->schema);
+    const uih_group* g = uih_schema_group_at(c->schema.s, 0);
+    uint32_t n = i % 4 == 0 ? 20000 : RandomCount(rng);
+    BatchPtr in;
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &in.b, nullptr));
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &c->all.b, nullptr));
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &c->part.b, nullptr));
+    const uint16_t ids[] = {g->traits[1].id, g->traits[3].id};
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, ids, 2, &c->proj.b, nullptr));
+    FillRandomBatch(rng, in.b, n);
+    c->stripe = Encode(in.b);
+    for (uint32_t k = 0; k < in.b->ncolumns; k++) {
+      uih_stripe_column_info ci{};
+      ASSERT_EQ(UIH_OK, uih_stripe_column_at(c->stripe.data(), c->stripe.size(), k, &ci, nullptr));
+      compressed += ci.compression != UIH_COMPRESS_NONE;
+    }
+    cases.push_back(std::move(c));
+  }
+  ASSERT_GT(compressed, 10u);
+  auto decode_all = [&] {
+    for (auto& c : cases) {
+      uint32_t n = static_cast<uint32_t>(c->all.b->capacity);
+      ASSERT_EQ(UIH_OK, Decode(c->stripe, 0, UIH_DECODE_TO_END, c->all.b));
+      ASSERT_EQ(UIH_OK, Decode(c->stripe, n > 32 ? n - 32 : 0, n, c->part.b));
+      ASSERT_EQ(UIH_OK, Decode(c->stripe, n / 3, n / 2, c->part.b, 0));
+      ASSERT_EQ(UIH_OK, Decode(c->stripe, 0, n, c->proj.b, 0));
+    }
+  };
+  decode_all();  // warm-up: the decoder sizes its scratch to the largest stripe
+  const uih_stripe_decoder* d = dec_;
+  const uint64_t* vals = d->vals;
+  const uint8_t* raw = d->raw;
+  size_t cap = d->cap, raw_cap = d->raw_cap, dir_cap = d->dir_cap;
+  int64_t before = uih_test_allocations();
+  for (int rep = 0; rep < 3; rep++) decode_all();
+  EXPECT_EQ(before, uih_test_allocations()) << "allocations during decoding after warm-up";
+  EXPECT_EQ(vals, d->vals);
+  EXPECT_EQ(raw, d->raw);
+  EXPECT_EQ(cap, d->cap);
+  EXPECT_EQ(raw_cap, d->raw_cap);
+  EXPECT_EQ(dir_cap, d->dir_cap);
+}
+
+// A projection reads only its columns: bytes of another column, corrupted
+// (and the checksum fixed up to match), fail a full decode but not a
+// projected one, which still gives the right values, checksum verified or
+// not.
+TEST_F(Stripe, UnrequestedColumnsAreNotRead) {
+  SchemaPtr schema;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "item", "id": 2, "type": "id", "encodings": ["for"], "compression": "none"},
+    {"name": "watch", "id": 3, "type": "uint32"}]}]})", &schema);
+  const uih_group* g = uih_schema_group_at(schema.s, 0);
+  const uint32_t n = 500;
+  BatchPtr in, all, proj;
+  ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &in.b, nullptr));
+  ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &all.b, nullptr));
+  const uint16_t ids[] = {1, 3};
+  ASSERT_EQ(UIH_OK, uih_batch_create(g, n, ids, 2, &proj.b, nullptr));
+  std::mt19937_64 rng(16);
+  FillRandomBatch(rng, in.b, n);
+  std::vector<uint8_t> s = Encode(in.b);
+  uih_stripe_column_info item{};
+  ASSERT_EQ(UIH_OK, uih_stripe_column_at(s.data(), s.size(), 1, &item, nullptr));
+  ASSERT_EQ(UIH_ENC_FOR, item.encoding);
+  // 0xff everywhere: the first block's minimum becomes an overlong varint.
+  size_t at = PayloadOffset(s, 1);
+  std::memset(s.data() + at, 0xff, item.bytes);
+  uint32_t sum = static_cast<uint32_t>(XXH3_64bits(s.data(), s.size() - 4));
+  std::memcpy(s.data() + s.size() - 4, &sum, 4);
+  uih_error err{};
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(s, 0, UIH_DECODE_TO_END, all.b, UIH_DECODE_VERIFY_CHECKSUM, &err));
+  EXPECT_STREQ("stripe column of trait 2: values are truncated or malformed", err.msg);
+  for (unsigned flags : {0u, static_cast<unsigned>(UIH_DECODE_VERIFY_CHECKSUM)}) {
+    ASSERT_EQ(UIH_OK, Decode(s, 0, UIH_DECODE_TO_END, proj.b, flags, &err)) << err.msg;
+    ASSERT_EQ(n, proj.b->count);
+    EXPECT_TRUE(SameEvents(in.b, 0, proj.b));
+    ASSERT_EQ(UIH_OK, Decode(s, n - 50, n, proj.b, flags, &err)) << err.msg;
+    ASSERT_EQ(50u, proj.b->count);
+    EXPECT_TRUE(SameEvents(in.b, n - 50, proj.b));
+  }
+}
+
+// Presence and the sparse encoding's position forms each get picked where
+// they are smallest: a bitmap for columns present at most events, a
+// position list for rare ones; sparse values place their non-zero entries
+// with bits when they are common, with a list when rare.
+TEST_F(Stripe, PresenceAndSparseFormsFitTheData) {
+  SchemaPtr schema;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "dense", "id": 2, "type": "uint32", "compression": "none"},
+    {"name": "rare", "id": 3, "type": "uint32", "compression": "none"},
+    {"name": "none", "id": 4, "type": "uint32", "compression": "none"},
+    {"name": "sparse_common", "id": 5, "type": "id", "encodings": ["sparse"], "compression": "none"},
+    {"name": "sparse_rare", "id": 6, "type": "id", "encodings": ["sparse"], "compression": "none"}]}]})",
+        &schema);
+  const uih_group* g = uih_schema_group_at(schema.s, 0);
+  const uint32_t n = 3000;
+  BatchPtr in, out;
+  ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &in.b, nullptr));
+  ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &out.b, nullptr));
+  std::mt19937_64 rng(17);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t row;
+    uih_batch_append(in.b, &row, nullptr);
+    uih_column_set_bits(&in.b->columns[0], i, 1000ull * i);
+    if (rng() % 10 != 0) uih_column_set_bits(&in.b->columns[1], i, rng() % 1000);  // 90% present
+    if (rng() % 200 == 0) uih_column_set_bits(&in.b->columns[2], i, rng() % 1000);  // 0.5% present
+    uih_column_set_bits(&in.b->columns[4], i, rng() % 3 == 0 ? rng() % 1000 + 1 : 0);  // a third non-zero
+    uih_column_set_bits(&in.b->columns[5], i, rng() % 300 == 0 ? rng() % 1000 + 1 : 0);  // rarely non-zero
+  }
+  std::vector<uint8_t> s = Encode(in.b);
+  auto col = [&](uint32_t c) {
+    uih_stripe_column_info ci{};
+    EXPECT_EQ(UIH_OK, uih_stripe_column_at(s.data(), s.size(), c, &ci, nullptr));
+    return ci;
+  };
+  EXPECT_EQ(UIH_PRESENCE_ALL, col(0).presence);
+  EXPECT_EQ(UIH_PRESENCE_BITMAP, col(1).presence);
+  EXPECT_EQ(UIH_PRESENCE_LIST, col(2).presence);
+  EXPECT_EQ(UIH_PRESENCE_NONE, col(3).presence);
+  EXPECT_EQ(0u, col(3).bytes);
+  // The sparse payload (every event present, no compression): varint z,
+  // then the form byte, 0 for bits, 1 for a position list.
+  auto form = [&](uint32_t c) {
+    EXPECT_EQ(UIH_ENC_SPARSE, col(c).encoding);
+    EXPECT_EQ(UIH_PRESENCE_ALL, col(c).presence);
+    uih_cursor cur = uih_cursor_make(s.data() + PayloadOffset(s, c), col(c).bytes);
+    uih_cursor_varint(&cur);
+    return uih_cursor_u8(&cur);
+  };
+  EXPECT_EQ(0, form(4));
+  EXPECT_EQ(1, form(5));
+  ASSERT_EQ(UIH_OK, Decode(s, 0, UIH_DECODE_TO_END, out.b));
+  ASSERT_EQ(n, out.b->count);
+  EXPECT_TRUE(SameEvents(in.b, 0, out.b));
+  ASSERT_EQ(UIH_OK, Decode(s, 1234, 2345, out.b));
+  ASSERT_EQ(1111u, out.b->count);
+  EXPECT_TRUE(SameEvents(in.b, 1234, out.b));
 }
 
 }  // namespace

@@ -30,7 +30,9 @@
  * from, each applicable to the type), "compression" (auto, none, lz4, zstd),
  * "categories" (category only: the vocabulary, code i = categories[i]),
  * "added_in" and "dropped_in" (schema versions). Every group has exactly one
- * active timestamp trait: the event time. Unknown fields are errors.
+ * active timestamp trait: the event time. It cannot be dropped and no trait
+ * of its group has an earlier "added_in", so every stripe the group ever
+ * stored has its column. Unknown fields are errors.
  *
  * Evolution: a new version may add traits (new ids, "added_in" = the new
  * version) and drop traits (keep the entry, set "dropped_in"): stored stripes

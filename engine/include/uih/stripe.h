@@ -66,12 +66,22 @@ typedef struct uih_stripe_info {
   int64_t min_ts, max_ts;
 } uih_stripe_info;
 
+/* How a column records which events have a value. Numbers are stored on
+ * disk: fixed forever. */
+typedef enum uih_presence {
+  UIH_PRESENCE_ALL = 0,    /* every event has one: nothing stored */
+  UIH_PRESENCE_NONE = 1,   /* no event has one: nothing stored, no values */
+  UIH_PRESENCE_BITMAP = 2, /* one bit per event */
+  UIH_PRESENCE_LIST = 3,   /* the ascending positions of the events that have one */
+} uih_presence;
+
 typedef struct uih_stripe_column_info {
   uint16_t trait_id;
   uih_type type;
   uint32_t encoding;    /* one UIH_ENC_* flag */
   uih_compression compression; /* UIH_COMPRESS_NONE, _LZ4 or _ZSTD */
   uint32_t bytes;       /* stored payload bytes */
+  uih_presence presence;
 } uih_stripe_column_info;
 
 /* Validates the header and directory of `len` bytes (not the checksum, not
