@@ -3,6 +3,8 @@
 // same run.
 //
 //   build/release/bench/uih_table_bench [--users N] [--seconds S] [--dir D]
+//   UIH_BENCH_MMAP=1       allow_mmap_reads for every table
+//   UIH_BENCH_NO_VERIFY=1  reads skip checksum verification
 //
 // Generates histories (uih/gen.h), cuts them into 256-event stripes encoded
 // with the stripe codec, keyed (user, group, stripe start); writes the same
@@ -124,16 +126,25 @@ struct Variant {
 // of one of `users` (indexes of users with at least k stripes), read with
 // the upper bound at the end of the user's group. Returns how many values
 // it found.
+// Every read verifies checksums (RocksDB's default) unless
+// UIH_BENCH_NO_VERIFY is set: PlainTable has none to verify.
+ReadOptions BenchReadOptions() {
+  static const bool verify = getenv("UIH_BENCH_NO_VERIFY") == nullptr;
+  ReadOptions ro;
+  ro.verify_checksums = verify;
+  return ro;
+}
+
 int RunOne(Variant& v, const Data& data, int k, const std::vector<size_t>& users, std::mt19937_64& rng,
            std::string* value) {
   if (k == 0) {
     const Stripe& s = data.stripes[rng() % data.stripes.size()];
-    return v.db->Get(ReadOptions(), s.key, value).ok() ? 1 : 0;
+    return v.db->Get(BenchReadOptions(), s.key, value).ok() ? 1 : 0;
   }
   const auto& u = data.users[users[rng() % users.size()]];
   std::string upper = u.prefix;
   Slice bound(upper);
-  ReadOptions ro;
+  ReadOptions ro = BenchReadOptions();
   if (uih_key_prefix_successor(reinterpret_cast<uint8_t*>(&upper[0]), upper.size())) ro.iterate_upper_bound = &bound;
   size_t take = std::min<size_t>(static_cast<size_t>(k), u.count);
   std::unique_ptr<Iterator> it(v.db->NewIterator(ro));
