@@ -1,8 +1,9 @@
 /* Fuzz target: the UihTable index decoder. The input's last 8 bytes are
  * replaced by the XXH3 of the rest, so mutations get past the checksum and
  * reach the structural validation; the first 8 bytes choose the data size.
- * An index either fails to open or can be walked both ways and sought,
- * staying inside the data section. */
+ * An index either fails to open or can be walked both ways (backwards
+ * with and without a backstep, alike) and sought, staying inside the data
+ * section. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,11 @@
 #include "uih/table.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int same_entry(const uih_table_cursor *a, const uih_table_cursor *b) {
+  return a->pos == b->pos && a->at == b->at && a->voff == b->voff && a->vlen == b->vlen && a->trailer == b->trailer &&
+         a->klen == b->klen && (a->klen == 0 || memcmp(a->key, b->key, a->klen) == 0);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 8 + 16) return 0;
@@ -41,11 +47,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     count++;
   }
   if (count != uih_table_index_entries(idx) || (count > 0 && prev_end != data_size)) abort();
-  for (uih_table_cursor_last(&c); uih_table_cursor_valid(&c); uih_table_cursor_prev(&c)) count--;
-  if (count != 0) abort();
-  /* Seeking to each of the first entries' keys finds it. */
+  /* Backwards with a backstep (the reverse scan's run memory), entry for
+   * entry what plain steps back give. */
   uih_table_cursor probe;
   if (uih_table_cursor_init(&probe, idx, NULL) != UIH_OK) abort();
+  uih_table_backstep *back = uih_table_backstep_create(idx);
+  uih_table_cursor_last(&probe);
+  for (uih_table_cursor_last(&c); uih_table_cursor_valid(&c);
+       uih_table_cursor_prev_with(&c, back), uih_table_cursor_prev(&probe)) {
+    if (!uih_table_cursor_valid(&probe) || !same_entry(&c, &probe)) abort();
+    count--;
+  }
+  if (count != 0 || uih_table_cursor_valid(&probe)) abort();
+  uih_table_backstep_free(back);
+  /* Seeking to each of the first entries' keys finds it. */
   uih_table_cursor_first(&c);
   for (int i = 0; i < 8 && uih_table_cursor_valid(&c); i++, uih_table_cursor_next(&c)) {
     uih_table_cursor_seek(&probe, c.key, c.klen, c.trailer);
