@@ -156,7 +156,7 @@ static int dec_dict(uih_stripe_decoder *d, uih_cursor *c, size_t m, size_t a, si
     /* A few codes against a large dictionary: look each one up alone
      * (blocks of the dictionary it does not use are only stepped over). */
     uih_cursor at = *c;
-    if (uih_seq_blocks(c, k, kind, dict) != 0) return -1;
+    if (uih_seq_blocks(c, k, dict) != 0) return -1;
     if (uih_seq_decode(c, m, UIH_SEQ_FOR, a, b, out, blk) != 0) return -1;
     for (size_t i = 0; i < b - a; i++)
       if (uih_seq_get(at, k, kind, dict, out[i], &out[i]) != 0) return -1;

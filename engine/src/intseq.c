@@ -708,13 +708,12 @@ int uih_seq_peek_min(const uih_cursor *c, uint64_t *min) {
   return p.bad ? -1 : 0;
 }
 
-int uih_seq_blocks(uih_cursor *c, size_t n, uih_seq_kind kind, uint64_t *at) {
+int uih_seq_blocks(uih_cursor *c, size_t n, uint64_t *at) {
   const uint8_t *start = c->p;
   for (size_t j = 0, s = 0; s < n; j++, s += UIH_SEQ_BLOCK) {
     at[j] = (uint64_t)(c->p - start);
     if (block_skip(c, n - s < UIH_SEQ_BLOCK ? n - s : UIH_SEQ_BLOCK) != 0) return -1;
   }
-  (void)kind; /* FOR blocks only: no anchors to step over */
   return c->bad ? -1 : 0;
 }
 

@@ -105,12 +105,13 @@ int uih_seq_skip(uih_cursor *c, size_t n, uih_seq_kind kind);
  * Returns 0, or -1 if the header is truncated or malformed. */
 int uih_seq_peek_min(const uih_cursor *c, uint64_t *min);
 
-/* Random access to a FOR sequence (UIH_SEQ_FOR or UIH_SEQ_FOR_SIGNED) of n
- * values: uih_seq_blocks() steps over it as uih_seq_skip() does and stores
- * where each of its ceil(n / UIH_SEQ_BLOCK) blocks starts, counted from
- * c->p on entry, to at[]; uih_seq_get(), given a copy of that entry cursor,
+/* Random access to a FOR sequence (UIH_SEQ_FOR or UIH_SEQ_FOR_SIGNED: no
+ * anchors, the same block layout) of n values: uih_seq_blocks() steps over
+ * it as uih_seq_skip() does and stores where each of its
+ * ceil(n / UIH_SEQ_BLOCK) blocks starts, counted from c->p on entry, to
+ * at[]; uih_seq_get(), given a copy of that entry cursor and the kind,
  * decodes value i alone (and validates its block). Both return 0 or -1. */
-int uih_seq_blocks(uih_cursor *c, size_t n, uih_seq_kind kind, uint64_t *at);
+int uih_seq_blocks(uih_cursor *c, size_t n, uint64_t *at);
 int uih_seq_get(uih_cursor start, size_t n, uih_seq_kind kind, const uint64_t *at, size_t i,
                 uint64_t *out);
 

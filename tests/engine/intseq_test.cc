@@ -366,7 +366,7 @@ TEST_P(IntSeq, SkipAndRandomAccessAgreeWithDecoding) {
       if (kind != UIH_SEQ_FOR && kind != UIH_SEQ_FOR_SIGNED) continue;
       std::vector<uint64_t> at((n + UIH_SEQ_BLOCK - 1) / UIH_SEQ_BLOCK);
       uih_cursor start = uih_cursor_make(bytes.data(), bytes.size()), w = start;
-      ASSERT_EQ(0, uih_seq_blocks(&w, n, kind, at.data()));
+      ASSERT_EQ(0, uih_seq_blocks(&w, n, at.data()));
       ASSERT_EQ(d.p, w.p);
       for (int q = 0; q < 50; q++) {
         size_t i = rng() % n;

@@ -55,6 +55,11 @@ class Stripe : public testing::Test {
              unsigned flags = UIH_DECODE_VERIFY_CHECKSUM, uih_error* err = nullptr) {
     return uih_stripe_decode(dec_, s.data(), s.size(), begin, end, flags, out, err);
   }
+  // An input and an output batch of group `g`, room for `capacity` events.
+  static void MakeBatches(const uih_group* g, uint32_t capacity, BatchPtr* in, BatchPtr* out) {
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, capacity, nullptr, 0, &in->b, nullptr));
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, capacity, nullptr, 0, &out->b, nullptr));
+  }
   uih_stripe_encoder* enc_ = nullptr;
   uih_stripe_decoder* dec_ = nullptr;
 };
@@ -84,8 +89,7 @@ TEST_F(Stripe, RoundTripsRandomSchemasAndShapes) {
     const uih_group* g = uih_schema_group_at(schema.s, 0);
     uint32_t n = RandomCount(rng);
     BatchPtr in, out;
-    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &in.b, nullptr));
-    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &out.b, nullptr));
+    ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
     FillRandomBatch(rng, in.b, n);
 
     std::vector<uint8_t> s = Encode(in.b);
@@ -147,8 +151,7 @@ TEST_F(Stripe, MaximumEventCount) {
   Parse(uih_test::RandomSchemaJson(rng, 6), &schema);
   const uih_group* g = uih_schema_group_at(schema.s, 0);
   BatchPtr in, out;
-  ASSERT_EQ(UIH_OK, uih_batch_create(g, UIH_STRIPE_EVENTS_MAX, nullptr, 0, &in.b, nullptr));
-  ASSERT_EQ(UIH_OK, uih_batch_create(g, UIH_STRIPE_EVENTS_MAX, nullptr, 0, &out.b, nullptr));
+  ASSERT_NO_FATAL_FAILURE(MakeBatches(g, UIH_STRIPE_EVENTS_MAX, &in, &out));
   FillRandomBatch(rng, in.b, UIH_STRIPE_EVENTS_MAX);
   std::vector<uint8_t> s = Encode(in.b);
   ASSERT_EQ(UIH_OK, Decode(s, 0, UIH_DECODE_TO_END, out.b));
@@ -236,8 +239,7 @@ TEST_F(Stripe, ARangeReadsOnlyTheBlocksItNeeds) {
     {"name": "v", "id": 2, "type": "id", "encodings": ["for"], "compression": "none"}]}]})", &schema);
   const uint32_t n = 1000;
   BatchPtr in, out;
-  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(schema.s, 0), n, nullptr, 0, &in.b, nullptr));
-  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(schema.s, 0), n, nullptr, 0, &out.b, nullptr));
+  ASSERT_NO_FATAL_FAILURE(MakeBatches(uih_schema_group_at(schema.s, 0), n, &in, &out));
   for (uint32_t i = 0; i < n; i++) {
     uint32_t row;
     uih_batch_append(in.b, &row, nullptr);
@@ -528,8 +530,7 @@ TEST_F(Stripe, EveryBitFlipAndTruncationIsHandled) {
     const uih_group* g = uih_schema_group_at(schema.s, 0);
     const uint32_t n = iter < 3 ? 20 : 200;
     BatchPtr in, out;
-    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &in.b, nullptr));
-    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &out.b, nullptr));
+    ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
     FillRandomBatch(rng, in.b, n);
     std::vector<uint8_t> s = Encode(in.b);
     // Without the checksum, structure checks must catch every flip of the
@@ -696,8 +697,7 @@ TEST_F(Stripe, CompressionIsKeptOnlyWhenItSavesTheMargin) {
     {"name": "v", "id": 2, "type": "uint32", "encodings": ["plain"], "compression": "zstd"}]}]})", &schema);
   const uint32_t n = 2048;
   BatchPtr in, out;
-  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(schema.s, 0), n, nullptr, 0, &in.b, nullptr));
-  ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(schema.s, 0), n, nullptr, 0, &out.b, nullptr));
+  ASSERT_NO_FATAL_FAILURE(MakeBatches(uih_schema_group_at(schema.s, 0), n, &in, &out));
   std::mt19937_64 rng(14);
   uint64_t few[40];
   for (auto& f : few) f = rng() & 0xffffffffu;
@@ -857,8 +857,7 @@ TEST_F(Stripe, PresenceAndSparseFormsFitTheData) {
   const uih_group* g = uih_schema_group_at(schema.s, 0);
   const uint32_t n = 3000;
   BatchPtr in, out;
-  ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &in.b, nullptr));
-  ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &out.b, nullptr));
+  ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
   std::mt19937_64 rng(17);
   for (uint32_t i = 0; i < n; i++) {
     uint32_t row;

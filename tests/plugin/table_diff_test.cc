@@ -287,6 +287,17 @@ TEST(UihTableDiff, RandomWritesFlushesSnapshotsAndCompaction) {
   }
 }
 
+// Compares everything again after reopening both DBs (files read back
+// cold, ingested ones with their global seqno) and after a full
+// compaction, then verifies every UihTable checksum.
+void CompareAfterReopenAndCompaction(Pair& p, std::mt19937_64& rng, const std::vector<std::string>& probe) {
+  p.Reopen();
+  ASSERT_NO_FATAL_FAILURE(CompareAll(p, rng, probe));
+  p.Both([](DB* db) { return db->CompactRange(CompactRangeOptions(), nullptr, nullptr); });
+  ASSERT_NO_FATAL_FAILURE(CompareAll(p, rng, probe));
+  EXPECT_TRUE(p.uih()->VerifyChecksum().ok());
+}
+
 // Writes `data` into `files` sorted files per DB with SstFileWriter
 // (UihTable for one DB, BlockBasedTable for the other) and ingests them
 // together; a quarter of the keys go to `probe`. Returns the UihTable
@@ -412,11 +423,7 @@ TEST(UihTableDiff, IngestionOverLiveDataTakesAGlobalSeqno) {
     probe.push_back(RandomKey(rng, 0, p.uih_keys()));  // absent
     ASSERT_NO_FATAL_FAILURE(CompareAll(p, rng, probe));
     EXPECT_TRUE(p.uih()->VerifyChecksum().ok());
-    p.Reopen();
-    ASSERT_NO_FATAL_FAILURE(CompareAll(p, rng, probe));
-    p.Both([](DB* db) { return db->CompactRange(CompactRangeOptions(), nullptr, nullptr); });
-    ASSERT_NO_FATAL_FAILURE(CompareAll(p, rng, probe));
-    EXPECT_TRUE(p.uih()->VerifyChecksum().ok());
+    ASSERT_NO_FATAL_FAILURE(CompareAfterReopenAndCompaction(p, rng, probe));
   }
 }
 
@@ -477,11 +484,7 @@ TEST(UihTableDiff, SingleKeyFilesBehaveAsBlockBasedOnes) {
     probe = keys;
     probe.push_back(RandomKey(rng, 0, p.uih_keys()));  // absent
     ASSERT_NO_FATAL_FAILURE(CompareAll(p, rng, probe));
-    p.Reopen();
-    ASSERT_NO_FATAL_FAILURE(CompareAll(p, rng, probe));
-    p.Both([](DB* db) { return db->CompactRange(CompactRangeOptions(), nullptr, nullptr); });
-    ASSERT_NO_FATAL_FAILURE(CompareAll(p, rng, probe));
-    EXPECT_TRUE(p.uih()->VerifyChecksum().ok());
+    ASSERT_NO_FATAL_FAILURE(CompareAfterReopenAndCompaction(p, rng, probe));
   }
 }
 
