@@ -226,10 +226,37 @@ class UihTableReader : public TableReader {
   template <class F>
   Status ForEachValue(uint64_t first, uint64_t end, F&& visit) const;
 
-  // Feeds the entries of one user key, read into `bytes` (which starts at
-  // the first entry's value), to `get_context`.
+  // A lookup group: the GetContexts of one key's lookups in a MultiGet
+  // batch (its duplicates), or of one Get. They are served together, each
+  // value fetched once and offered to each, and end with one status: see
+  // MultiGet for why that matters.
+  struct Lookups {
+    GetContext* const* ctx;
+    size_t n;  // 1..MultiGetContext::MAX_BATCH_SIZE
+  };
+  // Serves the entries of `uk` from the cursor on, each from the value
+  // cache or one read of its own.
+  Status ServeKey(const ReadOptions& ro, uih_table_cursor* c, const Slice& uk, const Lookups& l) const;
+  // Serves the entries of `uk` from the `first`-th on, all read into `bytes`
+  // (which starts at the first entry's value).
   Status SaveEntries(const ReadOptions& ro, uint64_t first, const Slice& uk, const char* bytes,
-                     GetContext* get_context) const;
+                     const Lookups& l) const;
+  // Offers one entry to the lookups still collecting (a bit each in
+  // `active`); returns those that still are. A cached value is pinned by
+  // the first of them (the handle moves to its result); the others copy.
+  static uint64_t Offer(const Lookups& l, uint64_t active, const ParsedInternalKey& pk, const Slice& value,
+                        Cleanable* pinner) {
+    uint64_t still = 0;
+    bool pinned = false;
+    for (size_t i = 0; i < l.n; i++) {
+      if (!(active >> i & 1)) continue;
+      bool matched = false;
+      if (l.ctx[i]->SaveValue(pk, value, &matched, pinned ? nullptr : pinner)) still |= uint64_t{1} << i;
+      pinned = true;
+    }
+    return still;
+  }
+  static uint64_t All(const Lookups& l) { return l.n >= 64 ? ~uint64_t{0} : (uint64_t{1} << l.n) - 1; }
 
   static uint64_t NextCacheId() {
     static std::atomic<uint64_t> next{1};
@@ -546,46 +573,50 @@ uint64_t UihTableReader::OffsetOfUserKey(const std::string& user_key) const {
 Status UihTableReader::Get(const ReadOptions& ro, const Slice& key, GetContext* get_context,
                            const SliceTransform*, bool) {
   CallCursor cc(index_);
-  uih_table_cursor& c = cc.c;
-  Seek(&c, key);
+  Seek(&cc.c, key);
   Slice uk = ExtractUserKey(key);
-  if (!uih_table_cursor_valid(&c) || !SameKey(c, uk)) return Status::OK();  // not in this file
-  // One read buffer per thread: a Get allocates nothing once it has grown
-  // to the largest value (GetContext copies what it keeps before we return).
+  if (!uih_table_cursor_valid(&cc.c) || !SameKey(cc.c, uk)) return Status::OK();  // not in this file
+  return ServeKey(ro, &cc.c, uk, Lookups{&get_context, 1});
+}
+
+Status UihTableReader::ServeKey(const ReadOptions& ro, uih_table_cursor* c, const Slice& uk,
+                                const Lookups& l) const {
+  // One read buffer per thread: a lookup allocates nothing once it has
+  // grown to the largest value (GetContext copies what it keeps before we
+  // return).
   thread_local std::string scratch;
-  while (uih_table_cursor_valid(&c) && SameKey(c, uk)) {
+  for (uint64_t active = All(l); active && uih_table_cursor_valid(c) && SameKey(*c, uk); uih_table_cursor_next(c)) {
     // The value: from the cache, else from the file (then cached when asked).
     Cleanable pinner;
     Slice value;
-    Cache::Handle* h = cache() ? CacheLookup(c.voff) : nullptr;
+    Cache::Handle* h = cache() ? CacheLookup(c->voff) : nullptr;
     if (!h && ro.read_tier == kBlockCacheTier) {  // the key is here, but reading it needs I/O
-      get_context->MarkKeyMayExist();
+      for (size_t i = 0; i < l.n; i++)
+        if (active >> i & 1) l.ctx[i]->MarkKeyMayExist();
       return Status::Incomplete("UihTable: reading the value needs I/O");
     }
     if (!h) {
-      scratch.resize(c.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE);
+      scratch.resize(c->vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE);
       Slice bytes;
-      IOStatus io = ReadExact(file_.get(), c.voff, scratch.size(), scratch.data(), &bytes);
+      IOStatus io = ReadExact(file_.get(), c->voff, scratch.size(), scratch.data(), &bytes);
       if (!io.ok()) return io;
-      value = Slice(bytes.data(), c.vlen);
+      value = Slice(bytes.data(), c->vlen);
       if (ro.verify_checksums) {
         uint32_t stored;
-        memcpy(&stored, bytes.data() + c.vlen, sizeof stored);
-        Status s = CheckValue(value, stored, c.voff);
+        memcpy(&stored, bytes.data() + c->vlen, sizeof stored);
+        Status s = CheckValue(value, stored, c->voff);
         if (!s.ok()) return s;
       }
-      if (cache() && ro.fill_cache && ro.verify_checksums) h = CacheInsert(c.voff, value);  // verified only
+      if (cache() && ro.fill_cache && ro.verify_checksums) h = CacheInsert(c->voff, value);  // verified only
     }
     if (h) {
       value = CachedValue(h);
       pinner.RegisterCleanup(&UihTableReader::ReleaseHandle, cache(), h);
     }
-    ParsedInternalKey pk(uk, Trailer(c) >> 8, ExtractType(c));
-    bool matched = false;
-    // A cached value is pinned (its handle moves to the result); a value
-    // read from the file is copied.
-    if (!get_context->SaveValue(pk, value, &matched, h ? &pinner : nullptr)) break;
-    uih_table_cursor_next(&c);
+    // A cached value is pinned (its handle moves to a result); a value read
+    // from the file is copied.
+    active = Offer(l, active, ParsedInternalKey(uk, Trailer(*c) >> 8, ExtractType(*c)), value,
+                   h ? &pinner : nullptr);
   }
   return Status::OK();
 }
@@ -605,12 +636,12 @@ static uih_io* ThreadIo(bool use_uring) {
 }
 
 Status UihTableReader::SaveEntries(const ReadOptions& ro, uint64_t first, const Slice& uk,
-                                   const char* bytes, GetContext* get_context) const {
+                                   const char* bytes, const Lookups& l) const {
   CallCursor cc(index_);
   uih_table_cursor& c = cc.c;
   uih_table_cursor_goto(&c, first);
   const uint64_t base = c.voff;
-  for (; uih_table_cursor_valid(&c) && SameKey(c, uk); uih_table_cursor_next(&c)) {
+  for (uint64_t active = All(l); active && uih_table_cursor_valid(&c) && SameKey(c, uk); uih_table_cursor_next(&c)) {
     const char* p = bytes + (c.voff - base);
     Slice value(p, c.vlen);
     if (ro.verify_checksums) {
@@ -623,49 +654,71 @@ Status UihTableReader::SaveEntries(const ReadOptions& ro, uint64_t first, const 
         if (h) cache()->Release(h);
       }
     }
-    ParsedInternalKey pk(uk, Trailer(c) >> 8, ExtractType(c));
-    bool matched = false;
-    if (!get_context->SaveValue(pk, value, &matched, nullptr)) break;
+    active = Offer(l, active, ParsedInternalKey(uk, Trailer(c) >> 8, ExtractType(c)), value, nullptr);
   }
   return Status::OK();
 }
 
+// RocksDB sorts a batch by user key, so the duplicates of a key are
+// adjacent; each run of them is one lookup group, served by one fetch and
+// ending with one status. RocksDB 7.8.3's FilePickerMultiGet relies on it:
+// once a key that is the last of a file is done, it skips that key's
+// duplicates without setting up their search in the next level. Were one
+// duplicate's read to fail (done, IOError) and another's to succeed with a
+// merge operand (not done), the second would search the next level with
+// the previous level's bounds: an assertion in Debian's library
+// (version_set.cc:736), a wrong file range without asserts.
+// BlockBasedTable never splits them because duplicates share one block read.
 void UihTableReader::MultiGet(const ReadOptions& ro, const MultiGetContext::Range* range,
-                              const SliceTransform* prefix_extractor, bool skip_filters) {
-  uih_io* io = fd_ >= 0 && ro.read_tier != kBlockCacheTier ? ThreadIo(options_.use_io_uring) : nullptr;
-  if (!io) {  // one Get per key
-    TableReader::MultiGet(ro, range, prefix_extractor, skip_filters);
-    return;
+                              const SliceTransform*, bool) {
+  KeyContext* keys[MultiGetContext::MAX_BATCH_SIZE];
+  GetContext* ctx[MultiGetContext::MAX_BATCH_SIZE];
+  size_t nkeys = 0;
+  for (auto it = range->begin(); it != range->end(); ++it, ++nkeys) {
+    keys[nkeys] = &*it;
+    ctx[nkeys] = it->get_context;
   }
-  // Index lookups first: each key's entries are one contiguous byte range.
+  auto finish = [&](size_t from, size_t to, const Status& s) {
+    for (size_t i = from; i < to; i++) *keys[i]->s = s;
+  };
+  // Batched reads need the file opened by us; otherwise each group is
+  // served through RocksDB's file layer.
+  uih_io* io = fd_ >= 0 && ro.read_tier != kBlockCacheTier ? ThreadIo(options_.use_io_uring) : nullptr;
+  // Index lookups first: each group's entries are one contiguous byte range.
   struct Job {
-    MultiGetContext::Range::Iterator key;
-    uint64_t first;  // entry ordinal of the key's first entry
+    size_t from, to;  // the group: keys[from, to)
+    uint64_t first;   // entry ordinal of the key's first entry
     std::string buf;
   };
   std::vector<Job> jobs;
   std::vector<uih_io_req> reqs;
-  for (auto it = range->begin(); it != range->end(); ++it) {
+  for (size_t from = 0, to; from < nkeys; from = to) {
+    // Equal user keys in one batch carry one sequence number (one snapshot).
+    const Slice& ikey = keys[from]->ikey;
+    for (to = from + 1; to < nkeys && keys[to]->ikey == ikey; to++) {
+    }
+    const Lookups group{ctx + from, to - from};
     CallCursor cc(index_);
     uih_table_cursor& c = cc.c;
-    Seek(&c, it->ikey);
-    Slice uk = ExtractUserKey(it->ikey);
+    Seek(&c, ikey);
+    Slice uk = ExtractUserKey(ikey);
     if (!uih_table_cursor_valid(&c) || !SameKey(c, uk)) {
-      *it->s = Status::OK();  // not in this file
+      finish(from, to, Status::OK());  // not in this file
       continue;
     }
-    if (cache()) {  // a cached value is served without I/O by Get
+    bool cached = false;
+    if (io && cache()) {  // a cached value is served without I/O
       Cache::Handle* h = CacheLookup(c.voff);
-      if (h) {
-        cache()->Release(h);
-        *it->s = Get(ro, it->ikey, it->get_context, prefix_extractor, skip_filters);
-        continue;
-      }
+      if (h) cache()->Release(h), cached = true;
+    }
+    if (!io || cached) {
+      finish(from, to, ServeKey(ro, &c, uk, group));
+      continue;
     }
     uint64_t first = c.pos, begin = c.voff, end = begin;
     for (; uih_table_cursor_valid(&c) && SameKey(c, uk); uih_table_cursor_next(&c))
       end = c.voff + c.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
-    jobs.push_back(Job{it, first, std::string(end - begin, '\0')});
+    jobs.push_back(Job{from, to, first, std::string(end - begin, '\0')});
     reqs.push_back(uih_io_req{fd_, begin, static_cast<size_t>(end - begin), nullptr, 0});
   }
   if (reqs.empty()) return;
@@ -676,20 +729,24 @@ void UihTableReader::MultiGet(const ReadOptions& ro, const MultiGetContext::Rang
   // These reads bypass RandomAccessFileReader: count them where it would.
   IOStatsContext* iostats = get_iostats_context();
   for (size_t i = 0; i < jobs.size(); i++) {
-    Job& j = jobs[i];
-    if (reqs[i].result > 0) {
-      if (!iostats->disable_iostats) iostats->bytes_read += static_cast<uint64_t>(reqs[i].result);
+    const Job& j = jobs[i];
+    const uih_io_req& r = reqs[i];
+    if (r.result > 0) {
+      if (!iostats->disable_iostats) iostats->bytes_read += static_cast<uint64_t>(r.result);
       RecordTick(stats_, last_level_ ? LAST_LEVEL_READ_BYTES : NON_LAST_LEVEL_READ_BYTES,
-                 static_cast<uint64_t>(reqs[i].result));
+                 static_cast<uint64_t>(r.result));
       RecordTick(stats_, last_level_ ? LAST_LEVEL_READ_COUNT : NON_LAST_LEVEL_READ_COUNT, 1);
     }
-    if (reqs[i].result < 0) {
-      *j.key->s = IOStatus::IOError("UihTable: reading " + file_->file_name() + ": " + strerror(static_cast<int>(-reqs[i].result)));
-    } else if (static_cast<uint64_t>(reqs[i].result) != reqs[i].len) {
-      *j.key->s = Status::Corruption("UihTable: " + file_->file_name() + " is shorter than its index says");
+    Status s;
+    if (r.result < 0) {
+      s = IOStatus::IOError("UihTable: reading " + file_->file_name() + " at offset " + std::to_string(r.offset) +
+                            ": " + strerror(static_cast<int>(-r.result)));
+    } else if (static_cast<uint64_t>(r.result) != r.len) {
+      s = Status::Corruption("UihTable: " + file_->file_name() + " is shorter than its index says");
     } else {
-      *j.key->s = SaveEntries(ro, j.first, ExtractUserKey(j.key->ikey), j.buf.data(), j.key->get_context);
+      s = SaveEntries(ro, j.first, ExtractUserKey(keys[j.from]->ikey), j.buf.data(), Lookups{ctx + j.from, j.to - j.from});
     }
+    finish(j.from, j.to, s);
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <liburing.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,8 +14,23 @@ struct uih_io {
   struct io_uring ring;
   int uring; /* ring initialized */
   unsigned depth;
-  uih_pread_fn pread_fn;
 };
+
+/* The fault hook (uih_io_set_fault): one for the process, read on every
+ * completion, so readers created before it was set see it too. */
+static _Atomic(uih_io_fault_fn) fault_fn;
+static void *_Atomic fault_ctx;
+
+void uih_io_set_fault(uih_io_fault_fn fn, void *ctx) {
+  atomic_store(&fault_ctx, ctx);
+  atomic_store(&fault_fn, fn);
+}
+
+/* What a read that returned `res` into `bytes` should count as. */
+static int64_t outcome(int fd, uint64_t offset, const void *bytes, int64_t res) {
+  uih_io_fault_fn fn = atomic_load_explicit(&fault_fn, memory_order_acquire);
+  return fn ? fn(atomic_load(&fault_ctx), fd, offset, bytes, res) : res;
+}
 
 int uih_io_create(unsigned depth, int use_uring, uih_io **out, uih_error *err) {
   UIH_RETURN_IF(!out, err, UIH_ERR_INVALID_ARGUMENT, "io_create: NULL out");
@@ -23,7 +39,6 @@ int uih_io_create(unsigned depth, int use_uring, uih_io **out, uih_error *err) {
   uih_io *io = calloc(1, sizeof *io);
   UIH_RETURN_IF(!io, err, UIH_ERR_NO_MEMORY, "io_create: out of memory");
   io->depth = depth;
-  io->pread_fn = pread;
   /* A failure here is not an error: the pread path serves the same calls. */
   if (use_uring && io_uring_queue_init(depth, &io->ring, 0) == 0) io->uring = 1;
   *out = io;
@@ -38,20 +53,20 @@ void uih_io_free(uih_io *io) {
 
 int uih_io_uses_uring(const uih_io *io) { return io->uring; }
 
-void uih_io_set_pread(uih_io *io, uih_pread_fn fn) { io->pread_fn = fn ? fn : pread; }
-
 /* One request to the end with pread, continuing after short reads. */
-static void read_with_pread(uih_io *io, uih_io_req *r) {
+static void read_with_pread(uih_io_req *r) {
   size_t done = 0;
   while (done < r->len) {
-    ssize_t got = io->pread_fn(r->fd, (char *)r->buf + done, r->len - done, (off_t)(r->offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      r->result = -errno;
+    char *at = (char *)r->buf + done;
+    ssize_t got = pread(r->fd, at, r->len - done, (off_t)(r->offset + done));
+    int64_t res = outcome(r->fd, r->offset + done, at, got < 0 ? -(int64_t)errno : (int64_t)got);
+    if (res == -EINTR) continue;
+    if (res < 0) {
+      r->result = res;
       return;
     }
-    if (got == 0) break; /* end of file */
-    done += (size_t)got;
+    if (res == 0) break; /* end of file */
+    done += (size_t)res;
   }
   r->result = (int64_t)done;
 }
@@ -68,7 +83,7 @@ static int queue(uih_io *io, uih_io_req *r, size_t i, size_t done) {
 int uih_io_read(uih_io *io, uih_io_req *reqs, size_t n, uih_error *err) {
   for (size_t i = 0; i < n; i++) reqs[i].result = 0;
   if (!io->uring) {
-    for (size_t i = 0; i < n; i++) read_with_pread(io, &reqs[i]);
+    for (size_t i = 0; i < n; i++) read_with_pread(&reqs[i]);
     return UIH_OK;
   }
   /* Windows of `depth` requests: queue, submit once, reap, requeue short
@@ -88,7 +103,8 @@ int uih_io_read(uih_io *io, uih_io_req *reqs, size_t n, uih_error *err) {
       io_uring_for_each_cqe(&io->ring, head, cqe) {
         seen++;
         uih_io_req *r = &reqs[io_uring_cqe_get_data64(cqe)];
-        int res = cqe->res;
+        int64_t done = r->result;
+        int64_t res = outcome(r->fd, r->offset + (uint64_t)done, (char *)r->buf + done, cqe->res);
         if (res == -EINTR || res == -EAGAIN) { /* retry the rest */
           if (queue(io, r, (size_t)(r - reqs), (size_t)r->result) != 0) goto ring_failed;
           continue;
@@ -113,6 +129,6 @@ ring_failed:
   /* Leave the ring for good and redo everything with pread. */
   io_uring_queue_exit(&io->ring);
   io->uring = 0;
-  for (size_t i = 0; i < n; i++) read_with_pread(io, &reqs[i]);
+  for (size_t i = 0; i < n; i++) read_with_pread(&reqs[i]);
   return uih_error_set(err, UIH_ERR_IO, "io_uring failed; the batch was read with pread");
 }

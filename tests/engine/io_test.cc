@@ -1,5 +1,5 @@
 // Batched reads: io_uring and pread paths against the file's bytes, with
-// short reads and errors injected into the pread path.
+// short reads, interrupts and errors injected through the fault hook.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -71,43 +71,61 @@ TEST_P(Io, BadDescriptorsFailPerRequest) {
   EXPECT_EQ(-EBADF, reqs[1].result);
 }
 
+// Faults through the process-wide hook, in the path under test: at most 7
+// bytes per read and an interrupt every fifth call, or EIO from the first
+// read of a given offset on.
+struct Faults {
+  int calls = 0;
+  bool fail = false;
+  uint64_t fail_at = 0;
+  std::vector<uint64_t> offsets;  // every read the hook saw
+};
+int64_t Inject(void* ctx, int, uint64_t offset, const void*, int64_t res) {
+  auto* f = static_cast<Faults*>(ctx);
+  f->offsets.push_back(offset);
+  if (f->fail) return offset >= f->fail_at ? -EIO : res;
+  if (++f->calls % 5 == 0) return -EINTR;
+  return res > 7 ? 7 : res;
+}
+
+TEST_P(Io, HookedShortReadsAndInterruptsAreCompleted) {
+  Faults f;
+  uih_io_set_fault(Inject, &f);
+  std::vector<std::string> bufs(3, std::string(3000, '\0'));
+  uih_io_req reqs[3] = {{fd_, 1000, 3000, &bufs[0][0], 0},
+                        {fd_, 299000, 3000, &bufs[1][0], 0},  // 1000 bytes to the end
+                        {fd_, 7, 3000, &bufs[2][0], 0}};
+  ASSERT_EQ(UIH_OK, uih_io_read(io_, reqs, 3, nullptr));
+  uih_io_set_fault(nullptr, nullptr);
+  EXPECT_EQ(3000, reqs[0].result);
+  EXPECT_EQ(content_.substr(1000, 3000), bufs[0]);
+  EXPECT_EQ(1000, reqs[1].result);
+  EXPECT_EQ(content_.substr(299000), bufs[1].substr(0, 1000));
+  EXPECT_EQ(3000, reqs[2].result);
+  EXPECT_EQ(content_.substr(7, 3000), bufs[2]);
+  // 7,000 bytes at most 7 per read, and every fifth call interrupted: the
+  // hook saw every piece.
+  EXPECT_GE(f.offsets.size(), 7000u / 7 * 5 / 4);
+}
+
+TEST_P(Io, HookedErrorsFailOnlyTheirRequest) {
+  Faults f;
+  f.fail = true;
+  f.fail_at = 200000;
+  uih_io_set_fault(Inject, &f);
+  std::string a(100, '\0'), b(100, '\0'), c(100, '\0');
+  uih_io_req reqs[3] = {{fd_, 0, 100, &a[0], 0}, {fd_, 250000, 100, &b[0], 0}, {fd_, 100, 100, &c[0], 0}};
+  ASSERT_EQ(UIH_OK, uih_io_read(io_, reqs, 3, nullptr));
+  uih_io_set_fault(nullptr, nullptr);
+  EXPECT_EQ(100, reqs[0].result);
+  EXPECT_EQ(-EIO, reqs[1].result);
+  EXPECT_EQ(100, reqs[2].result);
+  EXPECT_EQ(content_.substr(100, 100), c);
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, Io, testing::Values(false, true),
                          [](const testing::TestParamInfo<bool>& i) {
                            return i.param ? std::string("Uring") : std::string("Pread");
                          });
-
-int calls;
-ssize_t ShortPread(int fd, void* buf, size_t len, off_t off) {  // at most 7 bytes, EINTR now and then
-  if (++calls % 5 == 0) {
-    errno = EINTR;
-    return -1;
-  }
-  return pread(fd, buf, len < 7 ? len : 7, off);
-}
-ssize_t FailingPread(int, void*, size_t, off_t) {
-  errno = EIO;
-  return -1;
-}
-
-TEST(IoFaults, ShortReadsAndInterruptsAreCompleted) {
-  uih_test::TempDir dir;
-  std::string path = dir / "f", content(5000, 'x');
-  for (size_t i = 0; i < content.size(); i++) content[i] = static_cast<char>(i * 31);
-  int fd = open(path.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0644);
-  ASSERT_EQ(static_cast<ssize_t>(content.size()), write(fd, content.data(), content.size()));
-  uih_io* io = nullptr;
-  ASSERT_EQ(UIH_OK, uih_io_create(4, 0, &io, nullptr));
-  uih_io_set_pread(io, ShortPread);
-  std::string buf(3000, '\0');
-  uih_io_req req{fd, 1000, 3000, &buf[0], 0};
-  ASSERT_EQ(UIH_OK, uih_io_read(io, &req, 1, nullptr));
-  EXPECT_EQ(3000, req.result);
-  EXPECT_EQ(content.substr(1000, 3000), buf);
-  uih_io_set_pread(io, FailingPread);
-  ASSERT_EQ(UIH_OK, uih_io_read(io, &req, 1, nullptr));
-  EXPECT_EQ(-EIO, req.result);
-  uih_io_free(io);
-  close(fd);
-}
 
 }  // namespace

@@ -7,9 +7,9 @@
  * When io_uring cannot be set up (old kernel, seccomp, container policy) the
  * same calls use pread, one request after another.
  *
- * A uih_io is not thread-safe: use one per thread. The system calls of the
- * pread path can be replaced (uih_io_set_pread) to inject short reads and
- * errors in tests.
+ * A uih_io is not thread-safe: use one per thread. Tests inject short
+ * reads, interrupts and errors into both paths through one process-wide
+ * hook (uih_io_set_fault).
  */
 #ifndef UIH_IO_H
 #define UIH_IO_H
@@ -47,9 +47,17 @@ int uih_io_uses_uring(const uih_io *io);
  * retried with pread). */
 int uih_io_read(uih_io *io, uih_io_req *reqs, size_t n, uih_error *err);
 
-/* Replaces pread for this reader's pread path (tests). */
-typedef ssize_t (*uih_pread_fn)(int fd, void *buf, size_t len, off_t offset);
-void uih_io_set_pread(uih_io *io, uih_pread_fn fn);
+/* Fault injection, for tests of uihstore and of programs embedding it.
+ * Every read of every uih_io in the process, io_uring or pread, hands its
+ * outcome to `fn` before the reader acts on it: the file, where this read
+ * started, the bytes it delivered (`res` of them when res > 0) and `res`
+ * itself (bytes read, 0 at end of file, or -errno). `fn` returns the outcome
+ * the reader should see instead: `res` unchanged, a -errno (-EINTR is retried
+ * like a real interrupt), or fewer bytes (a short read: the rest is read
+ * again). `fn` may be called from any thread at once. NULL removes the hook.
+ * Set it while no reads are in flight. */
+typedef int64_t (*uih_io_fault_fn)(void *ctx, int fd, uint64_t offset, const void *bytes, int64_t res);
+void uih_io_set_fault(uih_io_fault_fn fn, void *ctx);
 
 #ifdef __cplusplus
 }
