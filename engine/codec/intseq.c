@@ -2,27 +2,6 @@
 
 typedef unsigned __int128 u128;
 
-static inline uint64_t mask_of(unsigned w) { return w >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << w) - 1; }
-
-void uih_pack(uih_wbuf *out, const uint64_t *v, size_t n, unsigned w) {
-  size_t nbytes = (n * w + 7) / 8;
-  uint8_t *dst = uih_wbuf_zeros(out, nbytes);
-  if (!dst || w == 0) return;
-  u128 acc = 0;
-  unsigned bits = 0;
-  size_t o = 0;
-  for (size_t k = 0; k < n; k++) {
-    acc |= (u128)v[k] << bits;
-    bits += w;
-    while (bits >= 8) {
-      dst[o++] = (uint8_t)acc;
-      acc >>= 8;
-      bits -= 8;
-    }
-  }
-  if (bits) dst[o] = (uint8_t)acc;
-}
-
 /* The value at bit `pos`: one unaligned 16-byte load where the run has
  * room, near its end a byte-wise gather of only the bytes the value
  * touches (at most 9). */
@@ -36,7 +15,7 @@ static inline uint64_t load_bits(const uint8_t *p, size_t nbytes, size_t pos, un
     size_t touched = (shift + w + 7) / 8;
     for (size_t i = 0; i < touched && byte + i < nbytes; i++) x |= (u128)p[byte + i] << (8 * i);
   }
-  return (uint64_t)(x >> shift) & mask_of(w);
+  return (uint64_t)(x >> shift) & uih_mask_of(w);
 }
 
 /* Unpacking with `w` a compile-time constant (one copy per width, chosen by
@@ -46,7 +25,7 @@ static inline uint64_t load_bits(const uint8_t *p, size_t nbytes, size_t pos, un
 static inline __attribute__((always_inline)) void unpack_w(const uint8_t *p, size_t nbytes,
                                                            const unsigned w, size_t a, size_t b,
                                                            uint64_t base, uint64_t *out) {
-  const uint64_t mask = mask_of(w);
+  const uint64_t mask = uih_mask_of(w);
   size_t k = a;
   if (w <= 56 && nbytes >= 8) {
     size_t safe = (nbytes - 8) * 8 / w + 1; /* values whose 8-byte load fits */
@@ -117,7 +96,7 @@ __attribute__((target("avx2"), always_inline)) static inline size_t unpack_shuf_
     uint64_t *out) {
   const __m256i shuf0 = UIH_SHUF(W, 0), shuf1 = UIH_SHUF(W, 1);
   const __m256i shifts0 = UIH_SHIFTS(W, 0), shifts1 = UIH_SHIFTS(W, 1);
-  const __m256i mask = _mm256_set1_epi64x((long long)mask_of(W));
+  const __m256i mask = _mm256_set1_epi64x((long long)uih_mask_of(W));
   const __m256i vbase = _mm256_set1_epi64x((long long)base);
   const size_t half = (4 * W) >> 3; /* the second group's window, in bytes from the first's */
   size_t o = a * W / 8;             /* the step's first byte */
@@ -171,7 +150,7 @@ __attribute__((target("avx2"), always_inline)) static inline size_t unpack_wide_
     uint64_t *out) {
   const __m256i shuf0 = UIH_WSHUF(W, 0), shuf1 = UIH_WSHUF(W, 2);
   const __m256i shifts0 = UIH_WSHIFTS(W, 0), shifts1 = UIH_WSHIFTS(W, 2);
-  const __m256i mask = _mm256_set1_epi64x((long long)mask_of(W));
+  const __m256i mask = _mm256_set1_epi64x((long long)uih_mask_of(W));
   const __m256i vbase = _mm256_set1_epi64x((long long)base);
   const size_t w1 = (2 * W) >> 3, w2 = (4 * W) >> 3, w3 = (6 * W) >> 3; /* windows' bytes */
   size_t o = a * W / 8;
@@ -238,7 +217,7 @@ __attribute__((target("avx2"))) static size_t unpack_gather_avx2(const uint8_t *
   size_t safe = (avail - 8) * 8 / w + 1; /* values whose 8-byte load fits */
   size_t stop = b < safe ? b : safe;
   const __m256i vbase = _mm256_set1_epi64x((long long)base);
-  const __m256i vmask = _mm256_set1_epi64x((long long)mask_of(w));
+  const __m256i vmask = _mm256_set1_epi64x((long long)uih_mask_of(w));
   const __m256i seven = _mm256_set1_epi64x(7);
   const __m256i step = _mm256_set1_epi64x((long long)(4 * (uint64_t)w));
   __m256i bit = _mm256_setr_epi64x((long long)(a * w), (long long)((a + 1) * w),
@@ -451,7 +430,7 @@ static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_si
   uint64_t high[UIH_SEQ_BLOCK];
   uint8_t pos[UIH_SEQ_BLOCK];
   size_t e = 0;
-  uint64_t low_mask = mask_of(w);
+  uint64_t low_mask = uih_mask_of(w);
   for (size_t k = 0; k < cnt && nexc; k++)
     if (uih_bits(tmp[k]) > w) {
       pos[e] = (uint8_t)k;
@@ -494,7 +473,7 @@ static int block_decode(uih_cursor *c, size_t cnt, int is_signed, uint64_t bias,
   if (a == 0 && b == cnt && xw <= 56 && uih_cursor_loadable(c) >= 8) {
     /* The whole block, so every position is in range; each exception's
      * high bits are one 8-byte load inside the cursor. */
-    const uint64_t xmask = mask_of(xw);
+    const uint64_t xmask = uih_mask_of(xw);
     size_t bit = 0;
     for (size_t i = 0; i < nexc; i++, bit += xw) {
       uint64_t x;

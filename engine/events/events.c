@@ -11,15 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
+#include "bits.h"
 #include "error_internal.h"
 #include "events_format.h"
 #include "mem.h"
 #include "uih/key.h"
 #include "wbuf.h"
 
-#define SIGN UINT64_C(0x8000000000000000)
 
 typedef struct row_ref {
   const uint8_t *p;
@@ -65,7 +64,7 @@ typedef struct list {
 } list;
 
 static inline int64_t row_ts(const uint8_t *row) {
-  return (int64_t)(uih_load_be64(row) ^ SIGN);
+  return uih_order_i64(uih_load_be64(row));
 }
 
 static inline int row_cmp(const row_ref *a, const row_ref *b) {
@@ -128,7 +127,7 @@ static int parse_head(const uint8_t *buf, size_t len, list *L, uih_error *err) {
                          "event list: offset 0: format version %u, this build reads version %u",
                          buf[0], UIH_EVENTS_VERSION);
   size_t body_end = len - UIH_EVENTS_CHECKSUM_SIZE;
-  uint32_t stored, actual = (uint32_t)XXH3_64bits(buf, body_end);
+  uint32_t stored, actual = uih_checksum32(buf, body_end);
   memcpy(&stored, buf + body_end, 4);
   if (stored != actual)
     return uih_corruption(err, "event list: offset %zu: checksum %08x, the bytes give %08x",
@@ -194,7 +193,7 @@ static uint32_t row_len(const list *L, const uint8_t *p, size_t avail, const cha
   const uint8_t *pres = p + UIH_EVENTS_TS_SIZE;
   size_t n = UIH_EVENTS_TS_SIZE + pb;
   for (uint32_t j = 1; j < L->c; j++) {
-    if (!((pres[(j - 1) >> 3] >> ((j - 1) & 7)) & 1)) continue;
+    if (!uih_bit_get(pres, j - 1)) continue;
     if (n + L->width[j] > avail) {
       *why = "the row's values run past the end";
       return 0;
@@ -205,7 +204,7 @@ static uint32_t row_len(const list *L, const uint8_t *p, size_t avail, const cha
     }
     n += L->width[j];
   }
-  if (L->c > 1 && ((L->c - 1) & 7) && (pres[pb - 1] >> ((L->c - 1) & 7))) {
+  if (L->c > 1 && uih_bit_tail(pres, L->c - 1)) {
     *why = "presence bits are set past the last column";
     return 0;
   }
@@ -360,7 +359,7 @@ static int finish(uih_events *ev, uint16_t group, const uih_events_limits *lim,
   UIH_RETURN_IF(o->len + UIH_EVENTS_CHECKSUM_SIZE > UIH_EVENTS_BYTES_MAX, err,
                 UIH_ERR_OUT_OF_RANGE, "event list: %zu bytes, more than the %u-byte maximum",
                 o->len + UIH_EVENTS_CHECKSUM_SIZE, (unsigned)UIH_EVENTS_BYTES_MAX);
-  uih_wbuf_u32(o, (uint32_t)XXH3_64bits(o->data, o->len));
+  uih_wbuf_u32(o, uih_checksum32(o->data, o->len));
   UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "event list: out of memory");
   *out = o->data;
   *out_len = o->len;
@@ -400,7 +399,7 @@ int uih_events_encode(uih_events *ev, const uih_batch *batch, const uint8_t **ou
                   "events_encode: event %u of group '%s' has no timestamp ('%s')", r,
                   b->group->name, ts->trait->name);
     uint8_t *row = base + at;
-    uih_store_be64(row, uih_column_get_bits(ts, r) ^ SIGN);
+    uih_store_be64(row, uih_column_get_bits(ts, r) ^ UIH_SIGN64);
     uint8_t *pres = row + UIH_EVENTS_TS_SIZE;
     memset(pres, 0, pb);
     size_t n = UIH_EVENTS_TS_SIZE + pb;
@@ -409,7 +408,7 @@ int uih_events_encode(uih_events *ev, const uih_batch *batch, const uint8_t **ou
       if ((int)j == tsi) continue;
       const uih_column *c = &b->columns[j];
       if (uih_column_has(c, r)) {
-        pres[(k - 1) >> 3] |= (uint8_t)(1u << ((k - 1) & 7));
+        uih_bit_set(pres, k - 1);
         uint64_t v = uih_column_get_bits(c, r);
         size_t w = uih_type_width(c->trait->type);
         memcpy(row + n, &v, w); /* little-endian: the low bytes */
@@ -497,9 +496,9 @@ static void reencode_rows(uih_events *ev, const input_cols *in, size_t from, siz
     memset(dst + UIH_EVENTS_TS_SIZE, 0, opb);
     size_t s = UIH_EVENTS_TS_SIZE + ipb, d = UIH_EVENTS_TS_SIZE + opb;
     for (uint32_t j = 1; j < in->c; j++) {
-      if (!((src[UIH_EVENTS_TS_SIZE + ((j - 1) >> 3)] >> ((j - 1) & 7)) & 1)) continue;
+      if (!uih_bit_get(src + UIH_EVENTS_TS_SIZE, j - 1)) continue;
       uint32_t k = map[j];
-      dst[UIH_EVENTS_TS_SIZE + ((k - 1) >> 3)] |= (uint8_t)(1u << ((k - 1) & 7));
+      uih_bit_set(dst + UIH_EVENTS_TS_SIZE, k - 1);
       memcpy(dst + d, src + s, width[j]);
       d += width[j];
       s += width[j];
@@ -603,7 +602,7 @@ int uih_events_quarantine(uih_events *ev, uint16_t group, const char *reason,
                 UIH_ERR_OUT_OF_RANGE, "events_quarantine: %zu bytes, more than the maximum",
                 o->len);
   memcpy(o->data + 4, &count, 4);
-  uih_wbuf_u32(o, (uint32_t)XXH3_64bits(o->data, o->len));
+  uih_wbuf_u32(o, uih_checksum32(o->data, o->len));
   UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "events_quarantine: out of memory");
   *out = o->data;
   *out_len = o->len;
@@ -694,10 +693,10 @@ int uih_events_decode(const uint8_t *buf, size_t len, int64_t min_ts, int64_t ma
   uint32_t pb = presence_bytes(L.c);
   p = first;
   for (uint32_t r = 0; r < count; r++) {
-    if (map[0] >= 0) uih_column_set_bits(&out->columns[map[0]], r, uih_load_be64(p) ^ SIGN);
+    if (map[0] >= 0) uih_column_set_bits(&out->columns[map[0]], r, uih_load_be64(p) ^ UIH_SIGN64);
     size_t at = UIH_EVENTS_TS_SIZE + pb;
     for (uint32_t j = 1; j < L.c; j++) {
-      if (!((p[UIH_EVENTS_TS_SIZE + ((j - 1) >> 3)] >> ((j - 1) & 7)) & 1)) continue;
+      if (!uih_bit_get(p + UIH_EVENTS_TS_SIZE, j - 1)) continue;
       if (map[j] >= 0) {
         uint64_t v = 0;
         memcpy(&v, p + at, L.width[j]);
@@ -734,7 +733,7 @@ uih_retain_action uih_events_retain(uih_events *ev, const uint8_t *buf, size_t l
   if (o->oom) return UIH_RETAIN_KEEP;
   uint32_t count = L.n - i;
   memcpy(o->data + 4, &count, 4);
-  uih_wbuf_u32(o, (uint32_t)XXH3_64bits(o->data, o->len));
+  uih_wbuf_u32(o, uih_checksum32(o->data, o->len));
   if (o->oom) return UIH_RETAIN_KEEP;
   *out = o->data;
   *out_len = o->len;

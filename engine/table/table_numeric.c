@@ -3,7 +3,6 @@
 #include <stdlib.h>
 
 #include "cursor.h"
-#include "intseq.h"
 #include "mem.h"
 #include "table_numeric.h"
 #include "uih/table.h"
@@ -25,7 +24,7 @@ void uih_num_writer_free(uih_num_writer *w) {
   memset(w, 0, sizeof *w);
 }
 
-void uih_num_writer_add(uih_num_writer *w, const uint8_t key[UIH_NUM_KEY_SIZE], uint64_t trailer,
+void uih_num_writer_add(uih_num_writer *w, const uint8_t key[UIH_KEY_SIZE], uint64_t trailer,
                         uint32_t vlen, uint64_t voff) {
   if (w->count == 0) w->voff0 = voff;
   uint32_t k = w->count;
@@ -87,10 +86,10 @@ int uih_num_block_parse(const uint8_t *p, size_t len, uint32_t count, uih_num_bl
 }
 
 static inline uint64_t field(const uih_num_block *b, int c, uint32_t i) {
-  return uih_num_get(b->col[c], b->w[c], i);
+  return uih_pack_get_padded(b->col[c], b->w[c], i);
 }
 
-void uih_num_entry(const uih_num_block *b, uint32_t i, uint8_t key[UIH_NUM_KEY_SIZE],
+void uih_num_entry(const uih_num_block *b, uint32_t i, uint8_t key[UIH_KEY_SIZE],
                    uint64_t *trailer, uint32_t *vlen) {
   uih_store_be64(key, b->base[UIH_NUM_U] + field(b, UIH_NUM_U, i));
   uih_store_be16(key + 8, (uint16_t)(b->base[UIH_NUM_G] + field(b, UIH_NUM_G, i)));
@@ -99,7 +98,7 @@ void uih_num_entry(const uih_num_block *b, uint32_t i, uint8_t key[UIH_NUM_KEY_S
   *vlen = (uint32_t)(b->base[UIH_NUM_LEN] + field(b, UIH_NUM_LEN, i));
 }
 
-int uih_num_entry_checked(const uih_num_block *b, uint32_t i, uint8_t key[UIH_NUM_KEY_SIZE],
+int uih_num_entry_checked(const uih_num_block *b, uint32_t i, uint8_t key[UIH_KEY_SIZE],
                           uint64_t *trailer, uint32_t *vlen) {
   static const uint64_t limit[UIH_NUM_COLUMNS] = {UINT64_MAX, UINT16_MAX, UINT64_MAX, UINT64_MAX,
                                                   UINT32_MAX};

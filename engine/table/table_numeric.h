@@ -9,13 +9,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "bitpack.h"
+#include "uih/key.h"
 #include "wbuf.h"
 
-#define UIH_NUM_KEY_SIZE 18
 #define UIH_NUM_COLUMNS 5
-/* The reader's copy of the index has this many readable bytes past its
- * end, so a value is always one unaligned load (uih_num_get). */
-#define UIH_NUM_PAD 16
+/* The reader's copy of the index has UIH_PACK_PAD readable bytes past its
+ * end, so a value is always one unaligned load (uih_pack_get_padded). */
 
 /* ---- writing --------------------------------------------------------------- */
 
@@ -34,7 +34,7 @@ typedef struct uih_num_writer {
 int uih_num_writer_init(uih_num_writer *w, uint32_t block);
 void uih_num_writer_free(uih_num_writer *w);
 /* Adds an entry (keys in increasing order; the caller checked it). */
-void uih_num_writer_add(uih_num_writer *w, const uint8_t key[UIH_NUM_KEY_SIZE], uint64_t trailer,
+void uih_num_writer_add(uih_num_writer *w, const uint8_t key[UIH_KEY_SIZE], uint64_t trailer,
                         uint32_t vlen, uint64_t voff);
 /* Closes the open block, if any. */
 void uih_num_writer_finish(uih_num_writer *w);
@@ -57,25 +57,13 @@ typedef struct uih_num_block {
  * checks every entry with uih_num_entry_checked. */
 int uih_num_block_parse(const uint8_t *p, size_t len, uint32_t count, uih_num_block *b);
 
-/* Value `k` of a column of width w (the bytes are padded: see UIH_NUM_PAD). */
-static inline uint64_t uih_num_get(const uint8_t *p, unsigned w, uint32_t k) {
-  if (w == 0) return 0;
-  uint64_t bit = (uint64_t)k * w, lo;
-  const uint8_t *q = p + (bit >> 3);
-  unsigned sh = (unsigned)(bit & 7);
-  memcpy(&lo, q, 8);
-  lo >>= sh;
-  if (sh + w > 64) lo |= (uint64_t)q[8] << (64 - sh);
-  return w == 64 ? lo : lo & ((UINT64_C(1) << w) - 1);
-}
-
 /* Entry `i` of a parsed block: its key bytes, trailer and value length.
  * Only for validated indexes (no overflow checks). */
-void uih_num_entry(const uih_num_block *b, uint32_t i, uint8_t key[UIH_NUM_KEY_SIZE],
+void uih_num_entry(const uih_num_block *b, uint32_t i, uint8_t key[UIH_KEY_SIZE],
                    uint64_t *trailer, uint32_t *vlen);
 /* The same with every frame + value checked: 0, or -1 if one overflows
  * its field. */
-int uih_num_entry_checked(const uih_num_block *b, uint32_t i, uint8_t key[UIH_NUM_KEY_SIZE],
+int uih_num_entry_checked(const uih_num_block *b, uint32_t i, uint8_t key[UIH_KEY_SIZE],
                           uint64_t *trailer, uint32_t *vlen);
 /* Value offset of entry `i`: the block's plus the values before it. */
 uint64_t uih_num_voff(const uih_num_block *b, uint32_t i);

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "bits.h"
+
 #include "error_internal.h"
 #include "table_numeric.h"
 #include "uih/table.h"
@@ -31,7 +33,7 @@ struct uih_table_builder {
 };
 
 uint32_t uih_table_value_checksum(const void *value, size_t len) {
-  return (uint32_t)XXH3_64bits(value, len);
+  return uih_checksum32(value, len);
 }
 
 int uih_table_compare(const uint8_t *a, size_t alen, uint64_t atrailer, const uint8_t *b,
@@ -135,12 +137,12 @@ int uih_table_builder_add(uih_table_builder *b, const uint8_t *ukey, size_t ukle
     return fail(b, err, UIH_ERR_INVALID_ARGUMENT,
                 "table builder: keys must be added in strictly increasing internal-key order");
 
-  if (b->numeric && uklen != UIH_NUM_KEY_SIZE) {
+  if (b->numeric && uklen != UIH_KEY_SIZE) {
     if (!b->prefix) {
       uih_error e;
       uih_error_set(&e, UIH_ERR_INVALID_ARGUMENT,
                     "table builder: the numeric index layout needs %d-byte keys; entry %llu has %zu bytes",
-                    UIH_NUM_KEY_SIZE, (unsigned long long)b->st.entries, uklen);
+                    UIH_KEY_SIZE, (unsigned long long)b->st.entries, uklen);
       return fail(b, err, e.code, e.msg);
     }
     b->numeric = 0; /* this file gets the prefix layout */

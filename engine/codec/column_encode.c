@@ -90,7 +90,7 @@ static void enc_sparse(uih_wbuf *out, const uint64_t *v, size_t m, uih_seq_kind 
     out->len = before;
     uih_wbuf_u8(out, UIH_SEQ_FOR);
     uint8_t *bits = uih_wbuf_zeros(out, bitmap_bytes);
-    for (size_t i = 0; bits && i < z; i++) bits[pos[i] >> 3] |= (uint8_t)(1u << (pos[i] & 7));
+    for (size_t i = 0; bits && i < z; i++) uih_bit_set(bits, pos[i]);
   }
   uih_seq_encode(out, nz, z, kind);
 }

@@ -41,7 +41,7 @@ static inline unsigned stripe_enc_id(uint32_t flag) { return (unsigned)__builtin
 
 /* Maps a column value to the uint64 domain the encodings work in, and back. */
 static inline uint64_t stripe_to_u64(uih_type t, uint64_t bits) {
-  return (t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64) ? bits ^ UINT64_C(0x8000000000000000) : bits;
+  return (t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64) ? bits ^ UIH_SIGN64 : bits;
 }
 static inline uint64_t stripe_from_u64(uih_type t, uint64_t u) { return stripe_to_u64(t, u); }
 

@@ -1,10 +1,10 @@
 /* Integer sequences: the bit-packed building blocks of every stripe column.
  * Values are uint64; callers map signed types to an order-preserving
- * unsigned form first (x ^ 2^63).
+ * unsigned form first (uih_order_u64, x ^ 2^63).
  *
- * Packing: value k of a packed run of width w occupies bits [k*w, k*w + w)
- * of a little-endian bit stream, in ceil(n*w/8) bytes; w is 0..64 (w = 0
- * stores nothing: every value equals the minimum).
+ * Packed runs are common/bitpack.h's (w = 0 stores nothing: every value
+ * equals the minimum); this module adds readers that unpack many values at
+ * once (AVX2 where the CPU has it).
  *
  * FOR sequence of n values, in blocks of UIH_SEQ_BLOCK values:
  *
@@ -41,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bitpack.h"
 #include "cursor.h"
 #include "wbuf.h"
 
@@ -49,13 +50,7 @@ extern "C" {
 #endif
 
 #define UIH_SEQ_BLOCK 128
-#define UIH_SIGN64 UINT64_C(0x8000000000000000)
 
-/* Bits needed to represent `v` (0 for 0). */
-static inline unsigned uih_bits(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0u; }
-
-/* Packs v[0..n) at width w (each value must fit) after `out`'s end. */
-void uih_pack(uih_wbuf *out, const uint64_t *v, size_t n, unsigned w);
 /* Unpacks values [a, b) of a packed run of width w at `p`, adding `base` to
  * each: out[k - a] = base + value k. `avail` is how many bytes may be read
  * from `p`: at least the run's ceil(b*w/8), more lets more values take the

@@ -14,7 +14,7 @@
 #define INDEX_MAGIC 0x49484955u
 
 struct uih_table_index {
-  uint8_t *block; /* owned copy of the index bytes, UIH_NUM_PAD zeros after */
+  uint8_t *block; /* owned copy of the index bytes, UIH_PACK_PAD zeros after */
   uih_table_layout layout;
   size_t len;
   const uint8_t *entries;
@@ -133,11 +133,11 @@ static void first8_range(const uih_table_index *x, uint64_t q8, uint64_t *lo, ui
 /* Numeric layout: every block parses, every field fits, then the common
  * checks. */
 static int validate_numeric(uih_table_index *x, uih_error *err) {
-  if (x->n > 0 && x->max_key != UIH_NUM_KEY_SIZE)
+  if (x->n > 0 && x->max_key != UIH_KEY_SIZE)
     return corrupt(err, "numeric layout with keys that are not 18 bytes", 0);
   if (x->nrestarts > 0 && restart_at(x, 0) != 0) return corrupt(err, "first block is not at offset 0", 0);
-  uint8_t keys[2][UIH_NUM_KEY_SIZE];
-  entry e[2] = {{keys[0], UIH_NUM_KEY_SIZE, 0, 0, 0}, {keys[1], UIH_NUM_KEY_SIZE, 0, 0, 0}};
+  uint8_t keys[2][UIH_KEY_SIZE];
+  entry e[2] = {{keys[0], UIH_KEY_SIZE, 0, 0, 0}, {keys[1], UIH_KEY_SIZE, 0, 0, 0}};
   for (uint64_t k = 0; k < x->nrestarts; k++) {
     uih_num_block b;
     if (num_block(x, k, &b) != 0) return corrupt(err, "malformed block", k * x->interval);
@@ -219,14 +219,14 @@ int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
                           "%llu restarts, interval %u)", (unsigned long long)n,
                           (unsigned long long)nrestarts, interval);
   uih_table_index *x = calloc(1, sizeof *x);
-  uint8_t *copy = malloc(len + UIH_NUM_PAD);
+  uint8_t *copy = malloc(len + UIH_PACK_PAD);
   if (!x || !copy) {
     free(x);
     free(copy);
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "UihTable index: out of memory");
   }
   memcpy(copy, bytes, len);
-  memset(copy + len, 0, UIH_NUM_PAD);
+  memset(copy + len, 0, UIH_PACK_PAD);
   size_t head = (size_t)(c.p - bytes);
   x->block = copy;
   x->layout = layout == UIH_TABLE_LAYOUT_NUMERIC ? UIH_TABLE_LAYOUT_NUMERIC : UIH_TABLE_LAYOUT_PREFIX;
@@ -261,7 +261,7 @@ void uih_table_index_free(uih_table_index *x) {
 
 uint64_t uih_table_index_entries(const uih_table_index *x) { return x->n; }
 size_t uih_table_index_memory(const uih_table_index *x) {
-  return x->len + UIH_NUM_PAD + sizeof *x + sizeof(uint64_t) * x->nrestarts;
+  return x->len + UIH_PACK_PAD + sizeof *x + sizeof(uint64_t) * x->nrestarts;
 }
 size_t uih_table_index_max_key(const uih_table_index *x) { return x->max_key; }
 uih_table_layout uih_table_index_layout(const uih_table_index *x) { return x->layout; }
@@ -308,7 +308,7 @@ static void load(uih_table_cursor *c) {
  * into the cursor (the caller sets pos and voff). */
 static void num_set(uih_table_cursor *c, const uih_num_block *b, uint32_t j) {
   uih_num_entry(b, j, c->key, &c->trailer, &c->vlen);
-  c->klen = UIH_NUM_KEY_SIZE;
+  c->klen = UIH_KEY_SIZE;
 }
 
 /* The same for entry `c->pos`, parsing its block into `b`; returns j. */
@@ -475,7 +475,7 @@ typedef struct num_target {
 
 static num_target num_target_of(const uint8_t *key, size_t len, uint64_t trailer) {
   num_target q = {key, len, first8_of(key, len), 0, trailer, 0};
-  if (len == UIH_NUM_KEY_SIZE) {
+  if (len == UIH_KEY_SIZE) {
     q.g = uih_load_be16(key + 8);
     q.t = uih_load_be64(key + 10);
   }
@@ -484,17 +484,17 @@ static num_target num_target_of(const uint8_t *key, size_t len, uint64_t trailer
 
 /* Entry j of block b against the target, in internal-key order. */
 static int num_compare(const uih_num_block *b, uint32_t j, const num_target *q) {
-  if (q->len == UIH_NUM_KEY_SIZE) {
-    uint64_t u = b->base[UIH_NUM_U] + uih_num_get(b->col[UIH_NUM_U], b->w[UIH_NUM_U], j);
+  if (q->len == UIH_KEY_SIZE) {
+    uint64_t u = b->base[UIH_NUM_U] + uih_pack_get_padded(b->col[UIH_NUM_U], b->w[UIH_NUM_U], j);
     if (u != q->u) return u < q->u ? -1 : 1;
-    uint16_t g = (uint16_t)(b->base[UIH_NUM_G] + uih_num_get(b->col[UIH_NUM_G], b->w[UIH_NUM_G], j));
+    uint16_t g = (uint16_t)(b->base[UIH_NUM_G] + uih_pack_get_padded(b->col[UIH_NUM_G], b->w[UIH_NUM_G], j));
     if (g != q->g) return g < q->g ? -1 : 1;
-    uint64_t t = b->base[UIH_NUM_T] + uih_num_get(b->col[UIH_NUM_T], b->w[UIH_NUM_T], j);
+    uint64_t t = b->base[UIH_NUM_T] + uih_pack_get_padded(b->col[UIH_NUM_T], b->w[UIH_NUM_T], j);
     if (t != q->t) return t < q->t ? -1 : 1;
-    uint64_t tr = b->base[UIH_NUM_TRAILER] + uih_num_get(b->col[UIH_NUM_TRAILER], b->w[UIH_NUM_TRAILER], j);
+    uint64_t tr = b->base[UIH_NUM_TRAILER] + uih_pack_get_padded(b->col[UIH_NUM_TRAILER], b->w[UIH_NUM_TRAILER], j);
     return tr == q->trailer ? 0 : tr > q->trailer ? -1 : 1; /* newer first */
   }
-  uint8_t k[UIH_NUM_KEY_SIZE];
+  uint8_t k[UIH_KEY_SIZE];
   uint64_t tr;
   uint32_t vlen;
   uih_num_entry(b, j, k, &tr, &vlen);

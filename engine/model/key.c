@@ -1,15 +1,13 @@
 #include "uih/key.h"
 
+#include "bits.h"
 #include "error_internal.h"
 #include "mem.h"
-
-/* Flipping the sign bit maps int64 order onto uint64 order. */
-#define TS_FLIP UINT64_C(0x8000000000000000)
 
 void uih_key_encode(const uih_key *k, uint8_t out[UIH_KEY_SIZE]) {
   uih_store_be64(out, k->user_id);
   uih_store_be16(out + 8, k->group);
-  uih_store_be64(out + 10, (uint64_t)k->ts ^ TS_FLIP);
+  uih_store_be64(out + 10, uih_order_u64(k->ts));
 }
 
 int uih_key_decode(const uint8_t *buf, size_t len, uih_key *out, uih_error *err) {
@@ -18,10 +16,7 @@ int uih_key_decode(const uint8_t *buf, size_t len, uih_key *out, uih_error *err)
                           buf == NULL ? (size_t)0 : len, UIH_KEY_SIZE);
   out->user_id = uih_load_be64(buf);
   out->group = uih_load_be16(buf + 8);
-  /* Two's-complement conversion back to int64 without implementation-defined
-   * behaviour: values >= 2^63 map to negative numbers. */
-  uint64_t u = uih_load_be64(buf + 10) ^ TS_FLIP;
-  out->ts = u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
+  out->ts = uih_order_i64(uih_load_be64(buf + 10));
   return UIH_OK;
 }
 

@@ -1,10 +1,8 @@
 /* Stripe reader: header and directory validation, checksum, selective and
  * ranged decoding. Input bytes are untrusted throughout. */
 #include <stdlib.h>
-#include <xxhash.h>
 
 #include "error_internal.h"
-#include "schema_internal.h"
 #include "stripe_internal.h"
 
 /* A parsed stripe: header fields, where the directory and payloads start. */
@@ -122,7 +120,7 @@ static int check_directory(stripe_view *v, stripe_dir_entry *dir, uih_error *err
       return uih_corruption(err, "stripe offset %zu: directory entry %u is truncated or out of range",
                             offset_of(v, at), i);
     /* One table lookup answers "known type" and "encoding allowed". */
-    uint32_t allowed = uih_type_info_of((uih_type)de.type)->encodings;
+    uint32_t allowed = uih_encodings_for_type((uih_type)de.type);
     if ((int)de.trait_id <= prev_id || !(allowed & (1u << de.encoding)) ||
         de.compression > STRIPE_COMPRESS_ZSTD)
       return bad_entry(v, at, &de, prev_id, err);
@@ -302,7 +300,7 @@ int uih_stripe_decode(uih_stripe_decoder *d, const uint8_t *buf, size_t len, uin
   if (flags & UIH_DECODE_VERIFY_CHECKSUM) {
     uint32_t stored;
     memcpy(&stored, buf + len - UIH_STRIPE_CHECKSUM_SIZE, sizeof stored);
-    uint32_t actual = (uint32_t)XXH3_64bits(buf, len - UIH_STRIPE_CHECKSUM_SIZE);
+    uint32_t actual = uih_checksum32(buf, len - UIH_STRIPE_CHECKSUM_SIZE);
     if (stored != actual)
       return uih_corruption(err, "stripe checksum mismatch: stored %08x, computed %08x", stored, actual);
   }

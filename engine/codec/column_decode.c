@@ -6,7 +6,6 @@
 
 #include "error_internal.h"
 #include "intseq.h"
-#include "schema_internal.h"
 #include "stripe_internal.h"
 
 static int bad(uih_error *err, const stripe_dir_entry *de, const char *what) {
@@ -103,7 +102,7 @@ static int positions_in(uih_cursor *c, size_t k, uint64_t lo, uint64_t hi, uint6
 /* Trailing bits after the first `n` must be zero, so every stripe has one
  * encoding and corruption there is caught. */
 static int padding_clean(const uint8_t *bits, size_t n) {
-  return (n & 7) == 0 || (bits[n >> 3] >> (n & 7)) == 0;
+  return uih_bit_tail(bits, n) == 0;
 }
 
 /* ---- value encodings: decode values [a, b) of m into out[0..b-a) ---------- */
@@ -116,7 +115,7 @@ static int dec_plain(uih_cursor *c, size_t m, size_t a, size_t b, uih_type t, ui
     uih_unpack(p, nbytes + uih_cursor_loadable(c), 1, a, b, 0, out);
     return 0;
   }
-  size_t w = uih_type_info_of(t)->width;
+  size_t w = uih_type_width(t);
   const uint8_t *p = uih_cursor_take(c, m * w);
   if (!p) return -1;
   for (size_t k = a; k < b; k++) {
@@ -327,7 +326,7 @@ static int decompress(uih_stripe_decoder *d, const stripe_dir_entry *de, const u
 static int scatter_all(const stripe_dir_entry *de, uih_type t, const uint64_t *v, uint32_t rows,
                        uint64_t limit, uint64_t flip, uih_column *col, uih_error *err) {
   uint64_t high = 0;
-  switch (uih_type_info_of(t)->width) {
+  switch (uih_type_width(t)) {
     case 8: {
       uint64_t *dst = col->values;
       if (flip)
@@ -359,7 +358,7 @@ static int scatter_all(const stripe_dir_entry *de, uih_type t, const uint64_t *v
 
 void stripe_clear_rows(uih_column *col, uint32_t from, uint32_t to) {
   if (from >= to) return;
-  size_t w = uih_type_info_of(col->trait->type)->width;
+  size_t w = uih_type_width(col->trait->type);
   memset((uint8_t *)col->values + (size_t)from * w, 0, (size_t)(to - from) * w);
   /* Presence: a mask for the first and the last word, zeros between. */
   uint32_t fw = from >> 6, lw = (to - 1) >> 6;
@@ -423,7 +422,7 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
   /* Dense 8-byte columns decode straight into the batch, and sequences
    * there add the sign flip of signed types as they go (a bias: x ^ 2^63 =
    * x + 2^63) and may verify order in passing. */
-  int direct = de->presence == PRESENCE_ALL && uih_type_info_of(t)->width == 8;
+  int direct = de->presence == PRESENCE_ALL && uih_type_width(t) == 8;
   int fused = direct && ((1u << de->encoding) & BIASED_ENCODINGS);
   uint64_t flip = stripe_from_u64(t, 0);
   uint64_t *vals = direct ? (uint64_t *)col->values : d->vals;
@@ -433,7 +432,7 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
   if (uih_cursor_left(&c) != 0) return bad(err, de, "payload has trailing bytes");
 
   /* Scatter values [ra, rb) to their rows, checking they fit the type. */
-  uint64_t limit = t == UIH_TYPE_FLAG ? 1 : uih_type_info_of(t)->width == 4 ? UINT32_MAX : UINT64_MAX;
+  uint64_t limit = t == UIH_TYPE_FLAG ? 1 : uih_type_width(t) == 4 ? UINT32_MAX : UINT64_MAX;
   if (de->presence == PRESENCE_ALL) {
     if (sorted) *sorted = fused && in_order;
     return scatter_all(de, t, vals, end - begin, limit, fused ? 0 : flip, col, err);
@@ -441,7 +440,7 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
   stripe_clear_rows(col, 0, dirty);
   size_t j = 0;
   for (uint32_t i = begin; i < end && j < rb - ra; i++) {
-    if (bits && !((bits[i >> 3] >> (i & 7)) & 1u)) continue;
+    if (bits && !uih_bit_get(bits, i)) continue;
     if (list && list[j] != i) continue;
     uint64_t v = stripe_from_u64(t, d->vals[j++]);
     if (v > limit) return bad(err, de, "a value does not fit the trait's type");

@@ -1,6 +1,5 @@
 /* Stripe writer: header, directory, column payloads, checksum. */
 #include <stdlib.h>
-#include <xxhash.h>
 
 #include "error_internal.h"
 #include "stripe_internal.h"
@@ -114,7 +113,7 @@ int uih_stripe_encode(uih_stripe_encoder *e, const uih_batch *b, uint32_t schema
   UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
   UIH_RETURN_IF(o->len > UINT32_MAX - UIH_STRIPE_CHECKSUM_SIZE, err, UIH_ERR_OUT_OF_RANGE,
                 "stripe encode: stripe exceeds 4 GiB");
-  uih_wbuf_u32(o, (uint32_t)XXH3_64bits(o->data, o->len));
+  uih_wbuf_u32(o, uih_checksum32(o->data, o->len));
   UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
   *out = o->data;
   *out_len = o->len;

@@ -1,0 +1,40 @@
+/* Bit-level facts every module uses, spelled once: the order-preserving
+ * int64 <-> uint64 map, bitmaps of bits, bit widths, and the 32-bit
+ * checksum of values, stripes and event lists. */
+#ifndef UIH_BITS_H
+#define UIH_BITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <xxhash.h>
+
+/* Flipping the sign bit maps int64 order onto uint64 order (keys, index
+ * columns, stripe values, event rows): x ^ 2^63, which is also x + 2^63. */
+#define UIH_SIGN64 UINT64_C(0x8000000000000000)
+
+static inline uint64_t uih_order_u64(int64_t v) { return (uint64_t)v ^ UIH_SIGN64; }
+/* The inverse, without implementation-defined conversions: values below
+ * 2^63 map to negative numbers. */
+static inline int64_t uih_order_i64(uint64_t u) {
+  u ^= UIH_SIGN64;
+  return u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
+}
+
+/* Bit i of a bitmap stored as bytes, least significant bit first (the
+ * on-disk presence bitmaps). */
+static inline int uih_bit_get(const uint8_t *map, size_t i) { return (map[i >> 3] >> (i & 7)) & 1; }
+static inline void uih_bit_set(uint8_t *map, size_t i) { map[i >> 3] |= (uint8_t)(1u << (i & 7)); }
+/* The bits of a bitmap of n bits past the last one: 0 when there are none
+ * or they are clear (a canonical bitmap has them clear). */
+static inline unsigned uih_bit_tail(const uint8_t *map, size_t n) {
+  return (n & 7) ? (unsigned)(map[n >> 3] >> (n & 7)) : 0u;
+}
+
+/* Bits needed to represent `v` (0 for 0). */
+static inline unsigned uih_bits(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0u; }
+
+/* Low 32 bits of XXH3-64: the checksum of a UihTable value, a stripe and an
+ * event list. */
+static inline uint32_t uih_checksum32(const void *p, size_t n) { return (uint32_t)XXH3_64bits(p, n); }
+
+#endif /* UIH_BITS_H */
