@@ -133,19 +133,26 @@ int cmd_append(int argc, char **argv) {
   uih_error err = {0};
   uih_schema *schema = NULL;
   uih_mutable *m = NULL;
-  uih_csv_reader *r = NULL;
+  uih_csv_reader **readers = calloc(nfiles, sizeof *readers);
   pending p = {0};
   totals t = {0};
   int rc = CLI_FAIL;
   double start = now_s();
   uint64_t next_progress = progress;
-  if (uih_schema_load(schema_path, &schema, &err) != UIH_OK ||
-      uih_mutable_open(db_path, schema, &o, &m, &err) != UIH_OK) {
+  if (!readers) {
+    cli_fail(CLI_FAIL, "out of memory");
+    goto done;
+  }
+  /* Every input opened and its header checked before the store is opened
+   * (or created): a wrong path or header leaves nothing behind. */
+  int ok = uih_schema_load(schema_path, &schema, &err) == UIH_OK;
+  for (size_t f = 0; ok && f < nfiles; f++) ok = uih_csv_open(files[f], schema, &readers[f], &err) == UIH_OK;
+  if (!ok || uih_mutable_open(db_path, schema, &o, &m, &err) != UIH_OK) {
     cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
     goto done;
   }
   for (size_t f = 0; f < nfiles; f++) {
-    if (uih_csv_open(files[f], schema, &r, &err) != UIH_OK) goto failed;
+    uih_csv_reader *r = readers[f];
     for (;;) {
       uint64_t user;
       const uih_batch *ev;
@@ -159,7 +166,7 @@ int cmd_append(int argc, char **argv) {
       }
     }
     uih_csv_close(r);
-    r = NULL;
+    readers[f] = NULL;
   }
   if (flush_pending(m, &p, flags, &t, &err) != UIH_OK) goto failed;
   double secs = now_s() - start;
@@ -179,7 +186,8 @@ done:
   for (size_t i = 0; i < p.cap; i++) uih_batch_free(p.batches ? p.batches[i] : NULL);
   free(p.batches);
   free(p.users);
-  uih_csv_close(r);
+  for (size_t f = 0; readers && f < nfiles; f++) uih_csv_close(readers[f]);
+  free(readers);
   uih_mutable_close(m);
   uih_schema_free(schema);
   free(files);

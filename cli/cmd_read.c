@@ -33,7 +33,7 @@ int cmd_read(int argc, char **argv) {
   uih_batch *b = NULL;
   int rc = CLI_FAIL;
   uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
-  o.create_if_missing = 0;
+  o.read_only = 1; /* reading never writes: not even a LOG file */
   const uih_group *g;
   if (uih_schema_load(schema_path, &schema, &err) != UIH_OK) goto failed;
   if (!(g = uih_schema_group_by_name(schema, group_name))) {

@@ -2,7 +2,10 @@
 // durable watermark, and the mapping of appends and reads to Merge and Get.
 #include "uih/mutable.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstdarg>
 #include <cinttypes>
 #include <cstring>
 #include <mutex>
@@ -15,6 +18,7 @@
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/object_registry.h"
 #include "rocksdb/write_batch.h"
+#include "c_api.h"
 #include "status.h"
 #include "thread_events.h"
 #include "uih/events.h"
@@ -94,12 +98,23 @@ int CheckBatch(uih_mutable* m, const uih_batch* b, uih_error* err) {
   return UIH_OK;
 }
 
-}  // namespace
+void CloseStore(uih_mutable* m);
 
-extern "C" {
+// A logger that writes nothing: a read-only open must not create or rotate
+// the database's LOG files.
+class SilentLogger : public Logger {
+ public:
+  using Logger::Logv;
+  void Logv(const char*, va_list) override {}
+};
 
-int uih_mutable_open(const char* path, const uih_schema* schema, const uih_mutable_opts* opts,
-                     uih_mutable** out, uih_error* err) {
+// UIH_ERR_NOT_FOUND for a path that holds no mutable store, saying why.
+int NotAStore(uih_error* err, const char* path, const std::string& why) {
+  return uih_error_set(err, UIH_ERR_NOT_FOUND, "not a uihstore store: %s: %s", path, why.c_str());
+}
+
+int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts* opts, uih_mutable** out,
+              uih_error* err) {
   if (path == nullptr || schema == nullptr || out == nullptr)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "mutable_open: NULL argument");
   *out = nullptr;
@@ -113,8 +128,9 @@ int uih_mutable_open(const char* path, const uih_schema* schema, const uih_mutab
   config.ignore_unknown_options = false;
   config.invoke_prepare_options = true;
   DBOptions dbo;
-  dbo.create_if_missing = o.create_if_missing != 0;
-  dbo.create_missing_column_families = true;
+  dbo.create_if_missing = o.create_if_missing != 0 && !o.read_only;
+  dbo.create_missing_column_families = !o.read_only;
+  if (o.read_only) dbo.info_log = std::make_shared<SilentLogger>();
   Status s;
   if (o.db_options && *o.db_options) {
     DBOptions base = dbo;
@@ -134,17 +150,30 @@ int uih_mutable_open(const char* path, const uih_schema* schema, const uih_mutab
                          path, UIH_MUTABLE_CF);
   m->retention = std::dynamic_pointer_cast<uih::UihRetentionFactory>(cfo.compaction_filter_factory);
 
+  // What is at `path`: a store (a database with uih.mutable), nothing (a new
+  // store, when creating), or something else, which is left untouched.
   std::vector<std::string> names;
   s = DB::ListColumnFamilies(dbo, path, &names);
-  if (!s.ok()) names = {kDefaultColumnFamilyName};  // a new database
-  bool has_events = false;
-  std::vector<ColumnFamilyDescriptor> cfs;
-  for (const std::string& name : names) {
-    has_events |= name == UIH_MUTABLE_CF;
-    cfs.emplace_back(name, name == UIH_MUTABLE_CF ? cfo : ColumnFamilyOptions());
+  if (!s.ok()) {
+    struct stat st;
+    bool exists = stat(path, &st) == 0;
+    if (!dbo.create_if_missing) {
+      if (!exists) return NotAStore(err, path, "it does not exist");
+      if (!S_ISDIR(st.st_mode)) return NotAStore(err, path, "it is not a directory");
+      if (s.IsIOError() || s.IsPathNotFound())
+        return NotAStore(err, path, "no RocksDB database in it (" + s.ToString() + ")");
+      return Fail(err, m.get(), s, "reading its column families");
+    }
+    if (exists && !S_ISDIR(st.st_mode)) return NotAStore(err, path, "it is not a directory");
+    names = {kDefaultColumnFamilyName};  // a new database
+  } else if (std::find(names.begin(), names.end(), UIH_MUTABLE_CF) == names.end()) {
+    return NotAStore(err, path, "a RocksDB database without column family " UIH_MUTABLE_CF);
   }
-  if (!has_events) cfs.emplace_back(UIH_MUTABLE_CF, cfo);
-  s = DB::Open(dbo, path, cfs, &m->handles, &m->db);
+  std::vector<ColumnFamilyDescriptor> cfs;
+  for (const std::string& name : names) cfs.emplace_back(name, name == UIH_MUTABLE_CF ? cfo : ColumnFamilyOptions());
+  if (std::find(names.begin(), names.end(), UIH_MUTABLE_CF) == names.end()) cfs.emplace_back(UIH_MUTABLE_CF, cfo);
+  s = o.read_only ? DB::OpenForReadOnly(dbo, path, cfs, &m->handles, &m->db)
+                  : DB::Open(dbo, path, cfs, &m->handles, &m->db);
   if (!s.ok()) return Fail(err, m.get(), s, "open");
   for (ColumnFamilyHandle* h : m->handles) {
     if (h->GetName() == UIH_MUTABLE_CF) m->events = h;
@@ -154,7 +183,7 @@ int uih_mutable_open(const char* path, const uih_schema* schema, const uih_mutab
   int has;
   int rc = ReadWatermark(m.get(), &wm, &has, err);
   if (rc != UIH_OK) {
-    uih_mutable_close(m.release());
+    CloseStore(m.release());
     return rc;
   }
   if (has && m->retention) m->retention->SetWatermark(wm);
@@ -162,7 +191,7 @@ int uih_mutable_open(const char* path, const uih_schema* schema, const uih_mutab
   return UIH_OK;
 }
 
-void uih_mutable_close(uih_mutable* m) {
+void CloseStore(uih_mutable* m) {
   if (m == nullptr) return;
   if (m->db) {
     for (ColumnFamilyHandle* h : m->handles) m->db->DestroyColumnFamilyHandle(h);
@@ -172,7 +201,7 @@ void uih_mutable_close(uih_mutable* m) {
   delete m;
 }
 
-int uih_mutable_append_many(uih_mutable* m, const uint64_t* user_ids,
+int AppendMany(uih_mutable* m, const uint64_t* user_ids,
                             const uih_batch* const* events, size_t n, unsigned flags,
                             uih_error* err) {
   if (m == nullptr || (n && (user_ids == nullptr || events == nullptr)))
@@ -203,12 +232,7 @@ int uih_mutable_append_many(uih_mutable* m, const uint64_t* user_ids,
   return s.ok() ? UIH_OK : Fail(err, m, s, "append");
 }
 
-int uih_mutable_append(uih_mutable* m, uint64_t user_id, const uih_batch* events, unsigned flags,
-                       uih_error* err) {
-  return uih_mutable_append_many(m, &user_id, &events, 1, flags, err);
-}
-
-int uih_mutable_read(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
+int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
                      int64_t max_ts, uih_batch** batch, uih_error* err) {
   if (m == nullptr || batch == nullptr)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "read: NULL argument");
@@ -268,7 +292,7 @@ int uih_mutable_read(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t m
   return rc == UIH_OK ? UIH_OK : failed(rc);
 }
 
-int uih_mutable_set_watermark(uih_mutable* m, int64_t watermark, uih_error* err) {
+int SetWatermark(uih_mutable* m, int64_t watermark, uih_error* err) {
   if (m == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "set_watermark: NULL");
   std::lock_guard<std::mutex> lock(m->watermark_mu);
   int64_t cur;
@@ -289,24 +313,72 @@ int uih_mutable_set_watermark(uih_mutable* m, int64_t watermark, uih_error* err)
   return UIH_OK;
 }
 
-int uih_mutable_watermark(uih_mutable* m, int64_t* watermark, int* has, uih_error* err) {
+int GetWatermark(uih_mutable* m, int64_t* watermark, int* has, uih_error* err) {
   if (m == nullptr || watermark == nullptr || has == nullptr)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "watermark: NULL argument");
   return ReadWatermark(m, watermark, has, err);
 }
 
-int uih_mutable_flush(uih_mutable* m, uih_error* err) {
+int Flush(uih_mutable* m, uih_error* err) {
   if (m == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "flush: NULL");
   Status s = m->db->Flush(FlushOptions(), m->events);
   return s.ok() ? UIH_OK : Fail(err, m, s, "flush");
 }
 
-int uih_mutable_compact(uih_mutable* m, uih_error* err) {
+int Compact(uih_mutable* m, uih_error* err) {
   if (m == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "compact: NULL");
   CompactRangeOptions o;
   o.bottommost_level_compaction = BottommostLevelCompaction::kForce;
   Status s = m->db->CompactRange(o, m->events, nullptr, nullptr);
   return s.ok() ? UIH_OK : Fail(err, m, s, "compact");
+}
+
+}  // namespace
+
+// ---- the C API: every entry point behind the exception firewall ------------
+
+extern "C" {
+
+int uih_mutable_open(const char* path, const uih_schema* schema, const uih_mutable_opts* opts,
+                     uih_mutable** out, uih_error* err) {
+  return uih::CallC(err, "uih_mutable_open", [&] { return OpenStore(path, schema, opts, out, err); });
+}
+
+void uih_mutable_close(uih_mutable* m) {
+  uih::CallCVoid([&] { CloseStore(m); });
+}
+
+int uih_mutable_append_many(uih_mutable* m, const uint64_t* user_ids, const uih_batch* const* events,
+                            size_t n, unsigned flags, uih_error* err) {
+  return uih::CallC(err, "uih_mutable_append_many",
+                    [&] { return AppendMany(m, user_ids, events, n, flags, err); });
+}
+
+int uih_mutable_append(uih_mutable* m, uint64_t user_id, const uih_batch* events, unsigned flags,
+                       uih_error* err) {
+  return uih::CallC(err, "uih_mutable_append", [&] { return AppendMany(m, &user_id, &events, 1, flags, err); });
+}
+
+int uih_mutable_read(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts,
+                     uih_batch** batch, uih_error* err) {
+  return uih::CallC(err, "uih_mutable_read",
+                    [&] { return ReadEvents(m, user_id, group, min_ts, max_ts, batch, err); });
+}
+
+int uih_mutable_set_watermark(uih_mutable* m, int64_t watermark, uih_error* err) {
+  return uih::CallC(err, "uih_mutable_set_watermark", [&] { return SetWatermark(m, watermark, err); });
+}
+
+int uih_mutable_watermark(uih_mutable* m, int64_t* watermark, int* has, uih_error* err) {
+  return uih::CallC(err, "uih_mutable_watermark", [&] { return GetWatermark(m, watermark, has, err); });
+}
+
+int uih_mutable_flush(uih_mutable* m, uih_error* err) {
+  return uih::CallC(err, "uih_mutable_flush", [&] { return Flush(m, err); });
+}
+
+int uih_mutable_compact(uih_mutable* m, uih_error* err) {
+  return uih::CallC(err, "uih_mutable_compact", [&] { return Compact(m, err); });
 }
 
 }  // extern "C"

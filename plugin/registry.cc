@@ -22,39 +22,52 @@ const std::vector<RegisteredName>& RegisteredNames() {
   return names;
 }
 
-}  // namespace uih
+namespace {
 
-int uih_rocksdb_register(rocksdb::ObjectLibrary& library, const std::string& /*arg*/) {
+int RegisterAll(rocksdb::ObjectLibrary& library) {
   using namespace rocksdb;
   library.AddFactory<TableFactory>(
-      uih::UihTableFactory::kClassName(),
+      UihTableFactory::kClassName(),
       [](const std::string&, std::unique_ptr<TableFactory>* guard, std::string*) {
-        guard->reset(new uih::UihTableFactory());
+        guard->reset(new UihTableFactory());
         return guard->get();
       });
   library.AddFactory<MergeOperator>(
-      uih::UihAppendOperator::kClassName(),
+      UihAppendOperator::kClassName(),
       [](const std::string&, std::unique_ptr<MergeOperator>* guard, std::string*) {
-        guard->reset(new uih::UihAppendOperator());
+        guard->reset(new UihAppendOperator());
         return guard->get();
       });
   library.AddFactory<CompactionFilterFactory>(
-      uih::UihRetentionFactory::kClassName(),
+      UihRetentionFactory::kClassName(),
       [](const std::string&, std::unique_ptr<CompactionFilterFactory>* guard, std::string*) {
-        guard->reset(new uih::UihRetentionFactory());
+        guard->reset(new UihRetentionFactory());
         return guard->get();
       });
   // compaction_filter=UihRetention would be one object for the whole
   // process; say what to write instead of failing with "Could not load".
   library.AddFactory<CompactionFilter>(
-      uih::UihRetentionFactory::kClassName(),
+      UihRetentionFactory::kClassName(),
       [](const std::string&, std::unique_ptr<CompactionFilter>*, std::string* errmsg) {
         *errmsg =
             "UihRetention keeps one store's watermark, so it is a compaction filter factory: "
             "write compaction_filter_factory=UihRetention instead of compaction_filter=";
         return static_cast<CompactionFilter*>(nullptr);
       });
-  return static_cast<int>(uih::RegisteredNames().size());
+  return static_cast<int>(RegisteredNames().size());
+}
+
+}  // namespace
+}  // namespace uih
+
+// C linkage (RocksDB declares registrars extern "C"), so nothing may escape:
+// were an allocation to fail, fewer names are registered and -1 says so.
+int uih_rocksdb_register(rocksdb::ObjectLibrary& library, const std::string& /*arg*/) {
+  try {
+    return uih::RegisterAll(library);
+  } catch (...) {
+    return -1;
+  }
 }
 
 namespace {

@@ -24,6 +24,8 @@ rocksdb::Status ToStatus(int code, const char* msg) {
     case UIH_ERR_OUT_OF_RANGE:
     case UIH_ERR_INCOMPATIBLE:
       return rocksdb::Status::InvalidArgument(m);
+    case UIH_ERR_INTERNAL:
+      return rocksdb::Status::Aborted(m);
     default:
       // A code this build does not know (newer engine): never report OK.
       return rocksdb::Status::Aborted("uihstore error ", std::to_string(code) + ": " + m.ToString());

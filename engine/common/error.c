@@ -17,6 +17,7 @@ static const char *const kMessages[] = {
     [UIH_ERR_TYPE_MISMATCH] = "type mismatch",
     [UIH_ERR_OUT_OF_RANGE] = "out of range",
     [UIH_ERR_INCOMPATIBLE] = "incompatible schema change",
+    [UIH_ERR_INTERNAL] = "internal error",
 };
 
 const char *uih_strerror(int code) {

@@ -251,8 +251,6 @@ void uih_csv_close(uih_csv_reader *r) {
   free(r);
 }
 
-uint64_t uih_csv_line(const uih_csv_reader *r) { return r ? r->record_line : 0; }
-
 /* ---- values ---------------------------------------------------------------- */
 
 static int parse_u64(const char *s, uint64_t *v) {

@@ -11,7 +11,10 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <filesystem>
 #include <map>
+#include <new>
+#include <stdexcept>
 #include <mutex>
 #include <random>
 #include <set>
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "batch_model.h"
+#include "c_api.h"
 #include "engine/stripe_gen.h"
 #include "rocksdb/db.h"
 #include "test_util.h"
@@ -427,6 +431,105 @@ TEST_F(Mutable, OptionsAreValidated) {
   Open(&o);
   Append(1, AtTimes({1, 2, 3, 4, 5}));
   EXPECT_EQ(3u, Read(1).size());
+}
+
+// Every file under `dir` with its size and modification time.
+std::string DirState(const std::string& dir) {
+  std::set<std::string> lines;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    std::error_code ec;
+    auto size = e.is_regular_file() ? e.file_size() : 0;
+    lines.insert(e.path().string() + " " + std::to_string(size) + " " +
+                 std::to_string(e.last_write_time(ec).time_since_epoch().count()));
+  }
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+TEST_F(Mutable, ReadOnlyOpenWritesNothingAndRefusesWrites) {
+  Open();
+  Append(5, AtTimes({10, 20}));
+  uih_error err{};
+  ASSERT_EQ(UIH_OK, uih_mutable_set_watermark(m_, 1, &err)) << err.msg;
+  uih_mutable_close(m_);
+  m_ = nullptr;
+  std::string before = DirState(dir_.path());
+  uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
+  o.read_only = 1;
+  Open(&o);
+  EXPECT_EQ(2u, Read(5).size());
+  int64_t wm;
+  int has;
+  ASSERT_EQ(UIH_OK, uih_mutable_watermark(m_, &wm, &has, &err)) << err.msg;
+  EXPECT_TRUE(has && wm == 1);
+  BatchPtr b = AtTimes({30});
+  EXPECT_EQ(UIH_ERR_NOT_SUPPORTED, uih_mutable_append(m_, 5, b.b, 0, &err)) << err.msg;
+  EXPECT_EQ(UIH_ERR_NOT_SUPPORTED, uih_mutable_set_watermark(m_, 2, &err)) << err.msg;
+  EXPECT_EQ(UIH_ERR_NOT_SUPPORTED, uih_mutable_flush(m_, &err)) << err.msg;
+  uih_mutable_close(m_);
+  m_ = nullptr;
+  EXPECT_EQ(before, DirState(dir_.path())) << "a read-only open wrote to the store";
+}
+
+// Paths that hold no store are refused and left as they were, whether the
+// open may create a store or not.
+TEST_F(Mutable, WhatIsNotAStoreIsRefusedAndLeftAlone) {
+  uih_mutable_opts create = UIH_MUTABLE_OPTS_DEFAULT, ro = UIH_MUTABLE_OPTS_DEFAULT;
+  ro.read_only = 1;
+  uih_error err{};
+  std::string missing = dir_ / "missing";
+  EXPECT_EQ(UIH_ERR_NOT_FOUND, uih_mutable_open(missing.c_str(), schema_, &ro, &m_, &err));
+  EXPECT_EQ("not a uihstore store: " + missing + ": it does not exist", std::string(err.msg));
+  EXPECT_FALSE(std::filesystem::exists(missing));
+
+  std::string plain = dir_ / "plain";
+  std::filesystem::create_directories(plain);
+  std::ofstream(plain + "/notes.txt") << "data";
+  std::string before = DirState(plain);
+  EXPECT_EQ(UIH_ERR_NOT_FOUND, uih_mutable_open(plain.c_str(), schema_, &ro, &m_, &err));
+  EXPECT_NE(nullptr, strstr(err.msg, "no RocksDB database in it")) << err.msg;
+  EXPECT_EQ(UIH_ERR_NOT_FOUND, uih_mutable_open((plain + "/notes.txt").c_str(), schema_, &create, &m_, &err));
+  EXPECT_NE(nullptr, strstr(err.msg, "it is not a directory")) << err.msg;
+  EXPECT_EQ(before, DirState(plain));
+
+  std::string other = dir_ / "other";
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, other, &db).ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "k", "v").ok());
+    delete db;
+  }
+  before = DirState(other);
+  for (const uih_mutable_opts* o : {&ro, &create}) {
+    EXPECT_EQ(UIH_ERR_NOT_FOUND, uih_mutable_open(other.c_str(), schema_, o, &m_, &err));
+    EXPECT_EQ("not a uihstore store: " + other + ": a RocksDB database without column family uih.mutable",
+              std::string(err.msg));
+    EXPECT_EQ(nullptr, m_);
+  }
+  EXPECT_EQ(before, DirState(other)) << "another RocksDB database was changed";
+}
+
+// The C API's firewall: no exception reaches a C caller.
+TEST(CApi, ExceptionsBecomeErrors) {
+  uih_error err{};
+  EXPECT_EQ(UIH_OK, uih::CallC(&err, "f", [] { return UIH_OK; }));
+  EXPECT_EQ(UIH_ERR_CORRUPTION, uih::CallC(&err, "f", [] { return (int)UIH_ERR_CORRUPTION; }));
+  EXPECT_EQ(UIH_ERR_NO_MEMORY, uih::CallC(&err, "uih_f", []() -> int { throw std::bad_alloc(); }));
+  EXPECT_STREQ("uih_f: out of memory", err.msg);
+  EXPECT_EQ(UIH_ERR_INTERNAL, uih::CallC(&err, "uih_f", []() -> int { throw std::runtime_error("boom"); }));
+  EXPECT_STREQ("uih_f: unexpected C++ exception: boom", err.msg);
+  EXPECT_EQ(UIH_ERR_INTERNAL, uih::CallC(&err, "uih_f", []() -> int { throw 7; }));
+  EXPECT_STREQ("uih_f: unexpected C++ exception", err.msg);
+  EXPECT_EQ(UIH_ERR_INTERNAL, uih::CallC(nullptr, "uih_f", []() -> int { throw 7; }));
+  bool ran = false;
+  uih::CallCVoid([&] {
+    ran = true;
+    throw std::logic_error("x");
+  });
+  EXPECT_TRUE(ran);
 }
 
 }  // namespace

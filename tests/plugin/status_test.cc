@@ -23,6 +23,7 @@ TEST(ToStatus, MapsEveryCode) {
       {UIH_ERR_TYPE_MISMATCH, Status::kInvalidArgument},
       {UIH_ERR_OUT_OF_RANGE, Status::kInvalidArgument},
       {UIH_ERR_INCOMPATIBLE, Status::kInvalidArgument},
+      {UIH_ERR_INTERNAL, Status::kAborted},
   };
   static_assert(sizeof cases / sizeof *cases == UIH_ERR_LAST_ + 1, "a code has no mapping test");
   for (const auto& c : cases) {

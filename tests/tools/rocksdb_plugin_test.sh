@@ -22,7 +22,7 @@ fail() { echo "rocksdb_plugin_test: $*"; exit 1; }
 [ -f "$rocksdb/CMakeLists.txt" ] && [ -f "$rocksdb/Makefile" ] || fail "no RocksDB source tree at $rocksdb"
 
 # The registrar has C linkage: RocksDB declares it inside extern "C".
-nm -D "$lib" | grep -q " T uih_rocksdb_register$" \
+nm -D "$lib" | grep -qE " T uih_rocksdb_register(@@[A-Z0-9_]+)?$" \
   || fail "uih_rocksdb_register is not exported with C linkage (RocksDB declares it extern \"C\")"
 
 # The installed engine, whose uihstore.pc both fragments read.

@@ -57,9 +57,6 @@ void uih_csv_close(uih_csv_reader *r); /* NULL is fine */
  * next call. At the end of the input *event is NULL. */
 int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, uih_error *err);
 
-/* The line the last record started on (the header is line 1). */
-uint64_t uih_csv_line(const uih_csv_reader *r);
-
 #ifdef __cplusplus
 }
 #endif

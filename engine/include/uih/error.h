@@ -26,8 +26,11 @@ enum {
   UIH_ERR_TYPE_MISMATCH = 9,    /* a trait was used as the wrong type */
   UIH_ERR_OUT_OF_RANGE = 10,    /* a value or count exceeds a limit */
   UIH_ERR_INCOMPATIBLE = 11,    /* a schema change breaks the evolution rules */
+  UIH_ERR_INTERNAL = 12,        /* a failure inside a library that is neither the caller's nor
+                                   the data's (e.g. an unexpected C++ exception); the message
+                                   says what */
 };
-#define UIH_ERR_LAST_ UIH_ERR_INCOMPATIBLE
+#define UIH_ERR_LAST_ UIH_ERR_INTERNAL
 
 /* Static description of a code ("corruption"); never NULL, unknown codes
  * give "unknown error". */

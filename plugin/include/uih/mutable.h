@@ -14,9 +14,10 @@
  * max_successive_merges = 64 so a hot key's operand chain in a memtable is
  * collapsed before reads of it get slow.
  *
- * The implementation is in libuih_rocksdb (it is RocksDB glue); link that
- * library, not only libuihstore, to use these functions. A store is safe to
- * use from any number of threads.
+ * Implemented and installed with libuih_rocksdb, the RocksDB glue (pkg-config
+ * uih_rocksdb, CMake uihstore::uih_rocksdb), which uses libuihstore's types.
+ * No C++ exception leaves these functions. A store is safe to use from any
+ * number of threads.
  */
 #ifndef UIH_MUTABLE_H
 #define UIH_MUTABLE_H
@@ -42,16 +43,23 @@ typedef struct uih_mutable_opts {
   size_t block_cache_bytes;       /* LRU block cache (default 64 MiB) */
   const char *db_options;         /* RocksDB DBOptions "k=v;..." applied last, or NULL */
   const char *cf_options;         /* ColumnFamilyOptions of uih.mutable, applied last */
+  int read_only;                  /* open for reading only: nothing at `path` is written or
+                                     created (no LOG file either); appends, the watermark,
+                                     flush and compact fail with UIH_ERR_NOT_SUPPORTED */
 } uih_mutable_opts;
 
-#define UIH_MUTABLE_OPTS_DEFAULT {1, 0, 0, 64, (size_t)64 << 20, NULL, NULL}
+#define UIH_MUTABLE_OPTS_DEFAULT {1, 0, 0, 64, (size_t)64 << 20, NULL, NULL, 0}
 
 typedef struct uih_mutable uih_mutable;
 
-/* Opens (or creates) the store at `path`. `schema` gives the groups appends
- * and reads use; it must outlive the store. `opts` NULL means the defaults.
+/* Opens the store at `path`, or creates one there when nothing is (with
+ * create_if_missing, not read_only). `schema` gives the groups appends and
+ * reads use; it must outlive the store. `opts` NULL means the defaults.
  * Other column families in the database are opened with default options
- * and left alone. */
+ * and left alone. A path that holds no store — missing, not a directory, no
+ * RocksDB database, or a RocksDB database without column family
+ * uih.mutable — fails with UIH_ERR_NOT_FOUND ("not a uihstore store: PATH:
+ * why") and is left as it was. */
 int uih_mutable_open(const char *path, const uih_schema *schema, const uih_mutable_opts *opts,
                      uih_mutable **out, uih_error *err);
 
