@@ -260,6 +260,7 @@ void uih_table_index_free(uih_table_index *x) {
 }
 
 uint64_t uih_table_index_entries(const uih_table_index *x) { return x->n; }
+uint64_t uih_table_index_data_size(const uih_table_index *x) { return x->data_size; }
 size_t uih_table_index_memory(const uih_table_index *x) {
   return x->len + UIH_PACK_PAD + sizeof *x + sizeof(uint64_t) * x->nrestarts;
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <random>
 #include <string>
@@ -213,6 +214,86 @@ TEST_P(Table, CursorMatchesTheModel) {
   }
 }
 
+// The read path: spans of key ranges and of one key's versions are the
+// model's entries and exactly their bytes; each value in a span checks out.
+TEST_P(Table, SpansAreTheModelsEntriesAndBytes) {
+  auto [kl, interval] = GetParam();
+  auto [uih_keys, layout] = kl;
+  std::mt19937_64 rng(interval * 16 + uih_keys * 4 + static_cast<unsigned>(layout + 1));
+  for (size_t n : {size_t{0}, size_t{1}, size_t{40}, size_t{700}}) {
+    auto model = RandomEntries(rng, uih_keys, n);
+    Built b = Build(model, interval, layout);
+    uih_table_index* idx = nullptr;
+    ASSERT_EQ(UIH_OK, uih_table_index_open(reinterpret_cast<const uint8_t*>(b.index.data()), b.index.size(),
+                                           b.data.size(), &idx, nullptr));
+    ASSERT_EQ(b.data.size(), uih_table_index_data_size(idx));
+    uih_table_cursor c;
+    ASSERT_EQ(UIH_OK, uih_table_cursor_init(&c, idx, nullptr));
+    // First entry whose user key is >= k (bytewise), in the model.
+    auto lower = [&](const std::string& k) {
+      size_t i = 0;
+      while (i < model.size() && model[i].key < k) i++;
+      return i;
+    };
+    auto offset_of = [&](size_t i) {
+      size_t off = 0;
+      for (size_t j = 0; j < i; j++) off += model[j].value.size() + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+      return off;
+    };
+    auto some_key = [&]() -> std::string {
+      if (!model.empty() && rng() % 3) return model[rng() % model.size()].key;
+      std::string k;
+      for (size_t j = rng() % 20; j > 0; j--) k.push_back(static_cast<char>(rng() % 4 ? rng() % 3 : rng()));
+      return k;
+    };
+    for (int round = 0; round < 60; round++) {
+      std::string lo = some_key(), hi = some_key();
+      bool open_lo = rng() % 8 == 0, open_hi = rng() % 8 == 0;
+      uih_table_span sp;
+      uih_table_span_keys(&c, open_lo ? nullptr : reinterpret_cast<const uint8_t*>(lo.data()), lo.size(),
+                          open_hi ? nullptr : reinterpret_cast<const uint8_t*>(hi.data()), hi.size(), &sp);
+      size_t first = open_lo ? 0 : lower(lo), end = open_hi ? model.size() : std::max(first, lower(hi));
+      ASSERT_EQ(first, sp.first);
+      ASSERT_EQ(end, sp.end);
+      ASSERT_EQ(offset_of(first), sp.offset);
+      ASSERT_EQ(offset_of(end) - offset_of(first), sp.length);
+      // Every value of the span, read from its bytes alone, checks out.
+      std::string bytes = b.data.substr(sp.offset, sp.length);
+      size_t at = 0;
+      for (size_t i = first; i < end; i++) {
+        uih_error err{};
+        ASSERT_EQ(UIH_OK, uih_table_value_check(reinterpret_cast<const uint8_t*>(bytes.data()) + at,
+                                                static_cast<uint32_t>(model[i].value.size()), sp.offset + at, &err))
+            << err.msg;
+        ASSERT_EQ(model[i].value, bytes.substr(at, model[i].value.size()));
+        at += model[i].value.size() + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+      }
+      // One key's versions from a seek on.
+      if (model.empty()) continue;
+      size_t i = rng() % model.size();
+      uih_table_cursor_goto(&c, i);
+      const std::string& k = model[i].key;
+      uih_table_span_key(&c, reinterpret_cast<const uint8_t*>(k.data()), k.size(), &sp);
+      size_t e = i;
+      while (e < model.size() && model[e].key == k) e++;
+      ASSERT_EQ(i, sp.first);
+      ASSERT_EQ(e, sp.end);
+      ASSERT_EQ(offset_of(i), sp.offset);
+      ASSERT_EQ(offset_of(e) - offset_of(i), sp.length);
+      ASSERT_EQ(e, c.pos);
+      // At another key: empty, cursor unmoved.
+      std::string other = k + "x";
+      uih_table_cursor_goto(&c, i);
+      uih_table_span_key(&c, reinterpret_cast<const uint8_t*>(other.data()), other.size(), &sp);
+      ASSERT_EQ(0u, sp.length);
+      ASSERT_EQ(sp.first, sp.end);
+      ASSERT_EQ(i, c.pos);
+    }
+    uih_table_cursor_free(&c);
+    uih_table_index_free(idx);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(KeysAndRestarts, Table,
                          testing::Combine(testing::Values(KeysAndLayout{false, UIH_TABLE_LAYOUT_AUTO},
                                                           KeysAndLayout{false, UIH_TABLE_LAYOUT_PREFIX},
@@ -372,6 +453,46 @@ TEST(TableCompare, IsInternalKeyOrder) {
   EXPECT_LT(uih_table_compare(a, 2, 9, a, 2, 8), 0);    // newer (larger trailer) first
   EXPECT_EQ(0, uih_table_compare(a, 2, 7, a, 2, 7));
   EXPECT_LT(uih_table_compare(nullptr, 0, 0, a, 2, 0), 0);  // the empty key sorts first
+}
+
+}  // namespace
+
+namespace {
+
+TEST(TableRead, ValueChecksNameTheOffset) {
+  std::string v = "a value";
+  uint32_t sum = uih_table_value_checksum(v.data(), v.size());
+  std::string bytes = v + std::string(reinterpret_cast<char*>(&sum), 4);
+  uih_error err{};
+  EXPECT_EQ(UIH_OK, uih_table_value_check(reinterpret_cast<const uint8_t*>(bytes.data()), 7, 1234, &err));
+  for (size_t i = 0; i < bytes.size(); i++) {
+    std::string bad = bytes;
+    bad[i] ^= 0x20;
+    ASSERT_EQ(UIH_ERR_CORRUPTION, uih_table_value_check(reinterpret_cast<const uint8_t*>(bad.data()), 7, 1234, &err));
+    ASSERT_STREQ("value checksum mismatch at data offset 1234 (7 bytes)", err.msg);
+  }
+}
+
+TEST(TableRead, ReadOutcomesNameTheBytes) {
+  char buf[100];
+  uih_io_req r{3, 4096, 100, buf, 100};
+  uih_error err{};
+  EXPECT_EQ(UIH_OK, uih_table_read_status(&r, &err));
+  r.result = -EIO;
+  EXPECT_EQ(UIH_ERR_IO, uih_table_read_status(&r, &err));
+  EXPECT_STREQ("reading bytes [4096, 4196): Input/output error", err.msg);
+  r.result = 60;
+  EXPECT_EQ(UIH_ERR_CORRUPTION, uih_table_read_status(&r, &err));
+  EXPECT_STREQ("the file ends at byte 4156, before bytes [4096, 4196) its index names (truncated?)", err.msg);
+}
+
+TEST(TableRead, WindowsDoubleFromTheFirstUpToTheMaximum) {
+  uint64_t w = 0;
+  std::vector<uint64_t> seen;
+  for (int i = 0; i < 8; i++) seen.push_back(w = uih_table_window_next(w, 100000));
+  EXPECT_EQ((std::vector<uint64_t>{8192, 16384, 32768, 65536, 100000, 100000, 100000, 100000}), seen);
+  EXPECT_EQ(4096u, uih_table_window_next(0, 4096));  // a maximum below the first window caps it
+  EXPECT_EQ(1u, uih_table_window_next(0, 0));
 }
 
 }  // namespace

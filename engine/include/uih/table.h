@@ -72,6 +72,7 @@
 #include <stdint.h>
 
 #include "uih/error.h"
+#include "uih/io.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -151,6 +152,7 @@ int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
 void uih_table_index_free(uih_table_index *idx); /* NULL is fine */
 
 uint64_t uih_table_index_entries(const uih_table_index *idx);
+uint64_t uih_table_index_data_size(const uih_table_index *idx); /* bytes of the data section */
 size_t uih_table_index_memory(const uih_table_index *idx); /* bytes held */
 size_t uih_table_index_max_key(const uih_table_index *idx); /* longest user key */
 uih_table_layout uih_table_index_layout(const uih_table_index *idx);
@@ -207,6 +209,55 @@ typedef struct uih_table_backstep uih_table_backstep;
 uih_table_backstep *uih_table_backstep_create(const uih_table_index *idx);
 void uih_table_backstep_free(uih_table_backstep *b); /* NULL is fine */
 void uih_table_cursor_prev_with(uih_table_cursor *c, uih_table_backstep *b);
+
+/* ---- the read path --------------------------------------------------------- */
+
+/* What a reader needs below RocksDB's DB layer (the RocksDB glue reads
+ * through it; so can anything reading a table's file directly): which
+ * bytes hold which entries, a read of them through uih/io.h, and each value
+ * checked.
+ *
+ * A span: entries [first, end) and their bytes [offset, offset + length)
+ * of the data section, values with their checksums. Values are stored in
+ * key order, back to back, so a span is one contiguous read. */
+typedef struct uih_table_span {
+  uint64_t first, end;
+  uint64_t offset, length;
+} uih_table_span;
+
+/* The span of the entries whose user keys are in [lo, hi) (lo NULL: from
+ * the first; hi NULL: to the last), found with the caller's cursor, which
+ * is left at entry `end`. No I/O. */
+void uih_table_span_keys(uih_table_cursor *c, const uint8_t *lo, size_t lolen, const uint8_t *hi,
+                         size_t hilen, uih_table_span *out);
+
+/* The span of the entries of user key `ukey` from the cursor's entry on
+ * (the versions at and after a seek); the cursor is left after them. Empty
+ * when the cursor is invalid or at another key. */
+void uih_table_span_key(uih_table_cursor *c, const uint8_t *ukey, size_t uklen, uih_table_span *out);
+
+/* A read of span `s` from `fd` into `buf` (s->length bytes), for uih_io_read. */
+static inline uih_io_req uih_table_span_req(int fd, const uih_table_span *s, void *buf) {
+  uih_io_req r = {fd, s->offset, (size_t)s->length, buf, 0};
+  return r;
+}
+
+/* What a finished read of table bytes means: UIH_OK when every byte
+ * arrived; UIH_ERR_IO with the system's reason; UIH_ERR_CORRUPTION when
+ * the file ends before bytes its index names. Messages name the bytes. */
+int uih_table_read_status(const uih_io_req *r, uih_error *err);
+
+/* Checks the value of `vlen` bytes at `bytes`, followed by its stored
+ * checksum, that the index places at data offset `voff`: UIH_OK, or
+ * UIH_ERR_CORRUPTION naming the offset. */
+int uih_table_value_check(const uint8_t *bytes, uint32_t vlen, uint64_t voff, uih_error *err);
+
+/* The read-ahead of a scan: windows start at UIH_TABLE_FIRST_WINDOW bytes
+ * after a seek (prev = 0) and double with each further read, up to `max`.
+ * A read is max(window, the value at hand), so scans are one read per
+ * window and a seek to a short range reads little. */
+#define UIH_TABLE_FIRST_WINDOW 8192
+uint64_t uih_table_window_next(uint64_t prev, uint64_t max);
 
 #ifdef __cplusplus
 }
