@@ -498,19 +498,19 @@ static int block_decode(uih_cursor *c, size_t cnt, int is_signed, uint64_t bias,
  * the cursor lands where block_decode would leave it; the packed values
  * are not unpacked and the exception positions not validated. */
 static int block_skip(uih_cursor *c, size_t cnt) {
-  const uint8_t *p = c->p;
+  const uint8_t *p = uih_cursor_peek(c, 10);
   uint64_t head;
-  if (!c->bad && uih_cursor_left(c) >= 10 &&
-      (memcpy(&head, p, 8), (~head & UINT64_C(0x8080808080808080)) != 0)) {
-    /* The usual header, read in place (as dir_next does): a minimum of at
-     * most 8 varint bytes, which is always well-formed, then w and x. */
+  if (p && (memcpy(&head, p, 8), (~head & UINT64_C(0x8080808080808080)) != 0)) {
+    /* The usual header, peeked at in place (as dir_next does): a minimum
+     * of at most 8 varint bytes, which is always well-formed, then w and x. */
     size_t len = (size_t)__builtin_ctzll(~head & UINT64_C(0x8080808080808080)) / 8 + 1;
     unsigned w = p[len];
     size_t nexc = p[len + 1];
     if (w > 64 || nexc > cnt || (nexc && w == 64)) return c->bad = 1, -1;
     len += 2 + (cnt * w + 7) / 8;
     if (nexc) {
-      unsigned xw = len < uih_cursor_left(c) ? p[len] : 0;
+      const uint8_t *q = uih_cursor_peek(c, len + 1);
+      unsigned xw = q ? q[len] : 0;
       if (xw == 0 || xw > 64 - w) return c->bad = 1, -1;
       len += 1 + nexc + (nexc * xw + 7) / 8;
     }

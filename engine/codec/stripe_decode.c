@@ -66,13 +66,13 @@ static int read_header(const uint8_t *buf, size_t len, stripe_view *v, uih_error
 static inline int dir_next(uih_cursor *c, stripe_dir_entry *de) {
   uint64_t id, length;
   uint8_t type, codes;
-  const uint8_t *p = c->p;
-  if (!c->bad && uih_cursor_left(c) >= 5 && p[0] < 0x80 && (p[3] < 0x80 || p[4] < 0x80)) {
+  const uint8_t *p = uih_cursor_peek(c, 5);
+  if (p && p[0] < 0x80 && (p[3] < 0x80 || p[4] < 0x80)) {
     /* The usual entry: a one-byte id, a length of one or two bytes. */
     id = p[0], type = p[1], codes = p[2];
     length = p[3] & 0x7f;
     if (p[3] & 0x80) length |= (uint64_t)p[4] << 7;
-    c->p = p + (p[3] < 0x80 ? 4 : 5);
+    uih_cursor_skip(c, p[3] < 0x80 ? 4 : 5);
   } else {
     id = uih_cursor_varint(c);
     const uint8_t *type_codes = uih_cursor_take(c, 2);
@@ -298,8 +298,8 @@ int uih_stripe_decode(uih_stripe_decoder *d, const uint8_t *buf, size_t len, uin
   stripe_view v;
   UIH_FORWARD(read_header(buf, len, &v, err));
   if (flags & UIH_DECODE_VERIFY_CHECKSUM) {
-    uint32_t stored;
-    memcpy(&stored, buf + len - UIH_STRIPE_CHECKSUM_SIZE, sizeof stored);
+    uih_cursor sum = uih_cursor_make(buf + len - UIH_STRIPE_CHECKSUM_SIZE, UIH_STRIPE_CHECKSUM_SIZE);
+    uint32_t stored = uih_cursor_u32(&sum);
     uint32_t actual = uih_checksum32(buf, len - UIH_STRIPE_CHECKSUM_SIZE);
     if (stored != actual)
       return uih_corruption(err, "stripe checksum mismatch: stored %08x, computed %08x", stored, actual);

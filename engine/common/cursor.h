@@ -1,7 +1,9 @@
 /* A bounds-checked reader over untrusted bytes. Every read checks the bytes
  * that remain; a failed read sets `bad` and returns zeros, so a decoder can
- * read a whole header and test `bad` once. No raw pointer arithmetic on file
- * bytes happens outside this type. */
+ * read a whole header and test `bad` once. Bytes from a file or an input
+ * are reached through a cursor: a fast path peeks at the next bytes (one
+ * check for several fields) and then skips them. Decoders may index into a
+ * region a cursor handed out (uih_cursor_take/peek) up to its length. */
 #ifndef UIH_CURSOR_H
 #define UIH_CURSOR_H
 
@@ -45,6 +47,20 @@ static inline const uint8_t *uih_cursor_take(uih_cursor *c, size_t n) {
   return p;
 }
 
+/* A pointer to the next `n` bytes without moving, or NULL if fewer remain
+ * (the cursor unchanged: a fast path that reads several fields at once
+ * falls back to reading them one by one). Move with uih_cursor_skip. */
+static inline const uint8_t *uih_cursor_peek(const uih_cursor *c, size_t n) {
+  return !c->bad && n <= uih_cursor_left(c) ? c->p : NULL;
+}
+
+/* Moves past `n` bytes; 0, or -1 (and `bad` set) if fewer remain. */
+static inline int uih_cursor_skip(uih_cursor *c, size_t n) { return uih_cursor_take(c, n) ? 0 : -1; }
+
+/* Where the cursor is, in bytes from `base` (the start of what it reads),
+ * for error messages. */
+static inline size_t uih_cursor_offset(const uih_cursor *c, const uint8_t *base) { return (size_t)(c->p - base); }
+
 static inline uint8_t uih_cursor_u8(uih_cursor *c) {
   const uint8_t *p = uih_cursor_take(c, 1);
   return p ? p[0] : 0;
@@ -65,6 +81,14 @@ static inline uint64_t uih_cursor_u64(uih_cursor *c) {
   const uint8_t *p = uih_cursor_take(c, 8);
   uint64_t v = 0;
   if (p) memcpy(&v, p, 8);
+  return v;
+}
+
+/* Big-endian, for formats whose bytes sort in numeric order. */
+static inline uint64_t uih_cursor_be64(uih_cursor *c) {
+  const uint8_t *p = uih_cursor_take(c, 8);
+  uint64_t v = 0;
+  for (unsigned i = 0; p && i < 8; i++) v = v << 8 | p[i];
   return v;
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bits.h"
+#include "cursor.h"
 #include "error_internal.h"
 #include "events_format.h"
 #include "mem.h"
@@ -51,8 +52,10 @@ struct uih_events {
   column tmp[UIH_EVENTS_COLUMNS_MAX];
 };
 
-/* A parsed, validated list. */
+/* A parsed, validated list. Its regions were handed out by the cursor that
+ * validated them; walkers read them through cursors again (body()). */
 typedef struct list {
+  const uint8_t *base; /* the list's first byte, for offsets in messages */
   uint8_t flags;
   uint16_t group;
   uint32_t n, c;
@@ -63,8 +66,23 @@ typedef struct list {
   uint8_t width[UIH_EVENTS_COLUMNS_MAX];
 } list;
 
+/* A cursor over the list's rows (or quarantine body). */
+static inline uih_cursor body(const list *L) { return uih_cursor_make(L->body, (size_t)(L->end - L->body)); }
+
+/* Column j of a column table of c columns. */
+static column col_at(const uint8_t *cols, uint32_t c, uint32_t j) {
+  uih_cursor t = uih_cursor_make(cols, (size_t)UIH_EVENTS_COLUMN_SIZE * c);
+  uih_cursor_skip(&t, (size_t)UIH_EVENTS_COLUMN_SIZE * j);
+  column k;
+  k.id = uih_cursor_u16(&t);
+  k.type = uih_cursor_u8(&t);
+  return k;
+}
+
+/* The time of the row at `row` (at least UIH_EVENTS_TS_SIZE bytes). */
 static inline int64_t row_ts(const uint8_t *row) {
-  return uih_order_i64(uih_load_be64(row));
+  uih_cursor t = uih_cursor_make(row, UIH_EVENTS_TS_SIZE);
+  return uih_order_i64(uih_cursor_be64(&t));
 }
 
 static inline int row_cmp(const row_ref *a, const row_ref *b) {
@@ -122,114 +140,113 @@ static int parse_head(const uint8_t *buf, size_t len, list *L, uih_error *err) {
   if (len > UIH_EVENTS_BYTES_MAX)
     return uih_corruption(err, "event list: %zu bytes, more than the %u-byte maximum", len,
                           (unsigned)UIH_EVENTS_BYTES_MAX);
-  if (buf[0] != UIH_EVENTS_VERSION)
-    return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
-                         "event list: offset 0: format version %u, this build reads version %u",
-                         buf[0], UIH_EVENTS_VERSION);
   size_t body_end = len - UIH_EVENTS_CHECKSUM_SIZE;
-  uint32_t stored, actual = uih_checksum32(buf, body_end);
-  memcpy(&stored, buf + body_end, 4);
+  uih_cursor c = uih_cursor_make(buf, len);
+  uint8_t version = uih_cursor_u8(&c);
+  if (version != UIH_EVENTS_VERSION)
+    return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
+                         "event list: offset 0: format version %u, this build reads version %u", version,
+                         UIH_EVENTS_VERSION);
+  uih_cursor sum = uih_cursor_make(buf + body_end, UIH_EVENTS_CHECKSUM_SIZE);
+  uint32_t stored = uih_cursor_u32(&sum), actual = uih_checksum32(buf, body_end);
   if (stored != actual)
-    return uih_corruption(err, "event list: offset %zu: checksum %08x, the bytes give %08x",
-                          body_end, stored, actual);
-  L->flags = buf[1];
+    return uih_corruption(err, "event list: offset %zu: checksum %08x, the bytes give %08x", body_end, stored,
+                          actual);
+  L->base = buf;
+  L->flags = uih_cursor_u8(&c);
+  L->group = uih_cursor_u16(&c);
+  L->n = uih_cursor_u32(&c);
+  L->c = uih_cursor_u16(&c);
+  L->end = buf + body_end;
   if (L->flags & ~UIH_EVENTS_FLAG_QUARANTINED)
     return uih_corruption(err, "event list: offset 1: unknown flags 0x%02x", L->flags);
-  uint16_t c16;
-  memcpy(&L->group, buf + 2, 2);
-  memcpy(&L->n, buf + 4, 4);
-  memcpy(&c16, buf + 8, 2);
-  L->c = c16;
-  L->end = buf + body_end;
   if (L->flags & UIH_EVENTS_FLAG_QUARANTINED) {
     if (L->c != 0) return uih_corruption(err, "event list: offset 8: quarantined with %u columns", L->c);
-    L->cols = L->body = buf + UIH_EVENTS_HEADER_SIZE;
+    L->cols = L->body = c.p;
     return UIH_OK;
   }
   if (L->c == 0 || L->c > UIH_EVENTS_COLUMNS_MAX)
-    return uih_corruption(err, "event list: offset 8: %u columns, expected 1..%u", L->c,
-                          UIH_EVENTS_COLUMNS_MAX);
+    return uih_corruption(err, "event list: offset 8: %u columns, expected 1..%u", L->c, UIH_EVENTS_COLUMNS_MAX);
   if (L->n > UIH_EVENTS_MAX)
-    return uih_corruption(err, "event list: offset 4: %u events, more than %u", L->n,
-                          UIH_EVENTS_MAX);
-  if ((size_t)UIH_EVENTS_COLUMN_SIZE * L->c > body_end - UIH_EVENTS_HEADER_SIZE)
-    return uih_corruption(err, "event list: offset 10: %u columns do not fit in %zu bytes", L->c,
-                          len);
-  L->cols = buf + UIH_EVENTS_HEADER_SIZE;
-  L->body = L->cols + (size_t)UIH_EVENTS_COLUMN_SIZE * L->c;
-  uint16_t prev = 0, ts_id;
-  memcpy(&ts_id, L->cols, 2);
+    return uih_corruption(err, "event list: offset 4: %u events, more than %u", L->n, UIH_EVENTS_MAX);
+  c.end = L->end; /* the checksum is not the column table's */
+  L->cols = uih_cursor_take(&c, (size_t)UIH_EVENTS_COLUMN_SIZE * L->c);
+  if (!L->cols)
+    return uih_corruption(err, "event list: offset 10: %u columns do not fit in %zu bytes", L->c, len);
+  L->body = c.p;
+  uih_cursor t = uih_cursor_make(L->cols, (size_t)UIH_EVENTS_COLUMN_SIZE * L->c);
+  uint16_t prev = 0, ts_id = 0;
   for (uint32_t j = 0; j < L->c; j++) {
-    const uint8_t *e = L->cols + (size_t)UIH_EVENTS_COLUMN_SIZE * j;
-    uint16_t id;
-    memcpy(&id, e, 2);
-    size_t at = (size_t)(e - buf);
-    size_t w = uih_type_width((uih_type)e[2]);
-    if (w == 0) return uih_corruption(err, "event list: offset %zu: unknown trait type %u", at + 2, e[2]);
+    size_t at = UIH_EVENTS_HEADER_SIZE + uih_cursor_offset(&t, L->cols);
+    uint16_t id = uih_cursor_u16(&t);
+    uint8_t type = uih_cursor_u8(&t);
+    size_t w = uih_type_width((uih_type)type);
+    if (j == 0) ts_id = id;
+    if (w == 0) return uih_corruption(err, "event list: offset %zu: unknown trait type %u", at + 2, type);
     if (id == 0) return uih_corruption(err, "event list: offset %zu: trait id 0", at);
-    if ((j == 0) != (e[2] == UIH_TYPE_TIMESTAMP))
-      return uih_corruption(err, "event list: offset %zu: column %u has type %u; %s", at + 2, j,
-                            e[2], j == 0 ? "column 0 must be the timestamp"
-                                         : "only column 0 may be a timestamp");
+    if ((j == 0) != (type == UIH_TYPE_TIMESTAMP))
+      return uih_corruption(err, "event list: offset %zu: column %u has type %u; %s", at + 2, j, type,
+                            j == 0 ? "column 0 must be the timestamp" : "only column 0 may be a timestamp");
     if (j > 0 && id == ts_id)
-      return uih_corruption(err, "event list: offset %zu: trait id %u is also the timestamp's", at,
-                            id);
+      return uih_corruption(err, "event list: offset %zu: trait id %u is also the timestamp's", at, id);
     if (j > 1 && id <= prev)
-      return uih_corruption(err, "event list: offset %zu: trait id %u after %u, expected ascending",
-                            at, id, prev);
+      return uih_corruption(err, "event list: offset %zu: trait id %u after %u, expected ascending", at, id, prev);
     prev = j == 0 ? 0 : id;
     L->width[j] = (uint8_t)w;
   }
   return UIH_OK;
 }
 
-/* Length of the row at `p` (at most `avail` bytes), or 0 if it is malformed. */
-static uint32_t row_len(const list *L, const uint8_t *p, size_t avail, const char **why) {
+/* Reads the row at `rows` and moves past it; returns its length, or 0 if
+ * it is malformed (*why says how; `rows` is then bad). */
+static uint32_t row_next(const list *L, uih_cursor *rows, const char **why) {
+  const uint8_t *start = rows->p;
   uint32_t pb = presence_bytes(L->c);
-  if (avail < UIH_EVENTS_TS_SIZE + pb) {
-    *why = "the row's timestamp and presence bytes run past the end";
+  if (!uih_cursor_take(rows, UIH_EVENTS_TS_SIZE)) {
+    *why = "the row's timestamp runs past the end";
     return 0;
   }
-  const uint8_t *pres = p + UIH_EVENTS_TS_SIZE;
-  size_t n = UIH_EVENTS_TS_SIZE + pb;
+  const uint8_t *pres = uih_cursor_take(rows, pb);
+  if (!pres) {
+    *why = "the row's presence bytes run past the end";
+    return 0;
+  }
   for (uint32_t j = 1; j < L->c; j++) {
     if (!uih_bit_get(pres, j - 1)) continue;
-    if (n + L->width[j] > avail) {
+    const uint8_t *v = uih_cursor_take(rows, L->width[j]);
+    if (!v) {
       *why = "the row's values run past the end";
       return 0;
     }
-    if (L->width[j] == 1 && p[n] > 1) {
+    if (L->width[j] == 1 && v[0] > 1) {
       *why = "a flag value is neither 0 nor 1";
+      rows->bad = 1;
       return 0;
     }
-    n += L->width[j];
   }
   if (L->c > 1 && uih_bit_tail(pres, L->c - 1)) {
     *why = "presence bits are set past the last column";
+    rows->bad = 1;
     return 0;
   }
-  return (uint32_t)n;
+  return (uint32_t)(rows->p - start);
 }
 
 /* parse_head() plus a walk over every row (or quarantined input). When
  * `refs` is given, the rows are appended to ev->refs. */
-static int parse_list(uih_events *ev, const uint8_t *buf, size_t len, list *L, int refs,
-                      uih_error *err) {
+static int parse_list(uih_events *ev, const uint8_t *buf, size_t len, list *L, int refs, uih_error *err) {
   UIH_FORWARD(parse_head(buf, len, L, err));
-  const uint8_t *p = L->body;
+  uih_cursor c = body(L);
   if (L->flags & UIH_EVENTS_FLAG_QUARANTINED) {
-    if (L->end - p < 2) return uih_corruption(err, "event list: offset 10: quarantine reason missing");
-    uint16_t r;
-    memcpy(&r, p, 2);
-    if (r > UIH_EVENTS_REASON_MAX || (size_t)(L->end - p - 2) < r)
+    uint16_t r = uih_cursor_u16(&c);
+    if (c.bad) return uih_corruption(err, "event list: offset 10: quarantine reason missing");
+    if (r > UIH_EVENTS_REASON_MAX || !uih_cursor_take(&c, r))
       return uih_corruption(err, "event list: offset 10: reason of %u bytes does not fit", r);
-    p += 2 + r;
     for (uint32_t i = 0; i < L->n; i++) {
-      uint32_t k;
-      if (L->end - p < 4 || (memcpy(&k, p, 4), (size_t)(L->end - p - 4) < k))
-        return uih_corruption(err, "event list: offset %zu: quarantined input %u runs past the end",
-                              (size_t)(p - buf), i);
-      p += 4 + k;
+      size_t at = uih_cursor_offset(&c, buf);
+      uint32_t k = uih_cursor_u32(&c);
+      if (!uih_cursor_take(&c, k))
+        return uih_corruption(err, "event list: offset %zu: quarantined input %u runs past the end", at, i);
     }
   } else {
     if (refs) UIH_FORWARD(reserve_refs(ev, ev->nrefs + L->n, err));
@@ -237,33 +254,40 @@ static int parse_list(uih_events *ev, const uint8_t *buf, size_t len, list *L, i
     L->last = NULL;
     for (uint32_t i = 0; i < L->n; i++) {
       const char *why = NULL;
-      uint32_t n = row_len(L, p, (size_t)(L->end - p), &why);
+      const uint8_t *row = c.p;
+      uint32_t n = row_next(L, &c, &why);
       if (n == 0)
-        return uih_corruption(err, "event list: offset %zu: event %u of %u: %s", (size_t)(p - buf), i,
-                              L->n, why);
-      row_ref cur = {p, n};
+        return uih_corruption(err, "event list: offset %zu: event %u of %u: %s", (size_t)(row - buf), i, L->n, why);
+      row_ref cur = {row, n};
       if (prev.p && row_cmp(&prev, &cur) >= 0)
-        return uih_corruption(err, "event list: offset %zu: event %u is not after event %u "
+        return uih_corruption(err,
+                              "event list: offset %zu: event %u is not after event %u "
                               "(expected canonical order without duplicates)",
-                              (size_t)(p - buf), i, i - 1);
+                              (size_t)(row - buf), i, i - 1);
       if (refs) ev->refs[ev->nrefs++] = cur;
       prev = cur;
-      L->last = p;
-      p += n;
+      L->last = row;
     }
   }
-  if (p != L->end)
-    return uih_corruption(err, "event list: offset %zu: %zu bytes after the last %s",
-                          (size_t)(p - buf), (size_t)(L->end - p),
-                          (L->flags & UIH_EVENTS_FLAG_QUARANTINED) ? "input" : "event");
+  if (uih_cursor_left(&c) != 0)
+    return uih_corruption(err, "event list: offset %zu: %zu bytes after the last %s", uih_cursor_offset(&c, buf),
+                          uih_cursor_left(&c), (L->flags & UIH_EVENTS_FLAG_QUARANTINED) ? "input" : "event");
   return UIH_OK;
 }
 
+/* A validated quarantined list's body past its reason: the framed inputs. */
+static uih_cursor quarantined_inputs(const list *L) {
+  uih_cursor c = body(L);
+  uih_cursor_skip(&c, uih_cursor_u16(&c));
+  return c;
+}
+
 static const char *quarantine_reason(const list *L, char *buf, size_t cap) {
-  uint16_t r;
-  memcpy(&r, L->body, 2);
-  size_t n = r < cap - 1 ? r : cap - 1;
-  memcpy(buf, L->body + 2, n);
+  uih_cursor c = body(L);
+  uint16_t r = uih_cursor_u16(&c);
+  const uint8_t *text = uih_cursor_take(&c, r);
+  size_t n = text ? (r < cap - 1 ? r : cap - 1) : 0;
+  if (n) memcpy(buf, text, n);
   buf[n] = '\0';
   return buf;
 }
@@ -298,17 +322,14 @@ int uih_events_quarantined(const uint8_t *buf, size_t len, uint32_t i, uih_slice
   if (input) {
     UIH_RETURN_IF(i >= L.n, err, UIH_ERR_OUT_OF_RANGE,
                   "events_quarantined: input %u of a list keeping %u", i, L.n);
-    uint16_t r;
-    memcpy(&r, L.body, 2);
-    const uint8_t *p = L.body + 2 + r;
+    uih_cursor c = quarantined_inputs(&L);
     for (uint32_t k = 0;; k++) {
-      uint32_t n;
-      memcpy(&n, p, 4);
+      uint32_t n = uih_cursor_u32(&c);
+      const uint8_t *bytes = uih_cursor_take(&c, n);
       if (k == i) {
-        *input = (uih_slice){p + 4, n};
+        *input = (uih_slice){bytes, n};
         break;
       }
-      p += 4 + n;
     }
   }
   return UIH_OK;
@@ -440,8 +461,7 @@ static const char *input_name(input_namer *nm, size_t i) {
 
 /* Folds the columns of `L` into ev->cols (sorted by id after column 0). */
 static int union_columns(uih_events *ev, const list *L, uih_error *err) {
-  uint16_t ts_id;
-  memcpy(&ts_id, L->cols, 2);
+  uint16_t ts_id = col_at(L->cols, L->c, 0).id;
   if (ev->ncols == 0) {
     ev->cols[0] = (column){ts_id, UIH_TYPE_TIMESTAMP};
     ev->ncols = 1;
@@ -452,10 +472,7 @@ static int union_columns(uih_events *ev, const list *L, uih_error *err) {
   uint32_t a = 1, b = 1, k = 0;
   while (a < ev->ncols || b < L->c) {
     column cb = {0, 0};
-    if (b < L->c) {
-      memcpy(&cb.id, L->cols + 3 * (size_t)b, 2);
-      cb.type = L->cols[3 * (size_t)b + 2];
-    }
+    if (b < L->c) cb = col_at(L->cols, L->c, b);
     if (b >= L->c || (a < ev->ncols && ev->cols[a].id < cb.id)) {
       ev->tmp[k++] = ev->cols[a++];
     } else if (a >= ev->ncols || cb.id < ev->cols[a].id) {
@@ -482,26 +499,24 @@ static void reencode_rows(uih_events *ev, const input_cols *in, size_t from, siz
   uint32_t map[UIH_EVENTS_COLUMNS_MAX]; /* input column -> output column */
   uint8_t width[UIH_EVENTS_COLUMNS_MAX];
   for (uint32_t j = 1, k = 1; j < in->c; j++) {
-    uint16_t id;
-    memcpy(&id, in->cols + 3 * (size_t)j, 2);
-    while (ev->cols[k].id != id) k++;
+    column cj = col_at(in->cols, in->c, j);
+    while (ev->cols[k].id != cj.id) k++;
     map[j] = k;
-    width[j] = (uint8_t)uih_type_width((uih_type)in->cols[3 * (size_t)j + 2]);
+    width[j] = (uint8_t)uih_type_width((uih_type)cj.type);
   }
   uint32_t ipb = presence_bytes(in->c), opb = presence_bytes(ev->ncols);
   for (size_t i = from; i < to; i++) {
-    const uint8_t *src = ev->refs[i].p;
+    uih_cursor src = uih_cursor_make(ev->refs[i].p, ev->refs[i].len); /* a validated row */
     uint8_t *dst = ev->rows.data + ev->rows.len;
-    memcpy(dst, src, UIH_EVENTS_TS_SIZE);
+    memcpy(dst, uih_cursor_take(&src, UIH_EVENTS_TS_SIZE), UIH_EVENTS_TS_SIZE);
+    const uint8_t *pres = uih_cursor_take(&src, ipb);
     memset(dst + UIH_EVENTS_TS_SIZE, 0, opb);
-    size_t s = UIH_EVENTS_TS_SIZE + ipb, d = UIH_EVENTS_TS_SIZE + opb;
+    size_t d = UIH_EVENTS_TS_SIZE + opb;
     for (uint32_t j = 1; j < in->c; j++) {
-      if (!uih_bit_get(src + UIH_EVENTS_TS_SIZE, j - 1)) continue;
-      uint32_t k = map[j];
-      uih_bit_set(dst + UIH_EVENTS_TS_SIZE, k - 1);
-      memcpy(dst + d, src + s, width[j]);
+      if (!uih_bit_get(pres, j - 1)) continue;
+      uih_bit_set(dst + UIH_EVENTS_TS_SIZE, map[j] - 1);
+      memcpy(dst + d, uih_cursor_take(&src, width[j]), width[j]);
       d += width[j];
-      s += width[j];
     }
     ev->refs[i] = (row_ref){dst, (uint32_t)d};
     ev->rows.len += d;
@@ -584,10 +599,8 @@ int uih_events_quarantine(uih_events *ev, uint16_t group, const char *reason,
     list L;
     if (parse_list(NULL, inputs[i].data, inputs[i].len, &L, 0, NULL) == UIH_OK &&
         (L.flags & UIH_EVENTS_FLAG_QUARANTINED)) {
-      uint16_t rl;
-      memcpy(&rl, L.body, 2);
-      const uint8_t *p = L.body + 2 + rl;
-      uih_wbuf_put(o, p, (size_t)(L.end - p)); /* its inputs, already framed */
+      uih_cursor framed = quarantined_inputs(&L);
+      uih_wbuf_put(o, framed.p, uih_cursor_left(&framed)); /* its inputs, already framed */
       count += L.n;
     } else {
       UIH_RETURN_IF(inputs[i].len > UIH_EVENTS_BYTES_MAX, err, UIH_ERR_OUT_OF_RANGE,
@@ -661,50 +674,46 @@ int uih_events_decode(const uint8_t *buf, size_t len, int64_t min_ts, int64_t ma
                 out->group->name, out->group->id);
   int map[UIH_EVENTS_COLUMNS_MAX]; /* stored column -> batch column or -1 */
   for (uint32_t j = 0; j < L.c; j++) {
-    uint16_t id;
-    memcpy(&id, L.cols + 3 * (size_t)j, 2);
-    map[j] = uih_batch_column_index(out, id);
-    if (map[j] >= 0 && (uint8_t)out->columns[map[j]].trait->type != L.cols[3 * (size_t)j + 2])
-      return uih_error_set(err, UIH_ERR_TYPE_MISMATCH,
-                           "events_decode: trait %u ('%s') is stored as %s, asked as %s", id,
-                           out->columns[map[j]].trait->name,
-                           uih_type_name((uih_type)L.cols[3 * (size_t)j + 2])
-                               ? uih_type_name((uih_type)L.cols[3 * (size_t)j + 2])
-                               : "?",
+    column cj = col_at(L.cols, L.c, j);
+    map[j] = uih_batch_column_index(out, cj.id);
+    if (map[j] >= 0 && (uint8_t)out->columns[map[j]].trait->type != cj.type)
+      return uih_error_set(err, UIH_ERR_TYPE_MISMATCH, "events_decode: trait %u ('%s') is stored as %s, asked as %s",
+                           cj.id, out->columns[map[j]].trait->name,
+                           uih_type_name((uih_type)cj.type) ? uih_type_name((uih_type)cj.type) : "?",
                            uih_type_name(out->columns[map[j]].trait->type));
   }
   /* Rows are in time order: find the range, check it fits, then copy. */
-  const uint8_t *p = L.body, *first = NULL;
+  uih_cursor rows = body(&L), first = rows;
   uint32_t count = 0;
   const char *why;
   for (uint32_t i = 0; i < L.n; i++) {
-    int64_t ts = row_ts(p);
+    int64_t ts = row_ts(rows.p);
     if (ts > max_ts) break;
     if (ts >= min_ts) {
-      if (!first) first = p;
+      if (!count) first = rows;
       count++;
     }
-    p += row_len(&L, p, (size_t)(L.end - p), &why);
+    row_next(&L, &rows, &why);
   }
   UIH_RETURN_IF(count > out->capacity, err, UIH_ERR_OUT_OF_RANGE,
                 "events_decode: %u events in [%lld, %lld], the batch holds %u", count,
                 (long long)min_ts, (long long)max_ts, out->capacity);
   uih_batch_clear(out);
   uint32_t pb = presence_bytes(L.c);
-  p = first;
+  rows = first;
   for (uint32_t r = 0; r < count; r++) {
-    if (map[0] >= 0) uih_column_set_bits(&out->columns[map[0]], r, uih_load_be64(p) ^ UIH_SIGN64);
-    size_t at = UIH_EVENTS_TS_SIZE + pb;
+    uint64_t ts = uih_cursor_be64(&rows) ^ UIH_SIGN64;
+    if (map[0] >= 0) uih_column_set_bits(&out->columns[map[0]], r, ts);
+    const uint8_t *pres = uih_cursor_take(&rows, pb);
     for (uint32_t j = 1; j < L.c; j++) {
-      if (!uih_bit_get(p + UIH_EVENTS_TS_SIZE, j - 1)) continue;
+      if (!uih_bit_get(pres, j - 1)) continue;
+      const uint8_t *at = uih_cursor_take(&rows, L.width[j]);
       if (map[j] >= 0) {
         uint64_t v = 0;
-        memcpy(&v, p + at, L.width[j]);
+        memcpy(&v, at, L.width[j]);
         uih_column_set_bits(&out->columns[map[j]], r, v);
       }
-      at += L.width[j];
     }
-    p += at;
   }
   out->count = count;
   return UIH_OK;
@@ -718,18 +727,18 @@ uih_retain_action uih_events_retain(uih_events *ev, const uint8_t *buf, size_t l
     return UIH_RETAIN_KEEP; /* never drop what cannot be read */
   if (L.n == 0) return UIH_RETAIN_REMOVE;
   if (row_ts(L.body) >= watermark) return UIH_RETAIN_KEEP;
-  const uint8_t *p = L.body;
+  uih_cursor rows = body(&L);
   uint32_t i = 0;
   const char *why;
-  while (i < L.n && row_ts(p) < watermark) {
-    p += row_len(&L, p, (size_t)(L.end - p), &why);
+  while (i < L.n && row_ts(rows.p) < watermark) {
+    row_next(&L, &rows, &why);
     i++;
   }
   if (i == L.n) return UIH_RETAIN_REMOVE;
   uih_wbuf *o = &ev->out;
   uih_wbuf_reset(o);
   uih_wbuf_put(o, buf, (size_t)(L.body - buf));
-  uih_wbuf_put(o, p, (size_t)(L.end - p));
+  uih_wbuf_put(o, rows.p, uih_cursor_left(&rows));
   if (o->oom) return UIH_RETAIN_KEEP;
   uint32_t count = L.n - i;
   memcpy(o->data + 4, &count, 4);

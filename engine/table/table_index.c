@@ -40,17 +40,26 @@ typedef struct entry {
   uint32_t vlen;
 } entry;
 
+/* Offset of restart (block) `r` in the entries area (0 past the last: the
+ * checks at open then fail). */
 static uint32_t restart_at(const uih_table_index *x, uint64_t r) {
-  uint32_t v;
-  memcpy(&v, x->restarts + r * 4, 4);
-  return v;
+  uih_cursor c = uih_cursor_make(x->restarts, 4 * x->nrestarts);
+  if (r >= x->nrestarts || uih_cursor_skip(&c, 4 * r) != 0) return 0;
+  return uih_cursor_u32(&c);
+}
+
+/* A cursor over the entries area from byte `at` on (empty past its end). */
+static uih_cursor entries_from(const uih_table_index *x, size_t at) {
+  uih_cursor c = uih_cursor_make(x->entries, x->elen);
+  if (uih_cursor_skip(&c, at) != 0) c = uih_cursor_make(x->entries + x->elen, 0);
+  return c;
 }
 
 /* Decodes the entry at byte `at` over `e`, which holds the previous entry
  * (ignored for a restart). Returns the offset after it, or 0 if the bytes
  * are malformed. */
 static size_t parse_entry(const uih_table_index *x, size_t at, int restart, entry *e) {
-  uih_cursor c = uih_cursor_make(x->entries + at, x->elen - at);
+  uih_cursor c = entries_from(x, at);
   uint8_t head = uih_cursor_u8(&c);
   uint64_t shared = head & 15, unshared = (head >> 4) & 7;
   int same = head >> 7;
@@ -68,7 +77,7 @@ static size_t parse_entry(const uih_table_index *x, size_t at, int restart, entr
   if (c.bad || vlen > UINT32_MAX) return 0;
   e->voff = voff;
   e->vlen = (uint32_t)vlen;
-  return (size_t)(c.p - x->entries);
+  return uih_cursor_offset(&c, x->entries);
 }
 
 static int corrupt(uih_error *err, const char *what, uint64_t where) {
@@ -79,8 +88,10 @@ static int corrupt(uih_error *err, const char *what, uint64_t where) {
 static int num_block(const uih_table_index *x, uint64_t k, uih_num_block *b) {
   size_t start = restart_at(x, k), end = k + 1 < x->nrestarts ? restart_at(x, k + 1) : x->elen;
   uint32_t count = (uint32_t)(k + 1 < x->nrestarts ? x->interval : x->n - k * x->interval);
-  if (start > end || end > x->elen) return -1;
-  return uih_num_block_parse(x->entries + start, end - start, count, b);
+  if (start > end) return -1;
+  uih_cursor c = entries_from(x, start);
+  const uint8_t *block = uih_cursor_take(&c, end - start);
+  return block ? uih_num_block_parse(block, end - start, count, b) : -1;
 }
 
 /* The checks every entry passes in either layout: its value follows the
@@ -195,9 +206,8 @@ int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
   *out = NULL;
   if (!bytes || len < 8 + 8)
     return uih_corruption(err, "UihTable index: %zu bytes is too short", bytes ? len : 0);
-  uint64_t stored;
-  memcpy(&stored, bytes + len - 8, 8);
-  if (stored != XXH3_64bits(bytes, len - 8))
+  uih_cursor sum = uih_cursor_make(bytes + len - 8, 8);
+  if (uih_cursor_u64(&sum) != XXH3_64bits(bytes, len - 8))
     return uih_corruption(err, "UihTable index: checksum mismatch over %zu bytes", len - 8);
   uih_cursor c = uih_cursor_make(bytes, len - 8);
   uint32_t magic = uih_cursor_u32(&c);
@@ -227,13 +237,15 @@ int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
   }
   memcpy(copy, bytes, len);
   memset(copy + len, 0, UIH_PACK_PAD);
-  size_t head = (size_t)(c.p - bytes);
+  /* The same regions in the copy, handed out by a cursor over it. */
+  uih_cursor cc = uih_cursor_make(copy, len - 8);
+  uih_cursor_skip(&cc, uih_cursor_offset(&c, bytes));
   x->block = copy;
   x->layout = layout == UIH_TABLE_LAYOUT_NUMERIC ? UIH_TABLE_LAYOUT_NUMERIC : UIH_TABLE_LAYOUT_PREFIX;
   x->len = len;
-  x->entries = copy + head;
+  x->entries = uih_cursor_take(&cc, (size_t)elen);
   x->elen = (size_t)elen;
-  x->restarts = copy + head + elen;
+  x->restarts = uih_cursor_take(&cc, 4 * (size_t)nrestarts);
   x->nrestarts = nrestarts;
   x->n = n;
   x->interval = interval;
@@ -455,12 +467,13 @@ void uih_table_cursor_prev_with(uih_table_cursor *c, uih_table_backstep *b) {
 /* The full key of restart `r` (restart entries share nothing). */
 static void restart_key(const uih_table_index *x, uint64_t r, const uint8_t **key, size_t *klen,
                         uint64_t *trailer) {
-  uih_cursor c = uih_cursor_make(x->entries + restart_at(x, r), x->elen - restart_at(x, r));
+  uih_cursor c = entries_from(x, restart_at(x, r));
   uint8_t head = uih_cursor_u8(&c);
   uint64_t unshared = (head >> 4) & 7;
   if (unshared == 7) unshared = uih_cursor_varint(&c);
   *key = uih_cursor_take(&c, unshared);
-  *klen = (size_t)unshared;
+  *klen = *key ? (size_t)unshared : 0; /* validated at open: never short */
+  if (!*key) *key = x->entries;
   *trailer = uih_cursor_varint(&c);
 }
 
