@@ -19,14 +19,6 @@ int cli_parse_u16(const char *what, const char *text, uint16_t *out);
 /* Prints "uih: " + message to stderr; returns `code`. */
 int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Loader-input CSV (uih/csv.h) out: the header "user_id,group,ts,<the
- * batch's other traits in id order>", and row `r` of `b` for `user`:
- * categories with a vocabulary by name, flags 0/1, floats so that they read
- * back bit-exact, absent values empty. */
-struct uih_batch;
-void cli_csv_header(FILE *f, const struct uih_batch *b);
-void cli_csv_row(FILE *f, uint64_t user, const struct uih_batch *b, uint32_t r);
-
 int cmd_append(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_key(int argc, char **argv);

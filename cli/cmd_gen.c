@@ -1,6 +1,6 @@
 /* uih gen — write generated interaction histories as loader-input CSV:
  *   user_id,group,ts,<every other active trait of the group, in id order>
- * in the format of uih/csv.h (see cli_csv_row()). */
+ * in the format of uih/csv.h (uih_csv_write_row). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "uih/batch.h"
+#include "uih/csv.h"
 #include "uih/gen.h"
 
 static const char kUsage[] =
@@ -62,15 +63,16 @@ int cmd_gen(int argc, char **argv) {
     cli_fail(CLI_FAIL, "%s: cannot create: %s", out_path, strerror(errno));
     goto done;
   }
-  cli_csv_header(f, batch);
   uint64_t events = 0, user;
+  if (uih_csv_write_header(f, batch, &err) != UIH_OK) goto write_failed;
   for (;;) {
     if (uih_gen_next(gen, &user, batch, &err) != UIH_OK) {
       cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
       goto done;
     }
     if (batch->count == 0) break;
-    for (uint32_t r = 0; r < batch->count; r++) cli_csv_row(f, user, batch, r);
+    for (uint32_t r = 0; r < batch->count; r++)
+      if (uih_csv_write_row(f, user, batch, r, &err) != UIH_OK) goto write_failed;
     events += batch->count;
   }
   if (fflush(f) != 0 || ferror(f)) {
@@ -80,6 +82,9 @@ int cmd_gen(int argc, char **argv) {
   fprintf(stderr, "uih gen: %" PRIu64 " events of %" PRIu64 " users in group '%s'\n", events,
           o.users, g->name);
   rc = CLI_OK;
+  goto done;
+write_failed:
+  cli_fail(CLI_FAIL, "%s: %s", out_path ? out_path : "stdout", uih_error_message(&err));
 done:
   if (f && f != stdout) fclose(f);
   uih_batch_free(batch);

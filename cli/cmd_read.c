@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "uih/csv.h"
 #include "uih/mutable.h"
 
 static const char kUsage[] =
@@ -43,8 +44,9 @@ int cmd_read(int argc, char **argv) {
   if (uih_mutable_open(db_path, schema, &o, &m, &err) != UIH_OK ||
       uih_mutable_read(m, user, g->id, from, to, &b, &err) != UIH_OK)
     goto failed;
-  cli_csv_header(stdout, b);
-  for (uint32_t r = 0; r < b->count; r++) cli_csv_row(stdout, user, b, r);
+  if (uih_csv_write_header(stdout, b, &err) != UIH_OK) goto failed;
+  for (uint32_t r = 0; r < b->count; r++)
+    if (uih_csv_write_row(stdout, user, b, r, &err) != UIH_OK) goto failed;
   rc = fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
   goto done;
 failed:

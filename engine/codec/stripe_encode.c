@@ -54,6 +54,38 @@ static int reserve(uih_stripe_encoder *e, size_t n, uih_error *err) {
   return UIH_OK;
 }
 
+/* What the reader would refuse, refused before anything is written: the
+ * stripe's schema version is one the group's schema has and every column's
+ * trait exists in it; no more events than the group's stripes hold; every
+ * category code inside its vocabulary. */
+static int check_batch(const uih_batch *b, uint32_t version, uih_error *err) {
+  const uih_group *g = b->group;
+  UIH_RETURN_IF(version == 0 || version > g->schema_version, err, UIH_ERR_INVALID_ARGUMENT,
+                "stripe encode: schema version %u, the schema of group '%s' has versions 1..%u", version, g->name,
+                g->schema_version);
+  UIH_RETURN_IF(b->count > g->stripe_events, err, UIH_ERR_OUT_OF_RANGE,
+                "stripe encode: %u events, group '%s' has stripes of at most %u (stripe_events)", b->count,
+                g->name, g->stripe_events);
+  for (uint32_t c = 0; c < b->ncolumns; c++) {
+    const uih_column *col = &b->columns[c];
+    const uih_trait *t = col->trait;
+    UIH_RETURN_IF(t->added_in > version, err, UIH_ERR_INVALID_ARGUMENT,
+                  "stripe encode: trait '%s' (%u) was added in schema version %u, after version %u", t->name,
+                  t->id, t->added_in, version);
+    UIH_RETURN_IF(t->dropped_in && t->dropped_in <= version, err, UIH_ERR_INVALID_ARGUMENT,
+                  "stripe encode: trait '%s' (%u) was dropped in schema version %u; a version-%u stripe cannot "
+                  "hold it",
+                  t->name, t->id, t->dropped_in, version);
+    if (t->type != UIH_TYPE_CATEGORY || t->ncategories == 0) continue;
+    const uint32_t *codes = (const uint32_t *)col->values;
+    for (uint32_t i = 0; i < b->count; i++)
+      UIH_RETURN_IF(uih_column_has(col, i) && codes[i] >= t->ncategories, err, UIH_ERR_OUT_OF_RANGE,
+                    "stripe encode: event %u: trait '%s' has category code %u, its vocabulary has %u (0..%u)", i,
+                    t->name, codes[i], t->ncategories, t->ncategories - 1);
+  }
+  return UIH_OK;
+}
+
 /* Checks the timestamps and returns their range. */
 static int check_ts(const uih_batch *b, int64_t *lo, int64_t *hi, uih_error *err) {
   const uih_column *ts = NULL;
@@ -81,8 +113,7 @@ int uih_stripe_encode(uih_stripe_encoder *e, const uih_batch *b, uint32_t schema
   UIH_RETURN_IF(!e || !b || !out || !out_len, err, UIH_ERR_INVALID_ARGUMENT,
                 "stripe_encode: NULL argument");
   UIH_RETURN_IF(b->count == 0, err, UIH_ERR_INVALID_ARGUMENT, "stripe encode: empty batch");
-  UIH_RETURN_IF(b->count > UIH_STRIPE_EVENTS_MAX, err, UIH_ERR_OUT_OF_RANGE,
-                "stripe encode: %u events, at most %u fit a stripe", b->count, UIH_STRIPE_EVENTS_MAX);
+  UIH_FORWARD(check_batch(b, schema_version, err));
   int64_t min_ts = 0, max_ts = 0;
   UIH_FORWARD(check_ts(b, &min_ts, &max_ts, err));
   UIH_FORWARD(reserve(e, b->count, err));

@@ -298,9 +298,10 @@ static const char *parse_value(const uih_trait *t, const char *s, uint64_t *bits
           *bits = k;
           return NULL;
         }
-      if (!parse_u64(s, &u) || u > UINT32_MAX)
-        return t->ncategories ? "a category of the trait's vocabulary or a numeric code"
-                              : "a numeric category code (unsigned 32-bit)";
+      if (t->ncategories)
+        return parse_u64(s, &u) && u < t->ncategories ? (*bits = u, NULL)
+                                                      : "a category of the trait's vocabulary or its code";
+      if (!parse_u64(s, &u) || u > UINT32_MAX) return "a numeric category code (unsigned 32-bit)";
       *bits = u;
       return NULL;
     case UIH_TYPE_FLAG:

@@ -74,6 +74,26 @@ int uih_batch_create(const uih_group *group, uint32_t capacity, const uint16_t *
 
 void uih_batch_free(uih_batch *b) { free(b); }
 
+int uih_batch_reserve(uih_batch **batch, uint32_t capacity, uih_error *err) {
+  UIH_RETURN_IF(batch == NULL || *batch == NULL, err, UIH_ERR_INVALID_ARGUMENT, "batch_reserve: NULL batch");
+  uih_batch *old = *batch;
+  if (capacity <= old->capacity) return UIH_OK;
+  uint16_t ids[UIH_TRAITS_MAX];
+  for (uint32_t c = 0; c < old->ncolumns; c++) ids[c] = old->columns[c].trait->id;
+  uih_batch *nb = NULL;
+  UIH_FORWARD(uih_batch_create(old->group, capacity, ids, old->ncolumns, &nb, err));
+  for (uint32_t c = 0; c < old->ncolumns; c++) {
+    const uih_column *from = &old->columns[c];
+    uih_column *to = &nb->columns[c];
+    memcpy(to->values, from->values, (size_t)old->count * uih_type_width(from->trait->type));
+    memcpy(to->present, from->present, bitmap_words(old->count) * sizeof(uint64_t));
+  }
+  nb->count = old->count;
+  free(old);
+  *batch = nb;
+  return UIH_OK;
+}
+
 void uih_batch_clear(uih_batch *b) {
   for (uint32_t c = 0; c < b->ncolumns; c++) {
     uih_column *col = &b->columns[c];

@@ -270,6 +270,7 @@ static int parse_group(const ctx *c, const char *path, json_object *obj, uint32_
   UIH_FORWARD(get_int(c, path, obj, "stripe_events", 1, UIH_STRIPE_EVENTS_DEFAULT, 1,
                       UIH_STRIPE_EVENTS_MAX, &v));
   g->stripe_events = (uint32_t)v;
+  g->schema_version = version;
 
   json_object *arr;
   UIH_FORWARD(get_array(c, path, obj, "traits", 0, UIH_TRAITS_MAX, &arr));

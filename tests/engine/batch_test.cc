@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -131,6 +132,57 @@ TEST_F(Batch, FloatsKeepTheirBitsIncludingNaNPayloads) {
   }
   EXPECT_EQ(1.0f, uih_column_get_f32(&b->columns[0], 3));
   uih_batch_free(b);
+}
+
+// Filled a column at a time, as batch.h allows, a batch equals one filled
+// event by event; growing it keeps every event and its projection.
+TEST_F(Batch, ColumnAtATimeFillsAndReserveKeepsEverything) {
+  std::mt19937_64 rng(9);
+  uint16_t ids[] = {group_->ts->id, group_->traits[group_->ntraits - 1].id};
+  uih_batch *cols = nullptr, *rows = nullptr;
+  ASSERT_EQ(UIH_OK, uih_batch_create(group_, 100, ids, 2, &cols, nullptr));
+  ASSERT_EQ(UIH_OK, uih_batch_create(group_, 100, ids, 2, &rows, nullptr));
+  const uint32_t n = 70;
+  for (uint32_t c = 0; c < cols->ncolumns; c++) {
+    uih_column* col = &cols->columns[c];
+    size_t w = uih_type_width(col->trait->type);
+    for (uint32_t i = 0; i < n; i++) {
+      if (rng() % 4 == 0) continue;
+      uint64_t v = w == 1 ? rng() % 2 : w == 4 ? rng() & 0xffffffffu : rng();
+      memcpy(static_cast<uint8_t*>(col->values) + i * w, &v, w);  // little-endian: the low bytes
+      uih_column_mark(col, i);
+    }
+  }
+  cols->count = n;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t row;
+    ASSERT_EQ(UIH_OK, uih_batch_append(rows, &row, nullptr));
+    for (uint32_t c = 0; c < rows->ncolumns; c++)
+      if (uih_column_has(&cols->columns[c], i))
+        uih_column_set_bits(&rows->columns[c], row, uih_column_get_bits(&cols->columns[c], i));
+  }
+  uih_error err{};
+  ASSERT_EQ(UIH_OK, uih_batch_reserve(&cols, 50, &err));  // already holds that many: unchanged
+  EXPECT_EQ(100u, cols->capacity);
+  ASSERT_EQ(UIH_OK, uih_batch_reserve(&cols, 3000, &err)) << err.msg;
+  EXPECT_EQ(3000u, cols->capacity);
+  ASSERT_EQ(n, cols->count);
+  ASSERT_EQ(2u, cols->ncolumns);
+  for (uint32_t c = 0; c < 2; c++) {
+    EXPECT_EQ(ids[c] < ids[1 - c] ? std::min(ids[0], ids[1]) : std::max(ids[0], ids[1]), cols->columns[c].trait->id);
+    for (uint32_t i = 0; i < cols->capacity; i++) {
+      bool want = i < n && uih_column_has(&rows->columns[c], i);
+      ASSERT_EQ(want, uih_column_has(&cols->columns[c], i) != 0) << c << " " << i;
+      ASSERT_EQ(i < n ? uih_column_get_bits(&rows->columns[c], i) : 0u, uih_column_get_bits(&cols->columns[c], i));
+    }
+  }
+  uint32_t row;
+  ASSERT_EQ(UIH_OK, uih_batch_append(cols, &row, nullptr));  // room to grow into
+  EXPECT_EQ(n, row);
+  EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, uih_batch_reserve(&cols, UIH_STRIPE_EVENTS_MAX + 1, &err));
+  EXPECT_EQ(3000u, cols->capacity);
+  uih_batch_free(cols);
+  uih_batch_free(rows);
 }
 
 }  // namespace

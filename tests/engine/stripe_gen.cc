@@ -129,6 +129,9 @@ void FillRandomBatch(std::mt19937_64& rng, uih_batch* b, uint32_t n) {
         default: v = t == UIH_TYPE_FLOAT32 ? FloatBits(rng) : Extreme(rng, t); break;
       }
       if (t == UIH_TYPE_FLAG) v &= 1;
+      // A category with a vocabulary holds its codes only (the encoder and
+      // the CSV reader refuse others).
+      if (t == UIH_TYPE_CATEGORY && col->trait->ncategories) v %= col->trait->ncategories;
       uih_column_set_bits(col, i, v);
     }
   }

@@ -234,7 +234,7 @@ TEST_F(Stripe, RangedDecodesAgreeWithTheFullDecodeOnAnyBytes) {
 // catches them all.
 TEST_F(Stripe, ARangeReadsOnlyTheBlocksItNeeds) {
   SchemaPtr schema;
-  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
     {"name": "ts", "id": 1, "type": "timestamp"},
     {"name": "v", "id": 2, "type": "id", "encodings": ["for"], "compression": "none"}]}]})", &schema);
   const uint32_t n = 1000;
@@ -266,12 +266,12 @@ TEST_F(Stripe, ARangeReadsOnlyTheBlocksItNeeds) {
   EXPECT_NE(nullptr, std::strstr(err.msg, "checksum mismatch")) << err.msg;
 }
 
-const char* kV1 = R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+const char* kV1 = R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
   {"name": "ts", "id": 1, "type": "timestamp"}, {"name": "item", "id": 2, "type": "id"}]}]})";
-const char* kV2 = R"({"name": "s", "version": 2, "groups": [{"name": "g", "id": 1, "traits": [
+const char* kV2 = R"({"name": "s", "version": 2, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
   {"name": "ts", "id": 1, "type": "timestamp"}, {"name": "item", "id": 2, "type": "id"},
   {"name": "liked", "id": 3, "type": "flag", "added_in": 2}]}]})";
-const char* kWrongType = R"({"name": "s", "version": 2, "groups": [{"name": "g", "id": 1, "traits": [
+const char* kWrongType = R"({"name": "s", "version": 2, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
   {"name": "ts", "id": 1, "type": "timestamp"}, {"name": "item", "id": 2, "type": "float32"}]}]})";
 
 TEST_F(Stripe, TraitAddedLaterDecodesAbsentAndWrongTypesAreErrors) {
@@ -303,10 +303,10 @@ TEST_F(Stripe, TraitAddedLaterDecodesAbsentAndWrongTypesAreErrors) {
 // directory and the batch together and must not lose its place.
 TEST_F(Stripe, InterleavedAddedTraitsDecodeAbsent) {
   SchemaPtr a, b;
-  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
     {"name": "ts", "id": 1, "type": "timestamp"}, {"name": "x", "id": 3, "type": "uint32"},
     {"name": "y", "id": 6, "type": "int64"}]}]})", &a);
-  Parse(R"({"name": "s", "version": 2, "groups": [{"name": "g", "id": 1, "traits": [
+  Parse(R"({"name": "s", "version": 2, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
     {"name": "ts", "id": 1, "type": "timestamp"}, {"name": "n1", "id": 2, "type": "flag", "added_in": 2},
     {"name": "x", "id": 3, "type": "uint32"}, {"name": "n2", "id": 4, "type": "id", "added_in": 2},
     {"name": "y", "id": 6, "type": "int64"}, {"name": "n3", "id": 9, "type": "float32", "added_in": 2}]}]})", &b);
@@ -329,9 +329,9 @@ TEST_F(Stripe, InterleavedAddedTraitsDecodeAbsent) {
 // does not ask for timestamps.
 TEST_F(Stripe, AStripeWithoutTheTimestampColumnIsCorrupt) {
   SchemaPtr writer, reader;
-  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
     {"name": "item", "id": 2, "type": "id"}, {"name": "when", "id": 5, "type": "timestamp"}]}]})", &writer);
-  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
     {"name": "ts", "id": 1, "type": "timestamp"}, {"name": "item", "id": 2, "type": "id"},
     {"name": "when", "id": 5, "type": "int64"}]}]})", &reader);
   std::mt19937_64 rng(8);
@@ -351,14 +351,14 @@ TEST_F(Stripe, AStripeWithoutTheTimestampColumnIsCorrupt) {
   EXPECT_EQ(0u, item_only.b->count);
   // The group's timestamp trait stored with another type: corrupt as well.
   SchemaPtr other;
-  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
     {"name": "item", "id": 2, "type": "id"}, {"name": "at", "id": 9, "type": "timestamp"}]}]})", &other);
   BatchPtr odd;
   ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(other.s, 0), 30, nullptr, 0, &odd.b, nullptr));
   FillRandomBatch(rng, odd.b, 30);
   std::vector<uint8_t> t = Encode(odd.b);
   SchemaPtr item_is_ts;
-  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
     {"name": "ts", "id": 2, "type": "timestamp"}, {"name": "at", "id": 9, "type": "int64"}]}]})", &item_is_ts);
   BatchPtr r;
   ASSERT_EQ(UIH_OK, uih_batch_create(uih_schema_group_at(item_is_ts.s, 0), 30, nullptr, 0, &r.b, nullptr));
@@ -369,7 +369,7 @@ TEST_F(Stripe, AStripeWithoutTheTimestampColumnIsCorrupt) {
 TEST_F(Stripe, DecodeArgumentErrors) {
   SchemaPtr v1;
   Parse(kV1, &v1);
-  const char* other = R"({"name": "s", "version": 1, "groups": [{"name": "h", "id": 9, "traits": [
+  const char* other = R"({"name": "s", "version": 1, "groups": [{"name": "h", "id": 9, "stripe_events": 65536, "traits": [
     {"name": "ts", "id": 1, "type": "timestamp"}]}]})";
   SchemaPtr o;
   Parse(other, &o);
@@ -385,7 +385,9 @@ TEST_F(Stripe, DecodeArgumentErrors) {
   EXPECT_STREQ("stripe_decode: 20 events do not fit a batch of capacity 5", err.msg);
   EXPECT_EQ(UIH_OK, Decode(s, 15, 20, small.b, 0, &err));
   EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, Decode(s, 10, 21, in.b, 0, &err));
-  EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, Decode(s, 11, 10, in.b, 0, &err));
+  EXPECT_STREQ("stripe_decode: range [10, 21) is outside the stripe's 20 events", err.msg);
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, Decode(s, 11, 10, in.b, 0, &err));
+  EXPECT_STREQ("stripe_decode: range [11, 10) is empty the wrong way round (begin after end)", err.msg);
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, Decode(s, 0, 20, wrong_group.b, 0, &err));
   EXPECT_STREQ("stripe belongs to feature group 1, the batch to group 9 ('h')", err.msg);
   EXPECT_EQ(UIH_OK, Decode(s, 7, 7, in.b, 0, &err));  // an empty range is fine
@@ -431,7 +433,7 @@ TEST_F(Stripe, EncoderRejectsWhatAStripeCannotHold) {
 // The smallest encoding wins for shapes where the winner is obvious.
 TEST_F(Stripe, PicksTheEncodingTheDataCallsFor) {
   SchemaPtr s;
-  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
     {"name": "ts", "id": 1, "type": "timestamp"},
     {"name": "constant", "id": 2, "type": "id"},
     {"name": "rare_flag", "id": 3, "type": "flag"},
@@ -475,7 +477,7 @@ TEST_F(Stripe, PicksTheEncodingTheDataCallsFor) {
 // two tie, and split is never kept.
 TEST_F(Stripe, SmoothFloatsGetByteStreamSplitAndCompression) {
   SchemaPtr s;
-  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
     {"name": "ts", "id": 1, "type": "timestamp"},
     {"name": "f", "id": 2, "type": "float32"},
     {"name": "f_plain", "id": 3, "type": "float32", "encodings": ["plain"]},
@@ -692,7 +694,7 @@ TEST_F(Stripe, ChoicesStayInsideTheSchemaHints) {
 // above it is not.
 TEST_F(Stripe, CompressionIsKeptOnlyWhenItSavesTheMargin) {
   SchemaPtr schema;
-  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
     {"name": "ts", "id": 1, "type": "timestamp"},
     {"name": "v", "id": 2, "type": "uint32", "encodings": ["plain"], "compression": "zstd"}]}]})", &schema);
   const uint32_t n = 2048;
@@ -805,7 +807,7 @@ TEST_F(Stripe, NoAllocationPerCallAfterWarmUp) {
 // not.
 TEST_F(Stripe, UnrequestedColumnsAreNotRead) {
   SchemaPtr schema;
-  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
     {"name": "ts", "id": 1, "type": "timestamp"},
     {"name": "item", "id": 2, "type": "id", "encodings": ["for"], "compression": "none"},
     {"name": "watch", "id": 3, "type": "uint32"}]}]})", &schema);
@@ -846,7 +848,7 @@ TEST_F(Stripe, UnrequestedColumnsAreNotRead) {
 // with bits when they are common, with a list when rare.
 TEST_F(Stripe, PresenceAndSparseFormsFitTheData) {
   SchemaPtr schema;
-  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
     {"name": "ts", "id": 1, "type": "timestamp"},
     {"name": "dense", "id": 2, "type": "uint32", "compression": "none"},
     {"name": "rare", "id": 3, "type": "uint32", "compression": "none"},
@@ -896,6 +898,59 @@ TEST_F(Stripe, PresenceAndSparseFormsFitTheData) {
   ASSERT_EQ(UIH_OK, Decode(s, 1234, 2345, out.b));
   ASSERT_EQ(1111u, out.b->count);
   EXPECT_TRUE(SameEvents(in.b, 1234, out.b));
+}
+
+}  // namespace
+
+namespace {
+
+// What a reader would refuse is refused at encode, with what was expected.
+TEST_F(Stripe, EncodeRefusesWhatAReaderWouldRefuse) {
+  SchemaPtr s;
+  Parse(R"({"name": "s", "version": 2, "groups": [{"name": "g", "id": 1, "stripe_events": 8, "traits": [
+        {"name": "ts", "id": 1, "type": "timestamp"},
+        {"name": "kind", "id": 2, "type": "category", "categories": ["a", "b", "c"]},
+        {"name": "new", "id": 3, "type": "int64", "added_in": 2},
+        {"name": "old", "id": 4, "type": "int64", "dropped_in": 2}]}]})",
+        &s);
+  const uih_group* g = uih_schema_group_at(s.s, 0);
+  ASSERT_EQ(2u, g->schema_version);
+  auto make = [&](std::vector<uint16_t> ids, uint32_t n, uint32_t kind) {
+    BatchPtr b;
+    EXPECT_EQ(UIH_OK, uih_batch_create(g, 16, ids.data(), static_cast<uint32_t>(ids.size()), &b.b, nullptr));
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t row;
+      uih_batch_append(b.b, &row, nullptr);
+      for (uint32_t c = 0; c < b.b->ncolumns; c++)
+        uih_column_set_bits(&b.b->columns[c], row, b.b->columns[c].trait->id == 2 ? kind : 100 + i);
+    }
+    return b;
+  };
+  auto refused = [&](const uih_batch* b, uint32_t version, int code, const std::string& msg) {
+    const uint8_t* p;
+    size_t n;
+    uih_error err{};
+    EXPECT_EQ(code, uih_stripe_encode(enc_, b, version, &p, &n, &err));
+    EXPECT_EQ(msg, std::string(err.msg));
+  };
+  BatchPtr ok = make({1, 2}, 8, 2);
+  EXPECT_FALSE(Encode(ok.b, 2).empty());
+  EXPECT_FALSE(Encode(ok.b, 1).empty());
+  refused(ok.b, 0, UIH_ERR_INVALID_ARGUMENT, "stripe encode: schema version 0, the schema of group 'g' has versions 1..2");
+  refused(ok.b, 3, UIH_ERR_INVALID_ARGUMENT, "stripe encode: schema version 3, the schema of group 'g' has versions 1..2");
+  BatchPtr nine = make({1, 2}, 9, 0);
+  refused(nine.b, 2, UIH_ERR_OUT_OF_RANGE, "stripe encode: 9 events, group 'g' has stripes of at most 8 (stripe_events)");
+  BatchPtr added = make({1, 3}, 2, 0);
+  EXPECT_FALSE(Encode(added.b, 2).empty());
+  refused(added.b, 1, UIH_ERR_INVALID_ARGUMENT,
+          "stripe encode: trait 'new' (3) was added in schema version 2, after version 1");
+  BatchPtr dropped = make({1, 4}, 2, 0);
+  EXPECT_FALSE(Encode(dropped.b, 1).empty());
+  refused(dropped.b, 2, UIH_ERR_INVALID_ARGUMENT,
+          "stripe encode: trait 'old' (4) was dropped in schema version 2; a version-2 stripe cannot hold it");
+  BatchPtr code3 = make({1, 2}, 3, 3);
+  refused(code3.b, 2, UIH_ERR_OUT_OF_RANGE,
+          "stripe encode: event 0: trait 'kind' has category code 3, its vocabulary has 3 (0..2)");
 }
 
 }  // namespace

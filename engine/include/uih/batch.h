@@ -16,6 +16,13 @@
  * One allocation holds the batch, its column table and every array; nothing
  * is allocated after uih_batch_create(). A batch is not thread-safe; use one
  * per thread. It refers to its group, which must outlive it.
+ *
+ * Filling: event by event with uih_batch_append and uih_column_set_bits, or
+ * column at a time, which is cheaper and allowed: write each column's
+ * values[0..n) directly and set its presence bits for the rows that have a
+ * value (uih_column_mark), then set count = n. Rows at and past `count`
+ * must stay absent and zero, as uih_batch_clear leaves them: encoders and
+ * uih_batch_append rely on it.
  */
 #ifndef UIH_BATCH_H
 #define UIH_BATCH_H
@@ -57,6 +64,13 @@ void uih_batch_free(uih_batch *batch); /* NULL is fine */
 
 /* Empties the batch (count = 0); values and presence bits are zeroed. */
 void uih_batch_clear(uih_batch *batch);
+
+/* Makes *batch hold at least `capacity` (<= UIH_STRIPE_EVENTS_MAX) events:
+ * when it holds fewer, a new batch of the same group and columns, with the
+ * same events, replaces it and the old one is freed (pointers into it, its
+ * columns' arrays included, are then invalid). Nothing changes otherwise,
+ * or on an error. */
+int uih_batch_reserve(uih_batch **batch, uint32_t capacity, uih_error *err);
 
 /* Appends one event with every trait absent and returns its row index in
  * *row. UIH_ERR_OUT_OF_RANGE when the batch is full. */

@@ -15,14 +15,25 @@
  * Rows: user_id an unsigned 64-bit integer; group a group's name or its
  * numeric id; ts and every present trait value by type — timestamp and
  * int64 signed decimal, id and uint32 unsigned decimal in range, category a
- * name of the trait's vocabulary or a numeric code, flag 0/1 or
- * true/false, float32 anything strtof reads exactly to the end (nan, inf,
+ * name of the trait's vocabulary or its numeric code (a trait without a
+ * vocabulary: any unsigned 32-bit code), flag 0/1 or true/false, float32 anything strtof reads exactly to the end (nan, inf,
  * hex floats included). An empty field is an absent value (not allowed for
  * user_id, group and ts).
+ *
+ * A vocabulary of N names takes codes 0..N-1 only, and a name is looked up
+ * before a code, so a name that reads as a number is still that name.
  *
  * Every error names the file, the line and the column, and says what was
  * expected: "day.csv:17: column 'watch_ms': expected an unsigned 32-bit
  * integer, got '-5'". Nothing after an error is read.
+ *
+ * Round trip: what uih_csv_write_row writes reads back as the same events,
+ * bit for bit — integers in decimal, categories by name (a trait without a
+ * vocabulary: its code), flags 0/1, float32 with nine significant digits
+ * ("%.9g", which every float32 survives; a NaN reads back as the quiet NaN
+ * of its sign, its payload is not kept), absent values empty, and any field
+ * holding a comma, a quote, a line break or spaces at its ends quoted
+ * (RFC 4180, quotes doubled).
  */
 #ifndef UIH_CSV_H
 #define UIH_CSV_H
@@ -56,6 +67,17 @@ void uih_csv_close(uih_csv_reader *r); /* NULL is fine */
  * 1) of the event's group with every active trait of it, valid until the
  * next call. At the end of the input *event is NULL. */
 int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, uih_error *err);
+
+/* ---- writing ------------------------------------------------------------- */
+
+/* Writes the header for events of `batch`'s group and traits:
+ * user_id,group,ts, then the batch's other traits in column order. */
+int uih_csv_write_header(FILE *f, const uih_batch *batch, uih_error *err);
+
+/* Writes event `row` of `batch` for `user_id` as one line, columns as the
+ * header names them. UIH_ERR_IO (with the system's reason) when the stream
+ * fails. */
+int uih_csv_write_row(FILE *f, uint64_t user_id, const uih_batch *batch, uint32_t row, uih_error *err);
 
 #ifdef __cplusplus
 }

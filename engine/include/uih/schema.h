@@ -116,6 +116,7 @@ typedef struct uih_group {
   uint32_t ntraits;            /* all traits, active and dropped */
   const uih_trait *traits;     /* sorted by id */
   const uih_trait *ts;         /* the active timestamp trait */
+  uint32_t schema_version;     /* the version of the schema it belongs to */
 } uih_group;
 
 #define UIH_STRIPE_EVENTS_DEFAULT 256

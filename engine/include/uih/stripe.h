@@ -47,11 +47,16 @@ int uih_stripe_encoder_create(const uih_stripe_encoder_opts *opts, uih_stripe_en
                               uih_error *err);
 void uih_stripe_encoder_free(uih_stripe_encoder *enc); /* NULL is fine */
 
-/* Encodes the events of `batch` (1..65536 of them, timestamps present and
- * non-decreasing; every column of the batch is stored). On success *out and
- * *out_len give the stripe; the bytes belong to `enc` and stay valid until
- * its next encode or its free. Encoding the same batch twice gives the same
- * bytes. */
+/* Encodes the events of `batch` (1..group->stripe_events of them,
+ * timestamps present and non-decreasing; every column of the batch is
+ * stored) as a stripe of schema version `schema_version`, which must be one
+ * of its group's schema's versions (1..group->schema_version) in which
+ * every column's trait exists; category codes must lie in their
+ * vocabulary. What a reader would refuse is refused here, naming what was
+ * expected (UIH_ERR_INVALID_ARGUMENT, UIH_ERR_OUT_OF_RANGE). On success
+ * *out and *out_len give the stripe; the bytes belong to `enc` and stay
+ * valid until its next encode or its free. Encoding the same batch twice
+ * gives the same bytes. */
 int uih_stripe_encode(uih_stripe_encoder *enc, const uih_batch *batch, uint32_t schema_version,
                       const uint8_t **out, size_t *out_len, uih_error *err);
 

@@ -1,19 +1,28 @@
-/* uihstore — the engine's public API in one include.
+/* uihstore — the engine's public API (libuihstore) in one include.
  *
  *   uih/error.h   error codes, uih_strerror, uih_error messages
  *   uih/key.h     immutable-tier key codec (user, group, stripe start)
  *   uih/schema.h  schema files: feature groups and traits
  *   uih/batch.h   columnar event batches
  *   uih/stripe.h  the stripe codec (encode, inspect, selective decode)
+ *   uih/events.h  the mutable tier's event lists (merge, retention)
+ *   uih/table.h   the UihTable file format: data section, index, read path
+ *   uih/io.h      batched reads: io_uring, pread
+ *   uih/csv.h     loader-input CSV: reading and writing
  *   uih/gen.h     a deterministic generator of realistic histories
- *   uih/table.h   the UihTable file format: data section and index
+ *
+ * What needs a RocksDB database (the mutable tier's store, uih/mutable.h)
+ * is libuih_rocksdb's, installed with it.
  */
 #ifndef UIH_UIH_H
 #define UIH_UIH_H
 
 #include "uih/batch.h"
+#include "uih/csv.h"
 #include "uih/error.h"
+#include "uih/events.h"
 #include "uih/gen.h"
+#include "uih/io.h"
 #include "uih/key.h"
 #include "uih/schema.h"
 #include "uih/stripe.h"
