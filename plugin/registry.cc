@@ -24,26 +24,32 @@ const std::vector<RegisteredName>& RegisteredNames() {
 
 namespace {
 
+// Returns how many factories it added: one per name of RegisteredNames(),
+// and a second for UihRetention as a compaction_filter, which explains.
 int RegisterAll(rocksdb::ObjectLibrary& library) {
   using namespace rocksdb;
+  int added = 0;
   library.AddFactory<TableFactory>(
       UihTableFactory::kClassName(),
       [](const std::string&, std::unique_ptr<TableFactory>* guard, std::string*) {
         guard->reset(new UihTableFactory());
         return guard->get();
-      });
+      }),
+      added++;
   library.AddFactory<MergeOperator>(
       UihAppendOperator::kClassName(),
       [](const std::string&, std::unique_ptr<MergeOperator>* guard, std::string*) {
         guard->reset(new UihAppendOperator());
         return guard->get();
-      });
+      }),
+      added++;
   library.AddFactory<CompactionFilterFactory>(
       UihRetentionFactory::kClassName(),
       [](const std::string&, std::unique_ptr<CompactionFilterFactory>* guard, std::string*) {
         guard->reset(new UihRetentionFactory());
         return guard->get();
-      });
+      }),
+      added++;
   // compaction_filter=UihRetention would be one object for the whole
   // process; say what to write instead of failing with "Could not load".
   library.AddFactory<CompactionFilter>(
@@ -53,8 +59,9 @@ int RegisterAll(rocksdb::ObjectLibrary& library) {
             "UihRetention keeps one store's watermark, so it is a compaction filter factory: "
             "write compaction_filter_factory=UihRetention instead of compaction_filter=";
         return static_cast<CompactionFilter*>(nullptr);
-      });
-  return static_cast<int>(RegisteredNames().size());
+      }),
+      added++;
+  return added;
 }
 
 }  // namespace

@@ -17,7 +17,9 @@ struct RegisteredName {
 const std::vector<RegisteredName>& RegisteredNames();
 }  // namespace uih
 
-// Adds every uihstore factory to `library`; returns how many names it added
+// Adds every uihstore factory to `library`; returns how many factories it
+// added (4: one per name, and UihRetention's as a compaction_filter, which
+// says to write compaction_filter_factory)
 // (-1 if that failed part way: it lets no exception out).
 // RocksDB's ROCKSDB_PLUGINS build calls it as the plugin's registrar (uih.mk
 // names it) and declares it itself, with this signature inside an

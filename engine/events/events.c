@@ -634,7 +634,7 @@ int uih_events_merge_value(uih_events *ev, const uint8_t *key, size_t key_len,
   uint16_t group;
   int krc = uih_key_group_prefix_decode(key, key_len, &user, &group, why);
   if (krc != UIH_OK) {
-    uih_error_prefix(why, "UihAppend: mutable keys are (user_id, group) prefixes: ");
+    uih_error_prefix(why, "mutable-tier keys are (user_id, group) prefixes: ");
     return krc;
   }
   size_t total = n + (existing != NULL);

@@ -7,11 +7,11 @@
 #include "bits.h"
 
 #include "error_internal.h"
+#include "table_format.h"
 #include "table_numeric.h"
 #include "uih/table.h"
 #include "wbuf.h"
 
-#define INDEX_MAGIC 0x49484955u /* "UIHI" little-endian */
 
 struct uih_table_builder {
   uih_table_write_fn write;
@@ -186,8 +186,8 @@ int uih_table_builder_finish(uih_table_builder *b, const uint8_t **index, size_t
   const uih_wbuf *offsets = numeric ? &b->num.offsets : &b->restarts;
   uih_wbuf *o = &b->index;
   uih_wbuf_reset(o);
-  uih_wbuf_u32(o, INDEX_MAGIC);
-  uih_wbuf_u8(o, 2);
+  uih_wbuf_u32(o, UIH_TABLE_INDEX_MAGIC);
+  uih_wbuf_u8(o, UIH_TABLE_INDEX_VERSION);
   uih_wbuf_u8(o, numeric ? UIH_TABLE_LAYOUT_NUMERIC : UIH_TABLE_LAYOUT_PREFIX);
   uih_wbuf_u16(o, (uint16_t)(numeric ? b->opts.block_entries : b->opts.restart_interval));
   uih_wbuf_varint(o, b->st.entries);

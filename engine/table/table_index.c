@@ -8,10 +8,10 @@
 #include "cursor.h"
 #include "error_internal.h"
 #include "mem.h"
+#include "table_format.h"
 #include "table_numeric.h"
 #include "uih/table.h"
 
-#define INDEX_MAGIC 0x49484955u
 
 struct uih_table_index {
   uint8_t *block; /* owned copy of the index bytes, UIH_PACK_PAD zeros after */
@@ -81,7 +81,7 @@ static size_t parse_entry(const uih_table_index *x, size_t at, int restart, entr
 }
 
 static int corrupt(uih_error *err, const char *what, uint64_t where) {
-  return uih_corruption(err, "UihTable index: %s (at entry %llu)", what, (unsigned long long)where);
+  return uih_corruption(err, "table index: %s (at entry %llu)", what, (unsigned long long)where);
 }
 
 /* Block `k` of a numeric index, and its entry count. */
@@ -175,7 +175,7 @@ static int validate(uih_table_index *x, uih_error *err) {
   if (!cur || !prev_key) {
     free(cur);
     free(prev_key);
-    return uih_error_set(err, UIH_ERR_NO_MEMORY, "UihTable index: out of memory");
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "table index: out of memory");
   }
   entry e = {cur, 0, 0, 0, 0}, prev = {prev_key, 0, 0, 0, 0};
   size_t at = 0;
@@ -205,27 +205,28 @@ int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
   UIH_RETURN_IF(!out, err, UIH_ERR_INVALID_ARGUMENT, "table_index_open: NULL out");
   *out = NULL;
   if (!bytes || len < 8 + 8)
-    return uih_corruption(err, "UihTable index: %zu bytes is too short", bytes ? len : 0);
+    return uih_corruption(err, "table index: %zu bytes is too short", bytes ? len : 0);
   uih_cursor sum = uih_cursor_make(bytes + len - 8, 8);
   if (uih_cursor_u64(&sum) != XXH3_64bits(bytes, len - 8))
-    return uih_corruption(err, "UihTable index: checksum mismatch over %zu bytes", len - 8);
+    return uih_corruption(err, "table index: checksum mismatch over %zu bytes", len - 8);
   uih_cursor c = uih_cursor_make(bytes, len - 8);
   uint32_t magic = uih_cursor_u32(&c);
   uint8_t version = uih_cursor_u8(&c), layout = uih_cursor_u8(&c);
   uint16_t interval = uih_cursor_u16(&c);
   uint64_t n = uih_cursor_varint(&c), nrestarts = uih_cursor_varint(&c);
   uint64_t max_key = uih_cursor_varint(&c), elen = uih_cursor_varint(&c);
-  if (c.bad || magic != INDEX_MAGIC)
-    return uih_corruption(err, "UihTable index: bad magic or truncated header");
-  if (version != 1 && version != 2)
+  if (c.bad || magic != UIH_TABLE_INDEX_MAGIC)
+    return uih_corruption(err, "table index: bad magic or truncated header");
+  if (version != 1 && version != UIH_TABLE_INDEX_VERSION)
     return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
-                         "UihTable index version %u is not supported (this build reads 1 and 2)", version);
+                         "table index version %u is not supported (this build reads 1 to %u)", version,
+                         UIH_TABLE_INDEX_VERSION);
   if (layout > (version == 1 ? UIH_TABLE_LAYOUT_PREFIX : UIH_TABLE_LAYOUT_NUMERIC))
-    return uih_corruption(err, "UihTable index: unknown layout %u in version %u", layout, version);
+    return uih_corruption(err, "table index: unknown layout %u in version %u", layout, version);
   if (interval == 0 || interval > 1024 || nrestarts != (n + interval - 1) / interval ||
       max_key > (1u << 30) || elen > uih_cursor_left(&c) || nrestarts > (uih_cursor_left(&c) - elen) / 4 ||
       uih_cursor_left(&c) - elen != nrestarts * 4)
-    return uih_corruption(err, "UihTable index: header fields are inconsistent (%llu entries, "
+    return uih_corruption(err, "table index: header fields are inconsistent (%llu entries, "
                           "%llu restarts, interval %u)", (unsigned long long)n,
                           (unsigned long long)nrestarts, interval);
   uih_table_index *x = calloc(1, sizeof *x);
@@ -233,7 +234,7 @@ int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
   if (!x || !copy) {
     free(x);
     free(copy);
-    return uih_error_set(err, UIH_ERR_NO_MEMORY, "UihTable index: out of memory");
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "table index: out of memory");
   }
   memcpy(copy, bytes, len);
   memset(copy + len, 0, UIH_PACK_PAD);
@@ -253,7 +254,7 @@ int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
   x->data_size = data_size;
   if (!(x->first8 = malloc(sizeof(uint64_t) * (nrestarts ? nrestarts : 1)))) {
     uih_table_index_free(x);
-    return uih_error_set(err, UIH_ERR_NO_MEMORY, "UihTable index: out of memory");
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "table index: out of memory");
   }
   int rc = validate(x, err);
   if (rc != UIH_OK) {

@@ -96,9 +96,6 @@ static inline void uih_column_mark(uih_column *c, uint32_t row) {
   c->present[row >> 6] |= UINT64_C(1) << (row & 63);
 }
 static inline int64_t *uih_column_i64(uih_column *c) { return (int64_t *)c->values; }
-static inline uint64_t *uih_column_u64(uih_column *c) { return (uint64_t *)c->values; }
-static inline uint32_t *uih_column_u32(uih_column *c) { return (uint32_t *)c->values; }
-static inline uint8_t *uih_column_u8(uih_column *c) { return (uint8_t *)c->values; }
 static inline float uih_column_get_f32(const uih_column *c, uint32_t row) {
   float f;
   memcpy(&f, (const uint32_t *)c->values + row, sizeof f);

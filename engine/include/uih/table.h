@@ -12,8 +12,8 @@
  *   | index block (below)                           |
  *   +-----------------------------------------------+
  *   | properties block, metaindex block (RocksDB's  |  written by plugin/,
- *   | formats), a 40-byte tail with their checksums |  drawn in
- *   | (plugin/uih_table.h), footer (UIH_TABLE_MAGIC)|  plugin/uih_table.h
+ *   | formats), a 40-byte tail with their checksums,|  drawn in
+ *   | footer (UIH_TABLE_MAGIC)                      |  plugin/table_tail.h
  *   +-----------------------------------------------+
  *
  * The values of consecutive keys are adjacent, so all stripes of a user are
