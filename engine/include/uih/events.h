@@ -7,7 +7,7 @@
  * exact duplicates — same timestamp and same trait values — stored once.
  * Merging lists is therefore a set union, which is what makes the append
  * merge operator safe to apply in any grouping and a retried append
- * harmless. The format is drawn in engine/src/events_format.h.
+ * harmless. The format is drawn in engine/events/events_format.h.
  *
  * A list that could not be merged because one of its inputs was malformed is
  * *quarantined*: it keeps every input byte for byte plus the reason, later

@@ -6,7 +6,7 @@
  * allows: plain, delta, delta-of-delta, frame of reference, dictionary,
  * run-length, byte-stream split, sparse), optionally LZ4 or ZSTD on top when
  * that pays, and a directory entry so a reader finds any column without
- * touching the others. The format is drawn in engine/src/stripe_format.h.
+ * touching the others. The format is drawn in engine/codec/stripe_format.h.
  *
  * Decoding is selective (only the traits of the output batch), can cover a
  * range of events [begin, end), verifies an XXH3 checksum on request, and
