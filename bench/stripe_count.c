@@ -107,8 +107,13 @@ int main(int argc, char **argv) {
     const uint16_t *ids = all ? NULL : two;
     uint32_t nids = all ? 0 : 1;
     uih_batch *big = NULL, *src = NULL;
-    if (uih_batch_create(g, UIH_STRIPE_EVENTS_MAX, ids, nids, &big, &err) ||
-        uih_batch_create(g, UIH_STRIPE_EVENTS_MAX, ids, nids, &out, &err) ||
+    /* The same group with the longest stripes (the encoder holds a group
+     * to its stripe_events). */
+    static uih_group long_group;
+    long_group = *g;
+    long_group.stripe_events = UIH_STRIPE_EVENTS_MAX;
+    if (uih_batch_create(&long_group, UIH_STRIPE_EVENTS_MAX, ids, nids, &big, &err) ||
+        uih_batch_create(&long_group, UIH_STRIPE_EVENTS_MAX, ids, nids, &out, &err) ||
         uih_batch_create(g, g->stripe_events, ids, nids, &src, &err))
       die("long stripes", &err);
     stripes longs = {0};
