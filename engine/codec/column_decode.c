@@ -7,6 +7,7 @@
 #include "error_internal.h"
 #include "intseq.h"
 #include "stripe_internal.h"
+#include "types.h"
 
 static int bad(uih_error *err, const stripe_dir_entry *de, const char *what) {
   return uih_corruption(err, "stripe column of trait %u: %s", de->trait_id, what);
@@ -115,7 +116,7 @@ static int dec_plain(uih_cursor *c, size_t m, size_t a, size_t b, uih_type t, ui
     uih_unpack(p, nbytes + uih_cursor_loadable(c), 1, a, b, 0, out);
     return 0;
   }
-  size_t w = uih_type_width(t);
+  size_t w = uih_type_info_of(t)->width;
   const uint8_t *p = uih_cursor_take(c, m * w);
   if (!p) return -1;
   for (size_t k = a; k < b; k++) {
@@ -326,7 +327,7 @@ static int decompress(uih_stripe_decoder *d, const stripe_dir_entry *de, const u
 static int scatter_all(const stripe_dir_entry *de, uih_type t, const uint64_t *v, uint32_t rows,
                        uint64_t limit, uint64_t flip, uih_column *col, uih_error *err) {
   uint64_t high = 0;
-  switch (uih_type_width(t)) {
+  switch (uih_type_info_of(t)->width) {
     case 8: {
       uint64_t *dst = col->values;
       if (flip)
@@ -358,7 +359,7 @@ static int scatter_all(const stripe_dir_entry *de, uih_type t, const uint64_t *v
 
 void stripe_clear_rows(uih_column *col, uint32_t from, uint32_t to) {
   if (from >= to) return;
-  size_t w = uih_type_width(col->trait->type);
+  size_t w = uih_type_info_of(col->trait->type)->width;
   memset((uint8_t *)col->values + (size_t)from * w, 0, (size_t)(to - from) * w);
   /* Presence: a mask for the first and the last word, zeros between. */
   uint32_t fw = from >> 6, lw = (to - 1) >> 6;
@@ -422,7 +423,7 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
   /* Dense 8-byte columns decode straight into the batch, and sequences
    * there add the sign flip of signed types as they go (a bias: x ^ 2^63 =
    * x + 2^63) and may verify order in passing. */
-  int direct = de->presence == PRESENCE_ALL && uih_type_width(t) == 8;
+  int direct = de->presence == PRESENCE_ALL && uih_type_info_of(t)->width == 8;
   int fused = direct && ((1u << de->encoding) & BIASED_ENCODINGS);
   uint64_t flip = stripe_from_u64(t, 0);
   uint64_t *vals = direct ? (uint64_t *)col->values : d->vals;
@@ -432,7 +433,7 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
   if (uih_cursor_left(&c) != 0) return bad(err, de, "payload has trailing bytes");
 
   /* Scatter values [ra, rb) to their rows, checking they fit the type. */
-  uint64_t limit = t == UIH_TYPE_FLAG ? 1 : uih_type_width(t) == 4 ? UINT32_MAX : UINT64_MAX;
+  uint64_t limit = t == UIH_TYPE_FLAG ? 1 : uih_type_info_of(t)->width == 4 ? UINT32_MAX : UINT64_MAX;
   if (de->presence == PRESENCE_ALL) {
     if (sorted) *sorted = fused && in_order;
     return scatter_all(de, t, vals, end - begin, limit, fused ? 0 : flip, col, err);

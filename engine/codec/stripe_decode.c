@@ -4,6 +4,7 @@
 
 #include "error_internal.h"
 #include "stripe_internal.h"
+#include "types.h"
 
 /* A parsed stripe: header fields, where the directory and payloads start. */
 typedef struct stripe_view {
@@ -120,7 +121,7 @@ static int check_directory(stripe_view *v, stripe_dir_entry *dir, uih_error *err
       return uih_corruption(err, "stripe offset %zu: directory entry %u is truncated or out of range",
                             offset_of(v, at), i);
     /* One table lookup answers "known type" and "encoding allowed". */
-    uint32_t allowed = uih_encodings_for_type((uih_type)de.type);
+    uint32_t allowed = uih_type_info_of((uih_type)de.type)->encodings;
     if ((int)de.trait_id <= prev_id || !(allowed & (1u << de.encoding)) ||
         de.compression > STRIPE_COMPRESS_ZSTD)
       return bad_entry(v, at, &de, prev_id, err);

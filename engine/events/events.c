@@ -16,6 +16,7 @@
 #include "cursor.h"
 #include "error_internal.h"
 #include "events_format.h"
+#include "types.h"
 #include "mem.h"
 #include "uih/key.h"
 #include "wbuf.h"
@@ -180,7 +181,7 @@ static int parse_head(const uint8_t *buf, size_t len, list *L, uih_error *err) {
     size_t at = UIH_EVENTS_HEADER_SIZE + uih_cursor_offset(&t, L->cols);
     uint16_t id = uih_cursor_u16(&t);
     uint8_t type = uih_cursor_u8(&t);
-    size_t w = uih_type_width((uih_type)type);
+    size_t w = uih_type_info_of((uih_type)type)->width;
     if (j == 0) ts_id = id;
     if (w == 0) return uih_corruption(err, "event list: offset %zu: unknown trait type %u", at + 2, type);
     if (id == 0) return uih_corruption(err, "event list: offset %zu: trait id 0", at);
