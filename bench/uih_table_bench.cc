@@ -93,7 +93,7 @@ Data Generate(uint64_t users) {
     if (b->count == 0) break;
     const uint8_t* p;
     size_t len;
-    if (uih_stripe_encode(enc, b, 1, &p, &len, &err)) Die(err.msg);
+    if (uih_stripe_encode(enc, b, uih_schema_version(schema), &p, &len, &err)) Die(err.msg);
     uih_key k{user, g->id, uih_column_i64(uih_batch_ts_column(b))[0]};
     uint8_t kb[UIH_KEY_SIZE];
     uih_key_encode(&k, kb);
