@@ -24,5 +24,6 @@ int cmd_gen(int argc, char **argv);
 int cmd_key(int argc, char **argv);
 int cmd_read(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
+int cmd_shard(int argc, char **argv);
 
 #endif /* UIH_CLI_H */

@@ -1,4 +1,5 @@
-/* uih key encode|decode|prefix — the immutable tier's key codec by hand. */
+/* uih key encode|decode|prefix — the immutable tier's key codec by hand;
+ * uih shard — which shard holds a user. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -78,4 +79,26 @@ int cmd_key(int argc, char **argv) {
   if (!strcmp(argv[0], "decode")) return key_decode(argc - 1, argv + 1);
   if (!strcmp(argv[0], "prefix")) return key_prefix(argc - 1, argv + 1);
   return cli_fail(CLI_USAGE, "unknown key command '%s' (encode, decode, prefix)", argv[0]);
+}
+
+/* uih shard USER --shards N: the shard of USER's history (uih_shard_of). */
+int cmd_shard(int argc, char **argv) {
+  static const char kUsage[] = "usage: uih shard USER --shards N";
+  uint64_t user = 0, n = 0;
+  int have_user = 0, have_n = 0;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--shards") && i + 1 < argc) {
+      if (!cli_parse_u64("--shards", argv[++i], &n)) return CLI_USAGE;
+      have_n = 1;
+    } else if (!have_user && argv[i][0] != '-') {
+      if (!cli_parse_u64("USER", argv[i], &user)) return CLI_USAGE;
+      have_user = 1;
+    } else {
+      return cli_fail(CLI_USAGE, "%s", kUsage);
+    }
+  }
+  if (!have_user || !have_n) return cli_fail(CLI_USAGE, "%s", kUsage);
+  if (n == 0 || n > 65536) return cli_fail(CLI_USAGE, "--shards %" PRIu64 " is outside [1, 65536]", n);
+  printf("%u\n", uih_shard_of(user, (uint32_t)n));
+  return CLI_OK;
 }

@@ -24,6 +24,7 @@ static void usage(FILE *out) {
           "  key encode USER GROUP TS            print the 18-byte stripe key in hex\n"
           "  key decode HEX                      print the (user, group, ts) of a key\n"
           "  key prefix USER [GROUP]             print the scan prefix and its upper bound\n"
+          "  shard USER --shards N               print which of N shards holds USER\n"
           "  version                             print the library version\n"
           "\n"
           "Exit status: 0 ok, 1 the input is invalid, 2 the command line is wrong.\n");
@@ -45,6 +46,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "schema")) return cmd_schema(argc - 2, argv + 2);
   if (!strcmp(cmd, "key")) return cmd_key(argc - 2, argv + 2);
+  if (!strcmp(cmd, "shard")) return cmd_shard(argc - 2, argv + 2);
   if (!strcmp(cmd, "gen")) return cmd_gen(argc - 2, argv + 2);
   if (!strcmp(cmd, "append")) return cmd_append(argc - 2, argv + 2);
   if (!strcmp(cmd, "read")) return cmd_read(argc - 2, argv + 2);

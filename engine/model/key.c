@@ -1,5 +1,7 @@
 #include "uih/key.h"
 
+#include <xxhash.h>
+
 #include "bits.h"
 #include "error_internal.h"
 #include "mem.h"
@@ -48,6 +50,13 @@ int uih_key_prefix_successor(uint8_t *buf, size_t len) {
   buf[i - 1]++;
   memset(buf + i, 0x00, len - i);
   return 1;
+}
+
+uint32_t uih_shard_of(uint64_t user_id, uint32_t nshards) {
+  if (nshards <= 1) return 0;
+  uint8_t le[8];
+  for (int i = 0; i < 8; i++) le[i] = (uint8_t)(user_id >> (8 * i));
+  return (uint32_t)(XXH3_64bits(le, sizeof le) % nshards);
 }
 
 int uih_key_compare(const uih_key *a, const uih_key *b) {

@@ -167,3 +167,42 @@ TEST(KeyCodec, PrefixSuccessorIsTheExclusiveUpperBound) {
 }
 
 }  // namespace
+
+namespace {
+
+// The shard function is a contract with every system that partitions
+// training data: these values may never change.
+TEST(Shard, ValuesArePinned) {
+  struct {
+    uint64_t user;
+    uint32_t n2, n16, n1000;
+  } pinned[] = {{0, 1, 9, 897},
+                {1, 0, 14, 78},
+                {42, 0, 8, 720},
+                {1700000000000ull, 0, 0, 808},
+                {UINT64_MAX, 1, 3, 627}};
+  for (const auto& p : pinned) {
+    EXPECT_EQ(p.n2, uih_shard_of(p.user, 2)) << p.user;
+    EXPECT_EQ(p.n16, uih_shard_of(p.user, 16)) << p.user;
+    EXPECT_EQ(p.n1000, uih_shard_of(p.user, 1000)) << p.user;
+    EXPECT_EQ(0u, uih_shard_of(p.user, 1));
+    EXPECT_EQ(0u, uih_shard_of(p.user, 0));
+  }
+}
+
+// Consecutive user ids (how ids are often handed out) spread evenly.
+TEST(Shard, ConsecutiveUsersSpreadEvenly) {
+  for (uint32_t n : {2u, 7u, 16u, 64u}) {
+    std::vector<uint32_t> count(n);
+    const uint32_t users = 200000;
+    for (uint64_t u = 0; u < users; u++) {
+      uint32_t s = uih_shard_of(u, n);
+      ASSERT_LT(s, n);
+      count[s]++;
+    }
+    double expect = static_cast<double>(users) / n;
+    for (uint32_t s = 0; s < n; s++) EXPECT_NEAR(expect, count[s], expect * 0.05) << "shard " << s << " of " << n;
+  }
+}
+
+}  // namespace

@@ -74,6 +74,14 @@ int uih_key_prefix_successor(uint8_t *buf, size_t len);
 /* Compares two keys in tuple order: <0, 0, >0 like memcmp of their encodings. */
 int uih_key_compare(const uih_key *a, const uih_key *b);
 
+/* Symmetric sharding: which of `nshards` shards holds `user_id`'s history,
+ * the same function a training job partitions its data with, so one
+ * batch's lookups hit one shard. Stable forever: the low 64 bits of XXH3-64
+ * (seed 0) of the user id as 8 little-endian bytes, modulo nshards; in
+ * Python, xxhash.xxh3_64_intdigest(user_id.to_bytes(8, "little")) %
+ * nshards. nshards 0 or 1 gives 0. */
+uint32_t uih_shard_of(uint64_t user_id, uint32_t nshards);
+
 #ifdef __cplusplus
 }
 #endif
