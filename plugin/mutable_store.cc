@@ -4,6 +4,8 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
+
 #include <algorithm>
 #include <cstdarg>
 #include <cinttypes>
@@ -36,6 +38,14 @@ struct uih_mutable {
   ColumnFamilyHandle* meta = nullptr;    // default: the watermark
   std::shared_ptr<uih::UihRetentionFactory> retention;  // null: not bound
   std::mutex watermark_mu;
+  // Closes the database, so a store given up half-open (an error or an
+  // exception after DB::Open) does not keep its LOCK.
+  ~uih_mutable() {
+    if (db == nullptr) return;
+    for (ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
+    db->Close().PermitUncheckedError();
+    delete db;
+  }
 };
 
 namespace uih {
@@ -98,8 +108,6 @@ int CheckBatch(uih_mutable* m, const uih_batch* b, uih_error* err) {
   return UIH_OK;
 }
 
-void CloseStore(uih_mutable* m);
-
 // A logger that writes nothing: a read-only open must not create or rotate
 // the database's LOG files.
 class SilentLogger : public Logger {
@@ -157,13 +165,17 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
   if (!s.ok()) {
     struct stat st;
     bool exists = stat(path, &st) == 0;
+    struct stat current;
+    bool no_database = exists && S_ISDIR(st.st_mode) &&
+                       stat((std::string(path) + "/CURRENT").c_str(), &current) != 0 && errno == ENOENT;
     if (!dbo.create_if_missing) {
       if (!exists) return NotAStore(err, path, "it does not exist");
       if (!S_ISDIR(st.st_mode)) return NotAStore(err, path, "it is not a directory");
-      if (s.IsIOError() || s.IsPathNotFound())
-        return NotAStore(err, path, "no RocksDB database in it (" + s.ToString() + ")");
-      return Fail(err, m.get(), s, "reading its column families");
+      if (no_database) return NotAStore(err, path, "no RocksDB database in it (no CURRENT file)");
+      return Fail(err, m.get(), s, "reading its column families");  // e.g. permissions: say what RocksDB says
     }
+    if (exists && !no_database && S_ISDIR(st.st_mode))
+      return Fail(err, m.get(), s, "reading its column families");
     if (exists && !S_ISDIR(st.st_mode)) return NotAStore(err, path, "it is not a directory");
     names = {kDefaultColumnFamilyName};  // a new database
   } else if (std::find(names.begin(), names.end(), UIH_MUTABLE_CF) == names.end()) {
@@ -182,24 +194,13 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
   int64_t wm;
   int has;
   int rc = ReadWatermark(m.get(), &wm, &has, err);
-  if (rc != UIH_OK) {
-    CloseStore(m.release());
-    return rc;
-  }
+  if (rc != UIH_OK) return rc;  // m's destructor closes the database
   if (has && m->retention) m->retention->SetWatermark(wm);
   *out = m.release();
   return UIH_OK;
 }
 
-void CloseStore(uih_mutable* m) {
-  if (m == nullptr) return;
-  if (m->db) {
-    for (ColumnFamilyHandle* h : m->handles) m->db->DestroyColumnFamilyHandle(h);
-    m->db->Close().PermitUncheckedError();
-    delete m->db;
-  }
-  delete m;
-}
+void CloseStore(uih_mutable* m) { delete m; }
 
 int AppendMany(uih_mutable* m, const uint64_t* user_ids,
                             const uih_batch* const* events, size_t n, unsigned flags,
@@ -254,18 +255,15 @@ int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
                      user_id, group);
     return rc;
   };
-  // Replaces *batch by one of `capacity` events of this group, keeping the
-  // trait selection (the projection) of a batch of this group.
+  // Makes *batch a batch of this group of at least `capacity` events: a
+  // batch of the group grows keeping its trait selection (the projection),
+  // any other is replaced by one of all active traits.
   auto regrow = [&](uint32_t capacity) -> int {
-    uih_batch* old = *batch;
-    std::vector<uint16_t> ids;
-    if (old != nullptr && old->group == g)
-      for (uint32_t c = 0; c < old->ncolumns; c++) ids.push_back(old->columns[c].trait->id);
+    if (*batch != nullptr && (*batch)->group == g) return uih_batch_reserve(batch, capacity, err);
     uih_batch* nb = nullptr;
-    int rc = uih_batch_create(g, capacity, ids.empty() ? nullptr : ids.data(),
-                              static_cast<uint32_t>(ids.size()), &nb, err);
+    int rc = uih_batch_create(g, capacity, nullptr, 0, &nb, err);
     if (rc != UIH_OK) return rc;
-    uih_batch_free(old);
+    uih_batch_free(*batch);
     *batch = nb;
     return UIH_OK;
   };

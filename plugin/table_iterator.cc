@@ -173,9 +173,7 @@ class UihTableIterator : public InternalIterator {
     }
     const char* p = win_.data() + (c_.voff - win_off_);
     value_ = Slice(p, c_.vlen);
-    if (verify_) status_ = t_->CheckValue(p, c_.vlen, c_.voff);
-    if (status_.ok() && t_->values().enabled() && fill_cache_ && verify_)
-      t_->values().Fill(c_.voff, value_);  // only verified values are cached
+    status_ = t_->CheckAndFill(p, c_.vlen, c_.voff, verify_, fill_cache_);
   }
 
 

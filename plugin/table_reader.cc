@@ -29,8 +29,6 @@ using namespace rocksdb;
 
 namespace {
 
-constexpr uint64_t kSeekFirstTrailer = ~uint64_t{0};  // sorts before every entry of a key
-
 // BlockBasedTable's rule for the global sequence number of ingested files,
 // with the property sizes checked.
 Status GlobalSeqno(const TableProperties& props, SequenceNumber largest_seqno, SequenceNumber* out) {
@@ -80,9 +78,9 @@ uih_io* ThreadIo(bool use_uring) {
 IOStatus ReadExact(RandomAccessFileReader* file, uint64_t offset, size_t n, char* scratch, Slice* out) {
   IOStatus s = file->Read(IOOptions(), offset, n, out, scratch, /*aligned_buf=*/nullptr, Env::IO_TOTAL);
   if (s.ok() && out->size() != n)
-    return IOStatus::Corruption("UihTable: " + file->file_name() + " ends before bytes [" +
-                                std::to_string(offset) + ", " + std::to_string(offset + n) +
-                                ") its index names (truncated?)");
+    return IOStatus::Corruption("UihTable: " + file->file_name() + ": the file ends at byte " +
+                                std::to_string(offset + out->size()) + ", before bytes [" + std::to_string(offset) +
+                                ", " + std::to_string(offset + n) + ") (truncated?)");
   return s;
 }
 
@@ -98,7 +96,7 @@ void UihTableReader::Seek(uih_table_cursor* c, const Slice& target) const {
     uih_table_cursor_seek(c, U8(uk), uk.size(), tt);
     return;
   }
-  uih_table_cursor_seek(c, U8(uk), uk.size(), kSeekFirstTrailer);
+  uih_table_cursor_seek(c, U8(uk), uk.size(), UIH_TABLE_TRAILER_FIRST);
   while (uih_table_cursor_valid(c) && SameKey(*c, uk) && Trailer(*c) > tt) uih_table_cursor_next(c);
 }
 
@@ -111,6 +109,13 @@ void UihTableReader::SeekForPrev(uih_table_cursor* c, const Slice& target) const
   }
   uih_table_cursor_seek_prev(c, U8(uk), uk.size(), 0);
   while (uih_table_cursor_valid(c) && SameKey(*c, uk) && Trailer(*c) < tt) uih_table_cursor_prev(c);
+}
+
+Status UihTableReader::CheckAndFill(const char* bytes, uint32_t vlen, uint64_t voff, bool verify, bool fill) const {
+  if (!verify) return Status::OK();
+  Status s = CheckValue(bytes, vlen, voff);
+  if (s.ok() && fill && values_.enabled()) values_.Fill(voff, Slice(bytes, vlen));  // only verified values are cached
+  return s;
 }
 
 Status UihTableReader::CheckValue(const char* bytes, uint32_t vlen, uint64_t voff) const {
@@ -213,12 +218,13 @@ uint64_t UihTableReader::OffsetOfUserKey(const std::string& user_key) const {
 uint64_t UihTableReader::Offer(const Lookups& l, uint64_t active, const ParsedInternalKey& pk, const Slice& value,
                                Cleanable* pinner) {
   uint64_t still = 0;
-  bool pinned = false;
   for (size_t i = 0; i < l.n; i++) {
     if (!(active >> i & 1)) continue;
     bool matched = false;
-    if (l.ctx[i]->SaveValue(pk, value, &matched, pinned ? nullptr : pinner)) still |= uint64_t{1} << i;
-    pinned = true;
+    // The pinner until a context takes its cleanup (the cache handle); the
+    // contexts after that copy. A context that declines leaves it for the next.
+    Cleanable* p = pinner && pinner->HasCleanups() ? pinner : nullptr;
+    if (l.ctx[i]->SaveValue(pk, value, &matched, p)) still |= uint64_t{1} << i;
   }
   return still;
 }
@@ -280,11 +286,8 @@ Status UihTableReader::ServeSpan(const ReadOptions& ro, const uih_table_span& s,
   for (uint64_t active = All(l); active && c.pos < s.end; uih_table_cursor_next(&c)) {
     const char* p = bytes + (c.voff - s.offset);
     Slice value(p, c.vlen);
-    if (ro.verify_checksums) {
-      Status st = CheckValue(p, c.vlen, c.voff);
-      if (!st.ok()) return st;
-      if (values_.enabled() && ro.fill_cache) values_.Fill(c.voff, value);
-    }
+    Status st = CheckAndFill(p, c.vlen, c.voff, ro.verify_checksums, ro.fill_cache);
+    if (!st.ok()) return st;
     active = Offer(l, active, ParsedInternalKey(uk, Trailer(c) >> 8, ExtractType(c)), value, nullptr);
   }
   return Status::OK();
@@ -375,20 +378,19 @@ void UihTableReader::MultiGet(const ReadOptions& ro, const MultiGetContext::Rang
 
 template <class F>
 Status UihTableReader::ForEachValue(uint64_t first, uint64_t end, F&& visit) const {
-  // The index was verified at open; the values are read a window at a time,
-  // windows growing by the engine's rule up to 1 MiB.
+  // The index was verified at open; the values are read 1 MiB at a time (a
+  // whole-file pass needs no ramp).
   CallCursor cc(index_);
   uih_table_cursor& c = cc.c;
   std::string buf;
   Slice win;
-  uint64_t win_off = 0, window = 0;
+  uint64_t win_off = 0;
   Status s;
   for (uih_table_cursor_goto(&c, first); s.ok() && uih_table_cursor_valid(&c) && c.pos < end;
        uih_table_cursor_next(&c)) {
     uint64_t need = uint64_t{c.vlen} + UIH_TABLE_VALUE_CHECKSUM_SIZE;
     if (c.voff < win_off || c.voff + need > win_off + win.size()) {
-      window = uih_table_window_next(window, 1 << 20);
-      uint64_t len = std::min<uint64_t>(std::max<uint64_t>(need, window), data_size_ - c.voff);
+      uint64_t len = std::min<uint64_t>(std::max<uint64_t>(need, 1 << 20), data_size_ - c.voff);
       buf.resize(len);
       s = ReadExact(file_.get(), c.voff, len, buf.data(), &win);
       win_off = c.voff;

@@ -36,6 +36,8 @@ class CallCursor {
     }
     uih_table_cursor_init_buf(&c, idx, buf, std::max(need, sizeof inline_), nullptr);
   }
+  CallCursor(const CallCursor&) = delete;  // c.key points into this object
+  CallCursor& operator=(const CallCursor&) = delete;
   uih_table_cursor c;
 
  private:
@@ -114,6 +116,9 @@ class UihTableReader : public rocksdb::TableReader {
   // Checks the value of `vlen` bytes at `bytes` (its checksum follows it)
   // that the index places at `voff`: Corruption naming the file otherwise.
   rocksdb::Status CheckValue(const char* bytes, uint32_t vlen, uint64_t voff) const;
+  // With `verify`, CheckValue, then (with `fill`) the value goes into the
+  // value cache: only verified values are cached.
+  rocksdb::Status CheckAndFill(const char* bytes, uint32_t vlen, uint64_t voff, bool verify, bool fill) const;
 
  private:
   // A lookup group: the GetContexts of one key's lookups in a MultiGet
@@ -132,7 +137,8 @@ class UihTableReader : public rocksdb::TableReader {
                             const char* bytes, const Lookups& l) const;
   // Offers one entry to the lookups still collecting (a bit each in
   // `active`); returns those that still are. A cached value is pinned by
-  // the first of them (the handle moves to its result); the others copy.
+  // the first of them that keeps it (the handle moves to its result); the
+  // others copy.
   static uint64_t Offer(const Lookups& l, uint64_t active, const rocksdb::ParsedInternalKey& pk,
                         const rocksdb::Slice& value, rocksdb::Cleanable* pinner);
   static uint64_t All(const Lookups& l) { return l.n >= 64 ? ~uint64_t{0} : (uint64_t{1} << l.n) - 1; }

@@ -318,7 +318,7 @@ int uih_stripe_decode(uih_stripe_decoder *d, const uint8_t *buf, size_t len, uin
 
   if (end == UIH_DECODE_TO_END) end = info->count;
   UIH_RETURN_IF(begin > end, err, UIH_ERR_INVALID_ARGUMENT,
-                "stripe_decode: range [%u, %u) is empty the wrong way round (begin after end)", begin, end);
+                "stripe_decode: range [%u, %u) begins after it ends", begin, end);
   UIH_RETURN_IF(end > info->count, err, UIH_ERR_OUT_OF_RANGE,
                 "stripe_decode: range [%u, %u) is outside the stripe's %u events", begin, end,
                 info->count);

@@ -54,10 +54,11 @@ static int reserve(uih_stripe_encoder *e, size_t n, uih_error *err) {
   return UIH_OK;
 }
 
-/* What the reader would refuse, refused before anything is written: the
+/* What the schema does not allow, refused before anything is written: the
  * stripe's schema version is one the group's schema has and every column's
- * trait exists in it; no more events than the group's stripes hold; every
- * category code inside its vocabulary. */
+ * trait exists in it; no more events than the group's stripes hold (a
+ * reader's batch sized by the group would not take them); every category
+ * code inside its vocabulary. */
 static int check_batch(const uih_batch *b, uint32_t version, uih_error *err) {
   const uih_group *g = b->group;
   UIH_RETURN_IF(version == 0 || version > g->schema_version, err, UIH_ERR_INVALID_ARGUMENT,

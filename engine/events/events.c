@@ -401,6 +401,18 @@ int uih_events_encode(uih_events *ev, const uih_batch *batch, const uint8_t **ou
   UIH_RETURN_IF(b->ncolumns > UIH_EVENTS_COLUMNS_MAX, err, UIH_ERR_OUT_OF_RANGE,
                 "events_encode: %u columns, more than %u", b->ncolumns, UIH_EVENTS_COLUMNS_MAX);
   const uih_column *ts = &b->columns[tsi];
+  /* Category codes stay inside their vocabulary everywhere they are stored
+   * (the stripe encoder and the CSV reader refuse others too). */
+  for (uint32_t j = 0; j < b->ncolumns; j++) {
+    const uih_trait *t = b->columns[j].trait;
+    if (t->type != UIH_TYPE_CATEGORY || t->ncategories == 0) continue;
+    for (uint32_t r = 0; r < b->count; r++)
+      UIH_RETURN_IF(uih_column_has(&b->columns[j], r) && uih_column_get_bits(&b->columns[j], r) >= t->ncategories,
+                    err, UIH_ERR_OUT_OF_RANGE,
+                    "events_encode: event %u: trait '%s' has category code %llu, its vocabulary has %u (0..%u)", r,
+                    t->name, (unsigned long long)uih_column_get_bits(&b->columns[j], r), t->ncategories,
+                    t->ncategories - 1);
+  }
   ev->ncols = 0;
   ev->cols[ev->ncols++] = (column){ts->trait->id, (uint8_t)ts->trait->type};
   for (uint32_t j = 0; j < b->ncolumns; j++)

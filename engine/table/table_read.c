@@ -8,29 +8,28 @@
 #include "error_internal.h"
 #include "uih/table.h"
 
-/* Where entry `pos` starts in the data section (its end when past the last). */
+/* Moves to entry `pos` and returns where it starts in the data section
+ * (the section's end when past the last). */
 static uint64_t data_offset(uih_table_cursor *c, uint64_t pos) {
-  if (pos >= uih_table_index_entries(c->idx)) return uih_table_index_data_size(c->idx);
   uih_table_cursor_goto(c, pos);
-  return c->voff;
+  return uih_table_cursor_valid(c) ? c->voff : uih_table_index_data_size(c->idx);
 }
 
 void uih_table_span_keys(uih_table_cursor *c, const uint8_t *lo, size_t lolen, const uint8_t *hi,
                          size_t hilen, uih_table_span *out) {
-  const uint64_t first_version = ~UINT64_C(0); /* sorts before every entry of a key */
   uint64_t first = 0, end = uih_table_index_entries(c->idx);
   if (lo) {
-    uih_table_cursor_seek(c, lo, lolen, first_version);
+    uih_table_cursor_seek(c, lo, lolen, UIH_TABLE_TRAILER_FIRST);
     first = c->pos;
   }
   if (hi) {
-    uih_table_cursor_seek(c, hi, hilen, first_version);
+    uih_table_cursor_seek(c, hi, hilen, UIH_TABLE_TRAILER_FIRST);
     end = c->pos > first ? c->pos : first;
   }
   out->first = first;
   out->end = end;
   out->offset = data_offset(c, first);
-  out->length = data_offset(c, end) - out->offset;
+  out->length = data_offset(c, end) - out->offset; /* the cursor ends at `end` */
 }
 
 void uih_table_span_key(uih_table_cursor *c, const uint8_t *ukey, size_t uklen, uih_table_span *out) {
@@ -66,6 +65,7 @@ int uih_table_value_check(const uint8_t *bytes, uint32_t vlen, uint64_t voff, ui
 }
 
 uint64_t uih_table_window_next(uint64_t prev, uint64_t max) {
-  if (prev == 0) return UIH_TABLE_FIRST_WINDOW < max ? UIH_TABLE_FIRST_WINDOW : (max ? max : 1);
+  if (max == 0) max = 1;
+  if (prev == 0) return UIH_TABLE_FIRST_WINDOW < max ? UIH_TABLE_FIRST_WINDOW : max;
   return prev < max / 2 ? 2 * prev : max;
 }

@@ -88,15 +88,20 @@ int64_t Inject(void* ctx, int, uint64_t offset, const void*, int64_t res) {
   return res > 7 ? 7 : res;
 }
 
+// Installs the fault hook for one test, and removes it however the test ends.
+struct FaultHook {
+  explicit FaultHook(Faults* f) { uih_io_set_fault(Inject, f); }
+  ~FaultHook() { uih_io_set_fault(nullptr, nullptr); }
+};
+
 TEST_P(Io, HookedShortReadsAndInterruptsAreCompleted) {
   Faults f;
-  uih_io_set_fault(Inject, &f);
+  FaultHook hook(&f);
   std::vector<std::string> bufs(3, std::string(3000, '\0'));
   uih_io_req reqs[3] = {{fd_, 1000, 3000, &bufs[0][0], 0},
                         {fd_, 299000, 3000, &bufs[1][0], 0},  // 1000 bytes to the end
                         {fd_, 7, 3000, &bufs[2][0], 0}};
   ASSERT_EQ(UIH_OK, uih_io_read(io_, reqs, 3, nullptr));
-  uih_io_set_fault(nullptr, nullptr);
   EXPECT_EQ(3000, reqs[0].result);
   EXPECT_EQ(content_.substr(1000, 3000), bufs[0]);
   EXPECT_EQ(1000, reqs[1].result);
@@ -112,11 +117,10 @@ TEST_P(Io, HookedErrorsFailOnlyTheirRequest) {
   Faults f;
   f.fail = true;
   f.fail_at = 200000;
-  uih_io_set_fault(Inject, &f);
+  FaultHook hook(&f);
   std::string a(100, '\0'), b(100, '\0'), c(100, '\0');
   uih_io_req reqs[3] = {{fd_, 0, 100, &a[0], 0}, {fd_, 250000, 100, &b[0], 0}, {fd_, 100, 100, &c[0], 0}};
   ASSERT_EQ(UIH_OK, uih_io_read(io_, reqs, 3, nullptr));
-  uih_io_set_fault(nullptr, nullptr);
   EXPECT_EQ(100, reqs[0].result);
   EXPECT_EQ(-EIO, reqs[1].result);
   EXPECT_EQ(100, reqs[2].result);

@@ -387,7 +387,7 @@ TEST_F(Stripe, DecodeArgumentErrors) {
   EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, Decode(s, 10, 21, in.b, 0, &err));
   EXPECT_STREQ("stripe_decode: range [10, 21) is outside the stripe's 20 events", err.msg);
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, Decode(s, 11, 10, in.b, 0, &err));
-  EXPECT_STREQ("stripe_decode: range [11, 10) is empty the wrong way round (begin after end)", err.msg);
+  EXPECT_STREQ("stripe_decode: range [11, 10) begins after it ends", err.msg);
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, Decode(s, 0, 20, wrong_group.b, 0, &err));
   EXPECT_STREQ("stripe belongs to feature group 1, the batch to group 9 ('h')", err.msg);
   EXPECT_EQ(UIH_OK, Decode(s, 7, 7, in.b, 0, &err));  // an empty range is fine

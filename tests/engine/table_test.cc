@@ -255,6 +255,7 @@ TEST_P(Table, SpansAreTheModelsEntriesAndBytes) {
       size_t first = open_lo ? 0 : lower(lo), end = open_hi ? model.size() : std::max(first, lower(hi));
       ASSERT_EQ(first, sp.first);
       ASSERT_EQ(end, sp.end);
+      ASSERT_EQ(end, c.pos) << "the cursor ends at the span's end";
       ASSERT_EQ(offset_of(first), sp.offset);
       ASSERT_EQ(offset_of(end) - offset_of(first), sp.length);
       // Every value of the span, read from its bytes alone, checks out.
@@ -492,7 +493,8 @@ TEST(TableRead, WindowsDoubleFromTheFirstUpToTheMaximum) {
   for (int i = 0; i < 8; i++) seen.push_back(w = uih_table_window_next(w, 100000));
   EXPECT_EQ((std::vector<uint64_t>{8192, 16384, 32768, 65536, 100000, 100000, 100000, 100000}), seen);
   EXPECT_EQ(4096u, uih_table_window_next(0, 4096));  // a maximum below the first window caps it
-  EXPECT_EQ(1u, uih_table_window_next(0, 0));
+  EXPECT_EQ(1u, uih_table_window_next(0, 0));         // a maximum of 0 counts as 1
+  EXPECT_EQ(1u, uih_table_window_next(1, 0));
 }
 
 }  // namespace

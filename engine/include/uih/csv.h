@@ -75,8 +75,9 @@ int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, 
 int uih_csv_write_header(FILE *f, const uih_batch *batch, uih_error *err);
 
 /* Writes event `row` of `batch` for `user_id` as one line, columns as the
- * header names them. UIH_ERR_IO (with the system's reason) when the stream
- * fails. */
+ * header names them. UIH_ERR_OUT_OF_RANGE for a category code outside its
+ * vocabulary (it could not be read back; nothing is written), UIH_ERR_IO
+ * (with the system's reason) when the stream fails. */
 int uih_csv_write_row(FILE *f, uint64_t user_id, const uih_batch *batch, uint32_t row, uih_error *err);
 
 #ifdef __cplusplus

@@ -52,8 +52,9 @@ void uih_stripe_encoder_free(uih_stripe_encoder *enc); /* NULL is fine */
  * stored) as a stripe of schema version `schema_version`, which must be one
  * of its group's schema's versions (1..group->schema_version) in which
  * every column's trait exists; category codes must lie in their
- * vocabulary. What a reader would refuse is refused here, naming what was
- * expected (UIH_ERR_INVALID_ARGUMENT, UIH_ERR_OUT_OF_RANGE). On success
+ * vocabulary. Anything else is refused, naming what was expected
+ * (UIH_ERR_INVALID_ARGUMENT, UIH_ERR_OUT_OF_RANGE): the schema allows
+ * nothing else, and a reader's batch sized by the group holds no more. On success
  * *out and *out_len give the stripe; the bytes belong to `enc` and stay
  * valid until its next encode or its free. Encoding the same batch twice
  * gives the same bytes. */
@@ -118,8 +119,9 @@ enum {
  * selection is the projection); a trait the stripe does not have (written
  * before the trait was added) comes back absent. `out` must belong to the
  * stripe's group, have capacity for the range, and ask each trait with the
- * type the stripe stored (else UIH_ERR_TYPE_MISMATCH). The bytes are only
- * read during the call. On error `out` is left as it was or empty (count 0);
+ * type the stripe stored (else UIH_ERR_TYPE_MISMATCH). A range past the
+ * stripe's events is UIH_ERR_OUT_OF_RANGE, one with begin > end
+ * UIH_ERR_INVALID_ARGUMENT. The bytes are only read during the call. On error `out` is left as it was or empty (count 0);
  * either way rows past its count are clear, so it can be reused. */
 int uih_stripe_decode(uih_stripe_decoder *dec, const uint8_t *buf, size_t len, uint32_t begin,
                       uint32_t end, unsigned flags, uih_batch *out, uih_error *err);

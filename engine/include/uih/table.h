@@ -82,6 +82,10 @@ extern "C" {
 #define UIH_TABLE_INDEX_NAME "uih.index"
 #define UIH_TABLE_VALUE_CHECKSUM_SIZE 4
 
+/* The trailer that sorts before every entry of a user key: a seek to
+ * (key, UIH_TABLE_TRAILER_FIRST) lands on the key's first entry. */
+#define UIH_TABLE_TRAILER_FIRST (~UINT64_C(0))
+
 /* Internal-key order: user keys bytewise, then trailers descending. */
 int uih_table_compare(const uint8_t *a, size_t alen, uint64_t atrailer, const uint8_t *b,
                       size_t blen, uint64_t btrailer);
@@ -253,7 +257,8 @@ int uih_table_read_status(const uih_io_req *r, uih_error *err);
 int uih_table_value_check(const uint8_t *bytes, uint32_t vlen, uint64_t voff, uih_error *err);
 
 /* The read-ahead of a scan: windows start at UIH_TABLE_FIRST_WINDOW bytes
- * after a seek (prev = 0) and double with each further read, up to `max`.
+ * after a seek (prev = 0) and double with each further read, up to `max`
+ * (a `max` of 0 counts as 1).
  * A read is max(window, the value at hand), so scans are one read per
  * window and a seek to a short range reads little. */
 #define UIH_TABLE_FIRST_WINDOW 8192
