@@ -379,3 +379,5 @@ int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, 
   *event = row;
   return UIH_OK;
 }
+
+uint64_t uih_csv_record_line(const uih_csv_reader *r) { return r ? r->record_line : 0; }

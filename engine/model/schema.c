@@ -77,7 +77,17 @@ const uih_group *uih_schema_group_by_name(const uih_schema *s, const char *name)
   return NULL;
 }
 
+/* The system trait (schema.h): the same object for every group. */
+static const uih_trait kArrival = {.name = UIH_TRAIT_ARRIVAL_NAME,
+                                   .id = UIH_TRAIT_ARRIVAL,
+                                   .type = UIH_TYPE_UINT32,
+                                   .encodings = UIH_ENC_PLAIN | UIH_ENC_DELTA | UIH_ENC_FOR | UIH_ENC_DICT |
+                                                UIH_ENC_RLE | UIH_ENC_SPARSE,
+                                   .compression = UIH_COMPRESS_AUTO,
+                                   .added_in = 1};
+
 const uih_trait *uih_group_trait_by_id(const uih_group *grp, uint16_t id) {
+  if (id == UIH_TRAIT_ARRIVAL) return &kArrival;
   uih_trait key = {.id = id};
   return bsearch(&key, grp->traits, grp->ntraits, sizeof *grp->traits, cmp_trait);
 }

@@ -238,7 +238,7 @@ static int parse_trait(const ctx *c, const char *path, json_object *obj, uint32_
   UIH_FORWARD(check_fields(c, path, obj, fields));
   int64_t v;
   UIH_FORWARD(get_name(c, path, obj, (char **)&t->name));
-  UIH_FORWARD(get_int(c, path, obj, "id", 0, 0, 1, UINT16_MAX, &v));
+  UIH_FORWARD(get_int(c, path, obj, "id", 0, 0, 1, UIH_TRAIT_ARRIVAL - 1, &v));
   t->id = (uint16_t)v;
   UIH_FORWARD(parse_type(c, path, obj, &t->type));
   UIH_FORWARD(parse_encodings(c, path, obj, t));
@@ -254,6 +254,8 @@ static int parse_trait(const ctx *c, const char *path, json_object *obj, uint32_
   if (t->type != UIH_TYPE_TIMESTAMP && uih_trait_active(t) &&
       (!strcmp(t->name, "user_id") || !strcmp(t->name, "group") || !strcmp(t->name, "ts")))
     return fail(c, path, "name \"%s\" is reserved for an input column", t->name);
+  if (!strcmp(t->name, UIH_TRAIT_ARRIVAL_NAME))
+    return fail(c, path, "name \"%s\" is reserved for the system trait (the arrival generation)", t->name);
   return UIH_OK;
 }
 

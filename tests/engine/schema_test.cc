@@ -40,6 +40,22 @@ TEST(Schema, MinimalSchemaGetsDefaults) {
   EXPECT_EQ(nullptr, uih_schema_group_by_id(l.s, 8));
 }
 
+// The arrival generation: every group has it by id, nothing else shows it.
+TEST(Schema, EveryGroupHasTheArrivalTraitByIdOnly) {
+  Loaded l(kMinimal);
+  ASSERT_EQ(UIH_OK, l.rc) << l.err.msg;
+  const uih_group* g = uih_schema_group_by_id(l.s, 7);
+  const uih_trait* a = uih_group_trait_by_id(g, UIH_TRAIT_ARRIVAL);
+  ASSERT_NE(nullptr, a);
+  EXPECT_STREQ(UIH_TRAIT_ARRIVAL_NAME, a->name);
+  EXPECT_EQ(UIH_TYPE_UINT32, a->type);
+  EXPECT_EQ(uih_encodings_for_type(UIH_TYPE_UINT32), a->encodings);
+  EXPECT_EQ(1u, a->added_in);
+  EXPECT_EQ(nullptr, uih_group_trait_by_name(g, UIH_TRAIT_ARRIVAL_NAME));
+  EXPECT_EQ(1u, g->ntraits);
+  EXPECT_EQ(1u, uih_group_active_count(g));
+}
+
 TEST(Schema, ShippedExampleLoadsAsDeclared) {
   uih_schema* s = nullptr;
   uih_error err{};
@@ -164,7 +180,12 @@ const Invalid kInvalid[] = {
      "test.json: groups[0].traits[1]: field \"type\": expected one of timestamp, id, int64, uint32, "
      "float32, category, flag, got \"string\""},
     {"trait id zero", Schema(Group(R"(, {"name": "x", "id": 0, "type": "id"})")), UIH_ERR_SCHEMA,
-     "test.json: groups[0].traits[1]: field \"id\": 0 is out of range [1, 65535]"},
+     "test.json: groups[0].traits[1]: field \"id\": 0 is out of range [1, 65534]"},
+    {"the system trait's id", Schema(Group(R"(, {"name": "x", "id": 65535, "type": "uint32"})")), UIH_ERR_SCHEMA,
+     "test.json: groups[0].traits[1]: field \"id\": 65535 is out of range [1, 65534]"},
+    {"the system trait's name", Schema(Group(R"(, {"name": "uih_arrival", "id": 9, "type": "uint32"})")),
+     UIH_ERR_SCHEMA,
+     "test.json: groups[0].traits[1]: name \"uih_arrival\" is reserved for the system trait (the arrival generation)"},
     {"duplicate trait id", Schema(Group(R"(, {"name": "x", "id": 1, "type": "id"})")), UIH_ERR_SCHEMA,
      "test.json: groups[0].traits[1]: id 1 is already used by traits[0] (\"ts\"); trait ids are "
      "never reused, even after a drop"},

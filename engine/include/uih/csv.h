@@ -68,6 +68,10 @@ void uih_csv_close(uih_csv_reader *r); /* NULL is fine */
  * next call. At the end of the input *event is NULL. */
 int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, uih_error *err);
 
+/* The line the event uih_csv_next() last returned starts on (1 is the
+ * header; 0 before the first event), for callers' own messages. */
+uint64_t uih_csv_record_line(const uih_csv_reader *r);
+
 /* ---- writing ------------------------------------------------------------- */
 
 /* Writes the header for events of `batch`'s group and traits:

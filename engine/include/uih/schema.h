@@ -24,8 +24,9 @@
  *
  * Trait fields: "name" (identifier, unique among active traits of the group;
  * "user_id", "group" and "ts" are reserved for the input columns except as
- * the name of the timestamp trait), "id" (1..65535, unique in the group,
- * never reused), "type" (timestamp, id, int64, uint32, float32, category,
+ * the name of the timestamp trait, "uih_arrival" for the system trait),
+ * "id" (1..65534, unique in the group, never reused; 65535 is the system
+ * trait's), "type" (timestamp, id, int64, uint32, float32, category,
  * flag), and optionally "encodings" (the stripe encodings the codec may pick
  * from, each applicable to the type), "compression" (auto, none, lz4, zstd),
  * "categories" (category only: the vocabulary, code i = categories[i]),
@@ -148,7 +149,17 @@ const uih_group *uih_schema_group_at(const uih_schema *schema, uint32_t i);
 const uih_group *uih_schema_group_by_id(const uih_schema *schema, uint16_t id);
 const uih_group *uih_schema_group_by_name(const uih_schema *schema, const char *name);
 
-/* Lookups inside a group; NULL when absent. By name finds active traits only. */
+/* The arrival generation: a system trait every group has without declaring
+ * it. The immutable tier stores with each event the generation that first
+ * stored it (uint32, constant over long runs, so it costs almost nothing),
+ * so a snapshot can exclude events loaded after it. It is not in a group's
+ * `traits`, not found by name, not in default batches (NULL trait ids), and
+ * not a CSV column: ask for it by id, UIH_TRAIT_ARRIVAL. */
+#define UIH_TRAIT_ARRIVAL 65535
+#define UIH_TRAIT_ARRIVAL_NAME "uih_arrival"
+
+/* Lookups inside a group; NULL when absent. By id also finds the system
+ * trait (UIH_TRAIT_ARRIVAL); by name finds active declared traits only. */
 const uih_trait *uih_group_trait_by_id(const uih_group *group, uint16_t id);
 const uih_trait *uih_group_trait_by_name(const uih_group *group, const char *name);
 /* Number of active (not dropped) traits. */

@@ -10,9 +10,11 @@
  *   uih/io.h      batched reads: io_uring, pread
  *   uih/csv.h     loader-input CSV: reading and writing
  *   uih/gen.h     a deterministic generator of realistic histories
+ *   uih/generation.h  a store's metadata: generation records, its descriptor
  *
- * What needs a RocksDB database (the mutable tier's store, uih/mutable.h)
- * is libuih_rocksdb's, installed with it.
+ * What needs a RocksDB database (stores, uih/store.h; the mutable tier,
+ * uih/mutable.h; the loader, uih/loader.h) is libuih_rocksdb's, installed
+ * with it.
  */
 #ifndef UIH_UIH_H
 #define UIH_UIH_H
@@ -22,6 +24,7 @@
 #include "uih/error.h"
 #include "uih/events.h"
 #include "uih/gen.h"
+#include "uih/generation.h"
 #include "uih/io.h"
 #include "uih/key.h"
 #include "uih/schema.h"
