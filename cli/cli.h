@@ -21,6 +21,9 @@ int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 
 int cmd_append(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_init(int argc, char **argv);
+int cmd_load(int argc, char **argv);
+int cmd_status(int argc, char **argv);
 int cmd_key(int argc, char **argv);
 int cmd_read(int argc, char **argv);
 int cmd_schema(int argc, char **argv);

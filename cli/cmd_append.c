@@ -1,5 +1,6 @@
 /* uih append — append events from loader-input CSV (uih/csv.h) to a
- * mutable store (uih/mutable.h). Consecutive events of one (user, group)
+ * mutable store (uih/mutable.h), or to a store's mutable tier, each event
+ * to its user's shard (uih/store.h). Consecutive events of one (user, group)
  * become one operand; every --write-events events are one atomic write.
  * Appends are idempotent, so after an error the same input can be fed
  * again once fixed. */
@@ -11,11 +12,14 @@
 
 #include "cli.h"
 #include "uih/csv.h"
+#include "uih/key.h"
 #include "uih/mutable.h"
+#include "uih/store.h"
 
 static const char kUsage[] =
     "usage: uih append --schema FILE --db DIR [--sync] [--write-events N]\n"
     "                  [--max-events N] [--max-age T] [--progress N] [FILE...]\n"
+    "       uih append --store DIR [--sync] [--write-events N] [--progress N] [FILE...]\n"
     "  FILE... CSV files (user_id,group,ts,<traits>), '-' or none for stdin";
 
 /* Events per operand at most: operands are merged anyway; this bounds the
@@ -88,7 +92,7 @@ static double now_s(void) {
 }
 
 int cmd_append(int argc, char **argv) {
-  const char *schema_path = NULL, *db_path = NULL;
+  const char *schema_path = NULL, *db_path = NULL, *store_path = NULL;
   uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
   unsigned flags = 0;
   uint64_t write_events = 10000, progress = 1000000;
@@ -115,6 +119,7 @@ int cmd_append(int argc, char **argv) {
     i++;
     if (!strcmp(a, "--schema")) schema_path = v;
     else if (!strcmp(a, "--db")) db_path = v;
+    else if (!strcmp(a, "--store")) store_path = v;
     else if (!strcmp(a, "--write-events") && cli_parse_u64(a, v, &u) && u > 0) write_events = u;
     else if (!strcmp(a, "--progress") && cli_parse_u64(a, v, &u)) progress = u;
     else if (!strcmp(a, "--max-events") && cli_parse_u64(a, v, &u) && u <= UINT32_MAX) o.max_events = (uint32_t)u;
@@ -124,17 +129,20 @@ int cmd_append(int argc, char **argv) {
       return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kUsage);
     }
   }
-  if (!schema_path || !db_path) {
+  if (store_path ? (schema_path || db_path || o.max_events || o.max_age) : (!schema_path || !db_path)) {
     free(files);
-    return cli_fail(CLI_USAGE, "%s", kUsage);
+    return cli_fail(CLI_USAGE, "%s\n  (--store takes the store's schema and options; --db needs --schema)", kUsage);
   }
   if (nfiles == 0) files[nfiles++] = "-";
 
   uih_error err = {0};
-  uih_schema *schema = NULL;
-  uih_mutable *m = NULL;
+  uih_schema *schema = NULL; /* --db: loaded here; --store: the store's */
+  uih_store *store = NULL;
+  uih_mutable *m = NULL, **shards = NULL; /* shards[i]: shard i's mutable tier */
+  uint32_t nshards = 1;
   uih_csv_reader **readers = calloc(nfiles, sizeof *readers);
-  pending p = {0};
+  pending *ps = NULL; /* one per shard */
+  uint64_t held = 0;  /* events pending over all shards */
   totals t = {0};
   int rc = CLI_FAIL;
   double start = now_s();
@@ -145,12 +153,28 @@ int cmd_append(int argc, char **argv) {
   }
   /* Every input opened and its header checked before the store is opened
    * (or created): a wrong path or header leaves nothing behind. */
-  int ok = uih_schema_load(schema_path, &schema, &err) == UIH_OK;
-  for (size_t f = 0; ok && f < nfiles; f++) ok = uih_csv_open(files[f], schema, &readers[f], &err) == UIH_OK;
-  if (!ok || uih_mutable_open(db_path, schema, &o, &m, &err) != UIH_OK) {
+  int ok;
+  const uih_schema *use = NULL;
+  if (store_path) { /* the store's schema is needed to read the inputs: open it first */
+    ok = uih_store_open(store_path, NULL, &store, &err) == UIH_OK;
+    if (ok) use = uih_store_schema(store), nshards = uih_store_shards(store);
+  } else {
+    ok = uih_schema_load(schema_path, &schema, &err) == UIH_OK;
+    use = schema;
+  }
+  for (size_t f = 0; ok && f < nfiles; f++) ok = uih_csv_open(files[f], use, &readers[f], &err) == UIH_OK;
+  if (ok && !store_path) ok = uih_mutable_open(db_path, schema, &o, &m, &err) == UIH_OK;
+  if (!ok) {
     cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
     goto done;
   }
+  shards = calloc(nshards, sizeof *shards);
+  ps = calloc(nshards, sizeof *ps);
+  if (!shards || !ps) {
+    cli_fail(CLI_FAIL, "out of memory");
+    goto done;
+  }
+  for (uint32_t i = 0; i < nshards; i++) shards[i] = store ? uih_store_mutable(store, i) : m;
   for (size_t f = 0; f < nfiles; f++) {
     uih_csv_reader *r = readers[f];
     for (;;) {
@@ -158,8 +182,12 @@ int cmd_append(int argc, char **argv) {
       const uih_batch *ev;
       if (uih_csv_next(r, &user, &ev, &err) != UIH_OK) goto failed;
       if (!ev) break;
-      if (add_event(&p, user, ev, &err) != UIH_OK) goto failed;
-      if (p.events >= write_events && flush_pending(m, &p, flags, &t, &err) != UIH_OK) goto failed;
+      if (add_event(&ps[uih_shard_of(user, nshards)], user, ev, &err) != UIH_OK) goto failed;
+      if (++held >= write_events) {
+        for (uint32_t i = 0; i < nshards; i++)
+          if (flush_pending(shards[i], &ps[i], flags, &t, &err) != UIH_OK) goto failed;
+        held = 0;
+      }
       if (progress && t.events >= next_progress) {
         fprintf(stderr, "uih append: %" PRIu64 " events\n", t.events);
         next_progress = t.events + progress;
@@ -168,12 +196,13 @@ int cmd_append(int argc, char **argv) {
     uih_csv_close(r);
     readers[f] = NULL;
   }
-  if (flush_pending(m, &p, flags, &t, &err) != UIH_OK) goto failed;
+  for (uint32_t i = 0; i < nshards; i++)
+    if (flush_pending(shards[i], &ps[i], flags, &t, &err) != UIH_OK) goto failed;
   double secs = now_s() - start;
   fprintf(stderr,
           "uih append: %" PRIu64 " events in %" PRIu64 " operands, %" PRIu64
           " writes, from %zu input%s into %s in %.2f s (%.0f events/s)\n",
-          t.events, t.operands, t.writes, nfiles, nfiles == 1 ? "" : "s", db_path, secs,
+          t.events, t.operands, t.writes, nfiles, nfiles == 1 ? "" : "s", store_path ? store_path : db_path, secs,
           secs > 0 ? (double)t.events / secs : 0.0);
   rc = CLI_OK;
   goto done;
@@ -183,12 +212,17 @@ failed:
            "idempotent, so fix the input and run it again",
            uih_error_message(&err), t.events);
 done:
-  for (size_t i = 0; i < p.cap; i++) uih_batch_free(p.batches ? p.batches[i] : NULL);
-  free(p.batches);
-  free(p.users);
+  for (uint32_t s = 0; ps && s < nshards; s++) {
+    for (size_t i = 0; i < ps[s].cap; i++) uih_batch_free(ps[s].batches ? ps[s].batches[i] : NULL);
+    free(ps[s].batches);
+    free(ps[s].users);
+  }
+  free(ps);
+  free(shards);
   for (size_t f = 0; readers && f < nfiles; f++) uih_csv_close(readers[f]);
   free(readers);
   uih_mutable_close(m);
+  uih_store_close(store);
   uih_schema_free(schema);
   free(files);
   return rc;

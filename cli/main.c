@@ -10,6 +10,18 @@ static void usage(FILE *out) {
           "usage: uih COMMAND [ARGS]\n"
           "\n"
           "commands:\n"
+          "  init --store DIR --schema FILE [--shards N]\n"
+          "                                      create a store\n"
+          "  load --store DIR [--through TS] [--lookback T] [--shard I] [--threads N]\n"
+          "      [--memory BYTES] [--json] FILE...\n"
+          "                                      fold CSV files (plain, .gz, .zst) into the\n"
+          "                                      immutable tier as a new generation\n"
+          "  status --store DIR [--json]         shards, generations, watermark, sizes\n"
+          "  read --store DIR --user ID --group NAME [--from TS] [--to TS]\n"
+          "      [--tier immutable|mutable|all] [--generation N] [--arrival]\n"
+          "                                      print a user's events as CSV\n"
+          "  append --store DIR [--sync] [FILE...]\n"
+          "                                      append CSV events to the mutable tier\n"
           "  schema check FILE [--previous OLD]  validate a schema file (and its\n"
           "                                      evolution from OLD) and print it\n"
           "  gen --schema FILE --group NAME [--users N] [--seed S] [--days D]\n"
@@ -49,6 +61,9 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "shard")) return cmd_shard(argc - 2, argv + 2);
   if (!strcmp(cmd, "gen")) return cmd_gen(argc - 2, argv + 2);
   if (!strcmp(cmd, "append")) return cmd_append(argc - 2, argv + 2);
+  if (!strcmp(cmd, "init")) return cmd_init(argc - 2, argv + 2);
+  if (!strcmp(cmd, "load")) return cmd_load(argc - 2, argv + 2);
+  if (!strcmp(cmd, "status")) return cmd_status(argc - 2, argv + 2);
   if (!strcmp(cmd, "read")) return cmd_read(argc - 2, argv + 2);
   fprintf(stderr, "uih: unknown command '%s'\n\n", cmd);
   usage(stderr);

@@ -17,6 +17,7 @@ _uih_pkg(zstd   libzstd    libzstd-dev)
 _uih_pkg(uring  liburing   liburing-dev)
 _uih_pkg(xxhash libxxhash  libxxhash-dev)
 _uih_pkg(jsonc  json-c     libjson-c-dev)
+_uih_pkg(zlib   zlib       zlib1g-dev)
 
 # libcsv ships no pkg-config file: find it directly.
 find_path(UIH_CSV_INCLUDE_DIR csv.h)

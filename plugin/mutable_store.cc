@@ -25,6 +25,7 @@
 #include "thread_events.h"
 #include "uih/events.h"
 #include "uih/key.h"
+#include "store_layout.h"
 #include "uih_mutable.h"
 
 using namespace rocksdb;
@@ -38,10 +39,11 @@ struct uih_mutable {
   ColumnFamilyHandle* meta = nullptr;    // default: the watermark
   std::shared_ptr<uih::UihRetentionFactory> retention;  // null: not bound
   std::mutex watermark_mu;
+  bool owns_db = true;  // false: a store's shard database (uih/store.h) lent to it
   // Closes the database, so a store given up half-open (an error or an
   // exception after DB::Open) does not keep its LOCK.
   ~uih_mutable() {
-    if (db == nullptr) return;
+    if (db == nullptr || !owns_db) return;
     for (ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
     db->Close().PermitUncheckedError();
     delete db;
@@ -64,7 +66,13 @@ int Fail(uih_error* err, const uih_mutable* m, const Status& s, const char* what
                        s.ToString().c_str());
 }
 
-ColumnFamilyOptions EventsOptions(const uih_mutable_opts& o) {
+int ReadWatermark(uih_mutable* m, int64_t* wm, int* has, uih_error* err);
+
+}  // namespace
+
+namespace uih {
+
+ColumnFamilyOptions MutableCfOptions(const uih_mutable_opts& o) {
   ColumnFamilyOptions cf;
   uih_events_limits limits{o.max_events, o.max_age};
   cf.merge_operator = std::make_shared<uih::UihAppendOperator>(limits);
@@ -81,6 +89,36 @@ ColumnFamilyOptions EventsOptions(const uih_mutable_opts& o) {
   cf.table_factory.reset(NewBlockBasedTableFactory(t));
   return cf;
 }
+
+int AdoptMutable(const std::string& path, const uih_schema* schema, DB* db, ColumnFamilyHandle* events,
+                 ColumnFamilyHandle* meta, uih_mutable** out, uih_error* err) {
+  auto m = std::make_unique<uih_mutable>();
+  m->path = path;
+  m->schema = schema;
+  m->db = db;
+  m->owns_db = false;
+  m->events = events;
+  m->meta = meta;
+  ColumnFamilyDescriptor d;
+  Status s = events->GetDescriptor(&d);
+  if (!s.ok()) return Fail(err, m.get(), s, "reading its options");
+  m->retention = std::dynamic_pointer_cast<UihRetentionFactory>(d.options.compaction_filter_factory);
+  int64_t wm;
+  int has;
+  int rc = ReadWatermark(m.get(), &wm, &has, err);
+  if (rc != UIH_OK) return rc;
+  if (has && m->retention) m->retention->SetWatermark(wm);
+  *out = m.release();
+  return UIH_OK;
+}
+
+void FreeMutable(uih_mutable* m) { delete m; }
+
+void SetMutableSchema(uih_mutable* m, const uih_schema* schema) { m->schema = schema; }
+
+}  // namespace uih
+
+namespace {
 
 // The durable watermark: 8 bytes, little-endian int64.
 int ReadWatermark(uih_mutable* m, int64_t* wm, int* has, uih_error* err) {
@@ -145,7 +183,7 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
     s = GetDBOptionsFromString(config, base, o.db_options, &dbo);
     if (!s.ok()) return Fail(err, m.get(), s, "db_options");
   }
-  ColumnFamilyOptions cfo = EventsOptions(o);
+  ColumnFamilyOptions cfo = uih::MutableCfOptions(o);
   if (o.cf_options && *o.cf_options) {
     ColumnFamilyOptions base = cfo;
     s = GetColumnFamilyOptionsFromString(config, base, o.cf_options, &cfo);
@@ -182,7 +220,11 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
     return NotAStore(err, path, "a RocksDB database without column family " UIH_MUTABLE_CF);
   }
   std::vector<ColumnFamilyDescriptor> cfs;
-  for (const std::string& name : names) cfs.emplace_back(name, name == UIH_MUTABLE_CF ? cfo : ColumnFamilyOptions());
+  // A store's shard (uih/store.h) also holds generations: UihTable files.
+  for (const std::string& name : names)
+    cfs.emplace_back(name, name == UIH_MUTABLE_CF         ? cfo
+                           : uih::IsGenerationCf(name)    ? uih::GenerationCfOptions()
+                                                           : ColumnFamilyOptions());
   if (std::find(names.begin(), names.end(), UIH_MUTABLE_CF) == names.end()) cfs.emplace_back(UIH_MUTABLE_CF, cfo);
   s = o.read_only ? DB::OpenForReadOnly(dbo, path, cfs, &m->handles, &m->db)
                   : DB::Open(dbo, path, cfs, &m->handles, &m->db);

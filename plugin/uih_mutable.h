@@ -14,6 +14,7 @@
 #include "rocksdb/db.h"
 #include "rocksdb/merge_operator.h"
 #include "uih/events.h"
+#include "uih/mutable.h"
 
 struct uih_mutable;
 
@@ -78,5 +79,18 @@ rocksdb::ColumnFamilyHandle* MutableColumnFamily(uih_mutable* m);
 
 // The key under which the durable watermark lives in the default column family.
 extern const char kWatermarkKey[];
+
+// The options of column family uih.mutable (merge operator, retention,
+// bloom filter, compression) for the settings `o`.
+rocksdb::ColumnFamilyOptions MutableCfOptions(const uih_mutable_opts& o);
+
+// A mutable tier over a database someone else owns (a store's shard): the
+// handles stay theirs and must outlive it; free it with FreeMutable.
+int AdoptMutable(const std::string& path, const uih_schema* schema, rocksdb::DB* db,
+                 rocksdb::ColumnFamilyHandle* events, rocksdb::ColumnFamilyHandle* meta, uih_mutable** out,
+                 uih_error* err);
+void FreeMutable(uih_mutable* m);
+// Sets the schema appends and reads use (an adopted store's, once read).
+void SetMutableSchema(uih_mutable* m, const uih_schema* schema);
 
 }  // namespace uih

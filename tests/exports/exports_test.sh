@@ -30,7 +30,8 @@ cmp -s "$work/engine.declared" "$work/engine.mapped" || {
 }
 
 # ---- libuih_rocksdb.so -----------------------------------------------------
-declared "$src/plugin/include" "$src/engine/include" -- $(headers "$src/plugin/include") |
+declared "$src/plugin/include" "$src/loader/include" "$src/engine/include" -- \
+  $(headers "$src/plugin/include") $(headers "$src/loader/include") |
   comm -23 - "$work/engine.declared" >"$work/plugin.declared"
 { cat "$work/plugin.declared"; echo uih_rocksdb_register; } | sort -u >"$work/plugin.want"
 # The one C++ symbol: RocksDB's own, replaced.

@@ -1,0 +1,284 @@
+/* uih init, uih load, uih status — a store (uih/store.h) and its daily
+ * loads (uih/loader.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "uih/loader.h"
+#include "uih/store.h"
+
+/* ---- uih init ---------------------------------------------------------------------- */
+
+static const char kInitUsage[] = "usage: uih init --store DIR --schema FILE [--shards N]";
+
+static int read_file(const char *path, char **out, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  size_t k;
+  while (buf && (k = fread(buf + n, 1, cap - n, f)) > 0) {
+    n += k;
+    if (n == cap) {
+      char *b = realloc(buf, cap *= 2);
+      if (!b) free(buf);
+      buf = b;
+    }
+  }
+  int ok = buf && !ferror(f);
+  fclose(f);
+  if (!ok) {
+    free(buf);
+    return 0;
+  }
+  *out = buf;
+  *len = n;
+  return 1;
+}
+
+int cmd_init(int argc, char **argv) {
+  const char *dir = NULL, *schema_path = NULL;
+  uint64_t shards = 1;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, kInitUsage);
+    i++;
+    if (!strcmp(a, "--store")) dir = v;
+    else if (!strcmp(a, "--schema")) schema_path = v;
+    else if (!strcmp(a, "--shards") && cli_parse_u64(a, v, &shards)) {
+      if (shards < 1 || shards > UIH_STORE_SHARDS_MAX)
+        return cli_fail(CLI_USAGE, "--shards %s: expected 1..%d", v, UIH_STORE_SHARDS_MAX);
+    } else
+      return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kInitUsage);
+  }
+  if (!dir || !schema_path) return cli_fail(CLI_USAGE, "%s", kInitUsage);
+  char *json;
+  size_t len;
+  if (!read_file(schema_path, &json, &len)) return cli_fail(CLI_FAIL, "%s: cannot read the schema file", schema_path);
+  uih_error err = {0};
+  int rc = uih_store_init(dir, json, len, schema_path, (uint32_t)shards, &err);
+  free(json);
+  if (rc != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+  printf("uih init: store %s with %" PRIu64 " shard%s\n", dir, shards, shards == 1 ? "" : "s");
+  return CLI_OK;
+}
+
+/* ---- uih load ---------------------------------------------------------------------- */
+
+static const char kLoadUsage[] =
+    "usage: uih load --store DIR [--through TS] [--lookback T] [--shard I] [--threads N]\n"
+    "                [--memory BYTES] [--json] FILE...\n"
+    "  FILE... loader-input CSV (plain, .gz, .zst), files or directories; '-' is stdin";
+
+/* "256M", "1G", "65536": bytes with an optional K/M/G suffix (powers of 1024). */
+static int parse_bytes(const char *what, const char *text, uint64_t *out) {
+  char buf[32];
+  size_t n = strlen(text);
+  if (n == 0 || n >= sizeof buf) return cli_fail(CLI_USAGE, "%s '%s' is not a size", what, text), 0;
+  memcpy(buf, text, n + 1);
+  unsigned shift = 0;
+  char last = buf[n - 1];
+  if (last == 'K' || last == 'k') shift = 10;
+  else if (last == 'M' || last == 'm') shift = 20;
+  else if (last == 'G' || last == 'g') shift = 30;
+  if (shift) buf[n - 1] = '\0';
+  uint64_t v;
+  if (!cli_parse_u64(what, buf, &v)) return 0;
+  if (v > (UINT64_MAX >> shift)) return cli_fail(CLI_USAGE, "%s '%s' is too large", what, text), 0;
+  *out = v << shift;
+  return 1;
+}
+
+typedef struct progress_state {
+  int tty;
+  double last;
+} progress_state;
+
+static void on_progress(const uih_load_progress *p, void *arg) {
+  progress_state *s = arg;
+  if (p->seconds - s->last < 1.0 && strcmp(p->phase, "merge") != 0) return;
+  s->last = p->seconds;
+  double rate = p->seconds > 0 ? (double)p->events / p->seconds : 0;
+  if (p->shard >= 0)
+    fprintf(stderr, "%suih load: merge: shard %d done, %" PRIu64 " events stored so far, %.1f s%s", s->tty ? "\r" : "",
+            p->shard, p->events, p->seconds, s->tty ? "\033[K" : "\n");
+  else
+    fprintf(stderr, "%suih load: read: %" PRIu64 " events, %.1f MB, %.2f M events/s, %.1f MB/s%s", s->tty ? "\r" : "",
+            p->events, (double)p->bytes / 1e6, rate / 1e6, p->seconds > 0 ? (double)p->bytes / 1e6 / p->seconds : 0,
+            s->tty ? "\033[K" : "\n");
+  fflush(stderr);
+}
+
+static void print_summary(const uih_load_stats *st, int json) {
+  double total = st->seconds_read + st->seconds_sort + st->seconds_merge;
+  if (json) {
+    printf("{\"inputs\":%" PRIu64 ",\"input_bytes\":%" PRIu64 ",\"events_in\":%" PRIu64 ",\"events_skipped\":%" PRIu64
+           ",\"duplicates\":%" PRIu64 ",\"expired\":%" PRIu64 ",\"events_new\":%" PRIu64 ",\"events\":%" PRIu64
+           ",\"stripes\":%" PRIu64 ",\"histories\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"stripes_copied\":%" PRIu64
+           ",\"stripes_written\":%" PRIu64 ",\"runs\":%" PRIu64 ",\"shards\":%u,\"through\":%" PRId64
+           ",\"horizon\":%" PRId64 ",\"seconds\":{\"read\":%.3f,\"sort\":%.3f,\"merge\":%.3f,\"total\":%.3f}}\n",
+           st->inputs, st->input_bytes, st->events_in, st->events_skipped, st->duplicates, st->expired,
+           st->events_new, st->events, st->stripes, st->histories, st->bytes, st->stripes_copied,
+           st->stripes_written, st->runs, st->shards, st->through, st->horizon, st->seconds_read, st->seconds_sort,
+           st->seconds_merge, total);
+    return;
+  }
+  printf("uih load: %u shard%s now at through %" PRId64 "%s\n", st->shards, st->shards == 1 ? "" : "s", st->through,
+         st->horizon == INT64_MIN ? "" : " (lookback applied)");
+  printf("  in:      %" PRIu64 " events from %" PRIu64 " input%s (%.1f MB)", st->events_in, st->inputs,
+         st->inputs == 1 ? "" : "s", (double)st->input_bytes / 1e6);
+  if (st->events_skipped) printf(", %" PRIu64 " of other shards skipped", st->events_skipped);
+  printf("\n  new:     %" PRIu64 " events stored for the first time, %" PRIu64 " duplicates kept once\n", st->events_new,
+         st->duplicates);
+  if (st->horizon != INT64_MIN)
+    printf("  expired: %" PRIu64 " events older than %" PRId64 " dropped\n", st->expired, st->horizon);
+  printf("  stored:  %" PRIu64 " events of %" PRIu64 " user histories in %" PRIu64 " stripes, %.1f MB, %.2f bytes/event\n",
+         st->events, st->histories, st->stripes, (double)st->bytes / 1e6,
+         st->events ? (double)st->bytes / (double)st->events : 0.0);
+  printf("  stripes: %" PRIu64 " copied byte for byte, %" PRIu64 " written\n", st->stripes_copied, st->stripes_written);
+  printf("  time:    read %.2f s, sort %.2f s (%" PRIu64 " runs spilled), merge+publish %.2f s; %.2f M events/s\n",
+         st->seconds_read, st->seconds_sort, st->runs, st->seconds_merge,
+         total > 0 ? (double)st->events_in / total / 1e6 : 0.0);
+}
+
+int cmd_load(int argc, char **argv) {
+  const char *dir = NULL;
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  int json = 0;
+  const char **files = calloc((size_t)argc + 1, sizeof *files);
+  size_t nfiles = 0;
+  if (!files) return cli_fail(CLI_FAIL, "out of memory");
+  int bad = 0;
+  for (int i = 0; i < argc && !bad; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--json")) {
+      json = 1;
+      continue;
+    }
+    if (a[0] != '-' || !strcmp(a, "-")) {
+      files[nfiles++] = a;
+      continue;
+    }
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v) {
+      bad = cli_fail(CLI_USAGE, "%s needs a value\n%s", a, kLoadUsage);
+      break;
+    }
+    i++;
+    uint64_t u;
+    int64_t t;
+    if (!strcmp(a, "--store")) dir = v;
+    else if (!strcmp(a, "--through") && cli_parse_i64(a, v, &t) && t != INT64_MIN) o.through = t;
+    else if (!strcmp(a, "--lookback") && cli_parse_i64(a, v, &t) && t > 0) o.lookback = t;
+    else if (!strcmp(a, "--shard") && cli_parse_u64(a, v, &u) && u < UIH_STORE_SHARDS_MAX) o.shard = (int32_t)u;
+    else if (!strcmp(a, "--threads") && cli_parse_u64(a, v, &u) && u >= 1 && u <= 64) o.threads = (uint32_t)u;
+    else if (!strcmp(a, "--memory") && parse_bytes(a, v, &u)) o.memory = (size_t)u;
+    else if (!strcmp(a, "--delete") || !strcmp(a, "--schema") || !strcmp(a, "--rejects"))
+      bad = cli_fail(CLI_USAGE, "%s is not available yet in this build: deletions, schema changes and rejects "
+                     "files come with the loader's next step", a);
+    else bad = cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kLoadUsage);
+  }
+  if (!bad && (!dir || nfiles == 0)) bad = cli_fail(CLI_USAGE, "%s", kLoadUsage);
+  if (bad) {
+    free(files);
+    return CLI_USAGE;
+  }
+  progress_state ps = {isatty(2), -1.0};
+  o.progress = on_progress;
+  o.progress_arg = &ps;
+  uih_error err = {0};
+  uih_store *s = NULL;
+  uih_load_stats st;
+  int rc = uih_store_open(dir, NULL, &s, &err);
+  if (rc == UIH_OK) rc = uih_load(s, files, nfiles, &o, &st, &err);
+  if (ps.tty && ps.last >= 0) fputc('\n', stderr);
+  uih_store_close(s);
+  free(files);
+  if (rc != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+  print_summary(&st, json);
+  return CLI_OK;
+}
+
+/* ---- uih status ---------------------------------------------------------------------- */
+
+static const char kStatusUsage[] = "usage: uih status --store DIR [--json]";
+
+int cmd_status(int argc, char **argv) {
+  const char *dir = NULL;
+  int json = 0;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--json")) json = 1;
+    else if (!strcmp(argv[i], "--store") && i + 1 < argc) dir = argv[++i];
+    else return cli_fail(CLI_USAGE, "bad argument %s\n%s", argv[i], kStatusUsage);
+  }
+  if (!dir) return cli_fail(CLI_USAGE, "%s", kStatusUsage);
+  uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
+  so.read_only = 1;
+  uih_error err = {0};
+  uih_store *s = NULL;
+  if (uih_store_open(dir, &so, &s, &err) != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+  const uih_schema *schema = uih_store_schema(s);
+  uint32_t n = uih_store_shards(s);
+  if (json)
+    printf("{\"store\":\"%s\",\"schema\":{\"name\":\"%s\",\"version\":%u},\"shards\":[", dir, uih_schema_name(schema),
+           uih_schema_version(schema));
+  else
+    printf("store %s: schema '%s' version %u, %u shard%s\n", dir, uih_schema_name(schema), uih_schema_version(schema), n,
+           n == 1 ? "" : "s");
+  int rc = CLI_OK;
+  for (uint32_t i = 0; i < n && rc == CLI_OK; i++) {
+    uih_generation gens[16];
+    size_t ng;
+    uint32_t cur;
+    uint64_t imm, mut;
+    int64_t wm;
+    int has;
+    if (uih_store_generations(s, i, gens, 16, &ng, &cur, &err) != UIH_OK ||
+        uih_store_sizes(s, i, &imm, &mut, &err) != UIH_OK ||
+        uih_mutable_watermark(uih_store_mutable(s, i), &wm, &has, &err) != UIH_OK) {
+      rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+      break;
+    }
+    if (ng > 16) ng = 16;
+    if (json) {
+      printf("%s{\"shard\":%u,\"current\":%u,\"watermark\":", i ? "," : "", i, cur);
+      if (has) printf("%" PRId64, wm);
+      else printf("null");
+      printf(",\"immutable_bytes\":%" PRIu64 ",\"mutable_bytes\":%" PRIu64 ",\"generations\":[", imm, mut);
+      for (size_t g = 0; g < ng; g++) {
+        const uih_generation *x = &gens[g];
+        printf("%s{\"generation\":%u,\"parent\":%u,\"schema_version\":%u,\"through\":%" PRId64 ",\"horizon\":", g ? "," : "",
+               x->generation, x->parent, x->schema_version, x->through);
+        if (x->horizon == INT64_MIN) printf("null");
+        else printf("%" PRId64, x->horizon);
+        printf(",\"events\":%" PRIu64 ",\"stripes\":%" PRIu64 ",\"histories\":%" PRIu64 ",\"bytes\":%" PRIu64
+               ",\"events_in\":%" PRIu64 ",\"events_new\":%" PRIu64 ",\"duplicates\":%" PRIu64 ",\"expired\":%" PRIu64
+               ",\"inputs_digest\":\"%016" PRIx64 "\"}",
+               x->events, x->stripes, x->histories, x->bytes, x->events_in, x->events_new, x->duplicates, x->expired,
+               x->inputs_digest);
+      }
+      printf("]}");
+      continue;
+    }
+    printf("shard %u: ", i);
+    if (cur == 0) printf("no generation yet");
+    else printf("generation %u current", cur);
+    if (has) printf(", watermark %" PRId64, wm);
+    printf(", immutable %.1f MB, mutable %.1f MB\n", (double)imm / 1e6, (double)mut / 1e6);
+    for (size_t g = 0; g < ng; g++) {
+      const uih_generation *x = &gens[g];
+      printf("  %s generation %u (on %u, schema v%u): through %" PRId64 ", %" PRIu64 " events in %" PRIu64
+             " stripes of %" PRIu64 " histories, %.1f MB (%.2f B/event); load: %" PRIu64 " in, %" PRIu64
+             " new, %" PRIu64 " duplicates, %" PRIu64 " expired\n",
+             x->generation == cur ? "*" : " ", x->generation, x->parent, x->schema_version, x->through, x->events,
+             x->stripes, x->histories, (double)x->bytes / 1e6, x->events ? (double)x->bytes / (double)x->events : 0.0,
+             x->events_in, x->events_new, x->duplicates, x->expired);
+    }
+  }
+  if (json && rc == CLI_OK) printf("]}\n");
+  uih_store_close(s);
+  return rc;
+}

@@ -1,0 +1,105 @@
+/* uihstore — the daily bulk loader: loader-input CSV files (uih/csv.h;
+ * plain, .gz or .zst; files or directories of them) folded into a store's
+ * immutable tier as a new generation per shard (uih/store.h).
+ *
+ * A load reads every input once, sorting its events by (shard, user,
+ * group, ts, trait values) with at most `memory` bytes in memory (more
+ * spills sorted runs to the store's tmp/ and merges them), then, shard by
+ * shard, merges them with the current generation's stripes — streamed in
+ * key order, never a whole history in memory — into the new generation's
+ * files. Only when every shard's files are written are the generations
+ * published, each atomically (uih/store.h): bad input, a full disk or a
+ * refused event publishes nothing.
+ *
+ * The stripe rule (stripe boundaries never move as history grows):
+ *   1. A stripe holds 1..stripe_events events of one (user, group), keyed by
+ *      its first event's timestamp; the events of equal timestamp are never
+ *      split between stripes, so every event of a stripe has
+ *      start <= ts < the next stripe's start.
+ *   2. A new event joins the last stripe starting at or before it (the
+ *      first stripe when it is older than all); a history without stripes
+ *      gets one.
+ *   3. A stripe that would exceed stripe_events is cut, from its oldest
+ *      event, into full stripes and a last partial one, each cut moved
+ *      back to the start of a run of equal timestamps (a run longer than
+ *      stripe_events is refused as bad input).
+ *   So appending in time order fills the newest stripe and then starts new
+ *   ones; only the newest stripe of a history is partial, except where late
+ *   events split an old one. A stripe that gains no event and loses none
+ *   is copied byte for byte, not decoded.
+ *
+ * Exact duplicates (same timestamp, same trait values), within the inputs
+ * or of stored events, are kept once: a stored event keeps its arrival
+ * generation (UIH_TRAIT_ARRIVAL), a new one gets the new generation's.
+ * The lookback drops events older than through - lookback from the whole
+ * history. Events at or past `through` are refused.
+ *
+ * Deterministic: the same inputs on the same generation give the same
+ * stripes, keys and records.
+ */
+#ifndef UIH_LOADER_H
+#define UIH_LOADER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uih/error.h"
+#include "uih/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a progress callback sees: the phase ("read", "merge"), the shard
+ * being merged (-1 while reading), and counts so far. */
+typedef struct uih_load_progress {
+  const char *phase;
+  int32_t shard;
+  uint64_t events, bytes; /* events handled, input bytes read */
+  double seconds;         /* since the phase began */
+} uih_load_progress;
+
+typedef struct uih_load_opts {
+  int64_t through;   /* every event has ts < through; INT64_MIN: the newest event's ts + 1,
+                        or the shard's current through when that is later */
+  int64_t lookback;  /* > 0: drop events with ts < through - lookback; 0: keep all */
+  int32_t shard;     /* -1: every shard; else only this one (events of others are skipped) */
+  uint32_t threads;  /* shards merged at once (0 or 1: one at a time) */
+  size_t memory;     /* bytes the sort holds before it spills a run (>= 1 MiB) */
+  void (*progress)(const uih_load_progress *p, void *arg); /* or NULL; called now and then */
+  void *progress_arg;
+} uih_load_opts;
+
+#define UIH_LOAD_OPTS_DEFAULT {INT64_MIN, 0, -1, 1, (size_t)256 << 20, NULL, NULL}
+
+typedef struct uih_load_stats {
+  uint64_t inputs, input_bytes;  /* files read, their bytes (decompressed) */
+  uint64_t events_in;            /* events read for the loaded shards */
+  uint64_t events_skipped;       /* events of shards not loaded (--shard) */
+  uint64_t duplicates;           /* kept once: repeated in the inputs or already stored */
+  uint64_t expired;              /* dropped by the lookback, stored or new */
+  uint64_t events_new;           /* stored for the first time */
+  uint64_t events, stripes, histories, bytes; /* what the new generations hold */
+  uint64_t stripes_copied;       /* kept byte for byte */
+  uint64_t stripes_written;      /* encoded by this load */
+  uint64_t runs;                 /* sorted runs spilled to disk */
+  uint32_t shards;               /* shards loaded */
+  int64_t through, horizon;
+  double seconds_read, seconds_sort, seconds_merge; /* per phase (merge includes publishing) */
+} uih_load_stats;
+
+/* Loads `inputs` (files, directories of files read in name order, "-" for
+ * standard input) into `store`. On success every loaded shard has a new
+ * current generation and *stats (optional) says what happened. On an error
+ * the message names the input, line and column, or the shard and stripe,
+ * and says what was expected, and no shard has a new generation — unless
+ * publishing itself failed part way (an I/O error between shards), when
+ * the shards published before it keep their new generation and the message
+ * says which. */
+int uih_load(uih_store *store, const char *const *inputs, size_t ninputs, const uih_load_opts *opts,
+             uih_load_stats *stats, uih_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UIH_LOADER_H */

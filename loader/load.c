@@ -1,0 +1,315 @@
+/* uih_load (uih/loader.h): read and sort the inputs, merge each shard into
+ * its next generation (on `threads` threads), then publish them all. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "input.h"
+#include "merge.h"
+#include "rows.h"
+#include "sort.h"
+#include "uih/csv.h"
+#include "uih/key.h"
+#include "uih/loader.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef struct job {
+  uint32_t shard;
+  uih_store_writer *writer;
+  ld_merge merge;
+  uih_error err;
+  int rc;
+} job;
+
+typedef struct load {
+  uih_store *store;
+  const uih_schema *schema;
+  uint32_t nshards;
+  uih_load_opts o;
+  uih_load_stats st;
+  uint64_t *events_in; /* per shard */
+  ld_sorter *sorter;
+  job *jobs;
+  size_t njobs;
+  pthread_mutex_t mu; /* next, progress */
+  size_t next;
+  double merge_began;
+  uint64_t merged_events;
+} load;
+
+static void progress(load *l, const char *phase, int32_t shard, uint64_t events, uint64_t bytes, double began) {
+  if (!l->o.progress) return;
+  uih_load_progress p = {phase, shard, events, bytes, now() - began};
+  l->o.progress(&p, l->o.progress_arg);
+}
+
+/* The current generation's record of `shard`; *has = 0 when it has none. */
+static int current_record(uih_store *s, uint32_t shard, uih_generation *rec, int *has, uih_error *err) {
+  uih_generation gens[64];
+  size_t n;
+  uint32_t cur;
+  int rc = uih_store_generations(s, shard, gens, 64, &n, &cur, err);
+  *has = 0;
+  for (size_t i = 0; rc == UIH_OK && i < n && i < 64; i++)
+    if (gens[i].generation == cur) {
+      *rec = gens[i];
+      *has = 1;
+    }
+  return rc;
+}
+
+/* ---- reading ------------------------------------------------------------------ */
+
+static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *maxts, double began, uih_error *err) {
+  ld_input *in = NULL;
+  uih_csv_reader *r = NULL;
+  int rc = ld_input_open(path, &in, err);
+  const char *name = strcmp(path, "-") ? path : "<stdin>";
+  if (rc == UIH_OK) rc = uih_csv_open_stream(ld_input_stream(in), name, l->schema, &r, err);
+  uint8_t *buf = NULL;
+  size_t cap = 0;
+  while (rc == UIH_OK) {
+    uint64_t user;
+    const uih_batch *ev;
+    rc = uih_csv_next(r, &user, &ev, err);
+    if (rc != UIH_OK || ev == NULL) break;
+    uint32_t shard = uih_shard_of(user, l->nshards);
+    if (l->o.shard >= 0 && shard != (uint32_t)l->o.shard) {
+      l->st.events_skipped++;
+      continue;
+    }
+    int64_t ts = ((const int64_t *)ev->columns[uih_batch_column_index(ev, ev->group->ts->id)].values)[0];
+    if (l->o.through != INT64_MIN && ts >= l->o.through) {
+      rc = uih_error_set(err, UIH_ERR_OUT_OF_RANGE,
+                         "%s:%" PRIu64 ": ts %" PRId64 " is at or past the load's through %" PRId64
+                         " (a load takes events older than its through; the newer ones go in a later load)",
+                         name, uih_csv_record_line(r), ts, l->o.through);
+      break;
+    }
+    if (ts == INT64_MAX && l->o.through == INT64_MIN) {
+      rc = uih_error_set(err, UIH_ERR_OUT_OF_RANGE,
+                         "%s:%" PRIu64 ": ts %" PRId64 " leaves no room for a through after it", name,
+                         uih_csv_record_line(r), ts);
+      break;
+    }
+    if (ts > *maxts) *maxts = ts;
+    size_t max = ld_row_max(ev->group);
+    if (max > cap) {
+      uint8_t *b = realloc(buf, max);
+      if (!b) {
+        rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+        break;
+      }
+      buf = b;
+      cap = max;
+    }
+    size_t len = ld_row_encode((uint16_t)shard, user, ev, 0, buf);
+    rc = ld_sorter_add(l->sorter, buf, (uint32_t)len, err);
+    l->events_in[shard]++;
+    l->st.events_in++;
+    if ((l->st.events_in & ((1u << 20) - 1)) == 0)
+      progress(l, "read", -1, l->st.events_in, l->st.input_bytes + ld_input_bytes(in), began);
+  }
+  if (rc != UIH_OK && in && ld_input_failure(in))  /* the decompressor's reason beats "I/O error" */
+    rc = uih_error_set(err, UIH_ERR_PARSE, "%s (after line %" PRIu64 ")", ld_input_failure(in),
+                       r ? uih_csv_record_line(r) : 0);
+  if (rc == UIH_OK) {
+    uint64_t d = ld_input_digest(in);
+    XXH3_64bits_update(digests, &d, sizeof d);
+    l->st.inputs++;
+    l->st.input_bytes += ld_input_bytes(in);
+  }
+  free(buf);
+  uih_csv_close(r);
+  ld_input_close(in);
+  return rc;
+}
+
+/* ---- merging ------------------------------------------------------------------ */
+
+static void *merge_worker(void *arg) {
+  load *l = arg;
+  for (;;) {
+    pthread_mutex_lock(&l->mu);
+    size_t i = l->next++;
+    pthread_mutex_unlock(&l->mu);
+    if (i >= l->njobs) return NULL;
+    job *j = &l->jobs[i];
+    j->rc = ld_merge_shard(&j->merge, &j->err);
+    pthread_mutex_lock(&l->mu);
+    l->merged_events += j->merge.record.events;
+    progress(l, "merge", (int32_t)j->shard, l->merged_events, 0, l->merge_began);
+    pthread_mutex_unlock(&l->mu);
+  }
+}
+
+static int merge_all(load *l, uih_error *err) {
+  l->merge_began = now();
+  uint32_t nthreads = l->o.threads > 1 ? l->o.threads : 1;
+  if (nthreads > l->njobs) nthreads = (uint32_t)l->njobs;
+  pthread_t threads[64];
+  if (nthreads > 64) nthreads = 64;
+  uint32_t started = 0;
+  for (uint32_t t = 1; t < nthreads; t++) {
+    if (pthread_create(&threads[started], NULL, merge_worker, l) != 0) break;
+    started++;
+  }
+  merge_worker(l);
+  for (uint32_t t = 0; t < started; t++) pthread_join(threads[t], NULL);
+  for (size_t i = 0; i < l->njobs; i++)
+    if (l->jobs[i].rc != UIH_OK) {
+      *err = l->jobs[i].err;
+      return l->jobs[i].rc;
+    }
+  return UIH_OK;
+}
+
+/* ---- the load --------------------------------------------------------------------- */
+
+static int check_opts(uih_store *s, const uih_load_opts *o, uih_error *err) {
+  uint32_t n = uih_store_shards(s);
+  if (o->shard >= 0 && (uint32_t)o->shard >= n)
+    return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "load: shard %d, the store has %u (0..%u)", o->shard, n, n - 1);
+  if (o->shard < -1) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "load: shard %d", o->shard);
+  if (o->lookback < 0)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "load: lookback %" PRId64 ", expected >= 0", o->lookback);
+  if (o->memory < ((size_t)1 << 20))
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "load: memory %zu bytes, expected at least 1 MiB", o->memory);
+  return UIH_OK;
+}
+
+static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *err) {
+  uih_store *s = l->store;
+  /* Where time stands: a load's through never goes back. */
+  int64_t prev = INT64_MIN;
+  int any_prev = 0;
+  for (uint32_t i = 0; i < l->nshards; i++) {
+    if (l->o.shard >= 0 && i != (uint32_t)l->o.shard) continue;
+    uih_generation rec;
+    int has;
+    int rc = current_record(s, i, &rec, &has, err);
+    if (rc != UIH_OK) return rc;
+    if (!has) continue;
+    if (l->o.through != INT64_MIN && l->o.through < rec.through)
+      return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                           "load: through %" PRId64 " is before shard %u's current generation %u, through %" PRId64
+                           " (a store's through only moves forward)",
+                           l->o.through, i, rec.generation, rec.through);
+    if (!any_prev || rec.through > prev) prev = rec.through;
+    any_prev = 1;
+  }
+
+  char **files = NULL;
+  size_t nfiles = 0;
+  int rc = ld_files_expand(inputs, ninputs, &files, &nfiles, err);
+  if (rc != UIH_OK) return rc;
+  XXH3_state_t *digests = XXH3_createState();
+  if (!digests) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+  else XXH3_64bits_reset(digests);
+  if (rc == UIH_OK) rc = ld_sorter_create(uih_store_tmpdir(s), l->o.memory, l->nshards, &l->sorter, err);
+  int64_t maxts = INT64_MIN;
+  double t0 = now();
+  for (size_t i = 0; i < nfiles && rc == UIH_OK; i++) rc = read_file(l, files[i], digests, &maxts, t0, err);
+  uint64_t inputs_digest = digests ? XXH3_64bits_digest(digests) : 0;
+  XXH3_freeState(digests);
+  ld_files_free(files, nfiles);
+  if (rc != UIH_OK) return rc;
+  progress(l, "read", -1, l->st.events_in, l->st.input_bytes, t0);
+  l->st.seconds_read = now() - t0;
+
+  int64_t through = l->o.through;
+  if (through == INT64_MIN) {
+    if (l->st.events_in == 0 && !any_prev)
+      return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                           "load: nothing to load: no events, no through given and no generation yet");
+    through = l->st.events_in ? maxts + 1 : prev;
+    if (any_prev && prev > through) through = prev;
+  }
+  int64_t horizon = INT64_MIN;
+  if (l->o.lookback > 0) horizon = through >= INT64_MIN + l->o.lookback ? through - l->o.lookback : INT64_MIN;
+  l->st.through = through;
+  l->st.horizon = horizon;
+
+  t0 = now();
+  rc = ld_sorter_finish(l->sorter, err);
+  l->st.runs = ld_sorter_runs(l->sorter);
+  l->st.seconds_sort = now() - t0;
+  if (rc != UIH_OK) return rc;
+
+  t0 = now();
+  l->jobs = calloc(l->nshards, sizeof *l->jobs);
+  if (!l->jobs) return uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+  for (uint32_t i = 0; i < l->nshards && rc == UIH_OK; i++) {
+    if (l->o.shard >= 0 && i != (uint32_t)l->o.shard) continue;
+    job *j = &l->jobs[l->njobs];
+    j->shard = i;
+    rc = uih_store_writer_open(s, i, &j->writer, err);
+    if (rc != UIH_OK) break;
+    l->njobs++;
+    j->merge = (ld_merge){.store = s, .schema = l->schema, .shard = i, .horizon = horizon, .sorter = l->sorter,
+                          .writer = j->writer};
+    uih_generation *g = &j->merge.record;
+    g->through = through;
+    g->horizon = horizon;
+    g->schema_version = uih_schema_version(l->schema);
+    g->events_in = l->events_in[i];
+    g->inputs_digest = inputs_digest;
+  }
+  if (rc == UIH_OK) rc = merge_all(l, err);
+  if (rc != UIH_OK) return rc;
+
+  /* Every shard's files are written: publish them, one after another. */
+  for (size_t i = 0; i < l->njobs; i++) {
+    job *j = &l->jobs[i];
+    rc = uih_store_writer_publish(j->writer, &j->merge.record, err);
+    j->writer = NULL;
+    if (rc != UIH_OK) {
+      if (i > 0)
+        uih_error_prefix(err, "load: shards %u..%u have their new generation; shard %u failed: ", l->jobs[0].shard,
+                         l->jobs[i - 1].shard, j->shard);
+      return rc;
+    }
+    const uih_generation *g = &j->merge.record;
+    l->st.duplicates += g->duplicates;
+    l->st.expired += g->expired;
+    l->st.events_new += g->events_new;
+    l->st.events += g->events;
+    l->st.stripes += g->stripes;
+    l->st.histories += g->histories;
+    l->st.bytes += g->bytes;
+    l->st.stripes_copied += j->merge.stripes_copied;
+    l->st.stripes_written += j->merge.stripes_written;
+    l->st.shards++;
+  }
+  l->st.seconds_merge = now() - t0;
+  return UIH_OK;
+}
+
+int uih_load(uih_store *store, const char *const *inputs, size_t ninputs, const uih_load_opts *opts,
+             uih_load_stats *stats, uih_error *err) {
+  if (store == NULL || (ninputs && inputs == NULL))
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "load: NULL argument");
+  load l = {.store = store, .schema = uih_store_schema(store), .nshards = uih_store_shards(store)};
+  l.o = opts ? *opts : (uih_load_opts)UIH_LOAD_OPTS_DEFAULT;
+  int rc = check_opts(store, &l.o, err);
+  if (rc != UIH_OK) return rc;
+  l.events_in = calloc(l.nshards, sizeof *l.events_in);
+  if (!l.events_in) return uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+  pthread_mutex_init(&l.mu, NULL);
+  rc = run(&l, inputs, ninputs, err);
+  for (size_t i = 0; i < l.njobs; i++) uih_store_writer_abort(l.jobs[i].writer); /* what was not published */
+  free(l.jobs);
+  ld_sorter_free(l.sorter);
+  free(l.events_in);
+  pthread_mutex_destroy(&l.mu);
+  if (rc == UIH_OK && stats) *stats = l.st;
+  return rc;
+}

@@ -1,0 +1,355 @@
+/* The loader's merge of one shard (merge.h). */
+#include "merge.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rows.h"
+#include "uih/key.h"
+#include "uih/stripe.h"
+
+/* A growable byte buffer and a growable array, reused history to history. */
+typedef struct bytes {
+  uint8_t *p;
+  size_t n, cap;
+} bytes;
+
+static int bytes_put(bytes *b, const void *src, size_t n, size_t *at, uih_error *err) {
+  if (b->n + n > b->cap) {
+    size_t c = b->cap ? b->cap : 1 << 16;
+    while (c < b->n + n) c *= 2;
+    uint8_t *p = realloc(b->p, c);
+    if (!p) return uih_error_set(err, UIH_ERR_NO_MEMORY, "merge: out of memory (%zu bytes for one history)", c);
+    b->p = p;
+    b->cap = c;
+  }
+  if (at) *at = b->n;
+  if (n) memcpy(b->p + b->n, src, n);
+  b->n += n;
+  return UIH_OK;
+}
+
+#define GROW(arr, n, cap, err)                                                           \
+  do {                                                                                   \
+    if ((n) == (cap)) {                                                                  \
+      size_t c_ = (cap) ? (cap) * 2 : 64;                                                \
+      void *p_ = realloc((arr), c_ * sizeof *(arr));                                     \
+      if (!p_) return uih_error_set((err), UIH_ERR_NO_MEMORY, "merge: out of memory");   \
+      (arr) = p_;                                                                        \
+      (cap) = c_;                                                                        \
+    }                                                                                    \
+  } while (0)
+
+typedef struct stored { /* a stripe of the current generation */
+  int64_t start;
+  size_t off, len; /* in `old` */
+  uih_stripe_info info;
+  size_t first_new, end_new; /* the new rows it receives */
+} stored;
+
+typedef struct row { /* a row in `rows` */
+  size_t off;
+  uint32_t len, arrival;
+} row;
+
+typedef struct state {
+  ld_merge *m;
+  uint32_t generation, version;
+  bytes old, fresh, rowbuf;
+  stored *stripes;
+  size_t nstripes, scap;
+  row *news; /* rows in `fresh` */
+  size_t nnews, ncap;
+  row *rows; /* one rebuild's rows in `rowbuf` */
+  size_t nrows, rcap;
+  uih_stripe_encoder *enc;
+  uih_stripe_decoder *dec;
+  uih_batch *batch; /* the group's active traits + arrival */
+  uint8_t *scratch; /* one encoded row */
+  size_t scratch_cap;
+  uint64_t user;
+  const uih_group *group;
+} state;
+
+static int row_cmp(const state *s, const uint8_t *base, const row *a, const uint8_t *bbase, const row *b) {
+  (void)s;
+  uint32_t la = a->len - LD_ROW_HISTORY, lb = b->len - LD_ROW_HISTORY;
+  int c = memcmp(base + a->off + LD_ROW_HISTORY, bbase + b->off + LD_ROW_HISTORY, la < lb ? la : lb);
+  return c ? c : (la > lb) - (la < lb);
+}
+
+static _Thread_local const uint8_t *sorting_rows;
+static int cmp_rows(const void *x, const void *y) { return row_cmp(NULL, sorting_rows, x, sorting_rows, y); }
+
+static int ensure_batch(state *s, const uih_group *g, uint32_t capacity, uih_error *err) {
+  if (s->batch && s->batch->group == g) {
+    uih_batch_clear(s->batch);
+    return capacity > s->batch->capacity ? uih_batch_reserve(&s->batch, capacity, err) : UIH_OK;
+  }
+  uih_batch_free(s->batch);
+  s->batch = NULL;
+  uint16_t ids[UIH_TRAITS_MAX + 1];
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < g->ntraits; i++)
+    if (uih_trait_active(&g->traits[i])) ids[n++] = g->traits[i].id;
+  ids[n++] = UIH_TRAIT_ARRIVAL;
+  size_t max = ld_row_max(g);
+  if (max > s->scratch_cap) {
+    uint8_t *p = realloc(s->scratch, max);
+    if (!p) return uih_error_set(err, UIH_ERR_NO_MEMORY, "merge: out of memory");
+    s->scratch = p;
+    s->scratch_cap = max;
+  }
+  return uih_batch_create(g, capacity > g->stripe_events ? capacity : g->stripe_events, ids, n, &s->batch, err);
+}
+
+static int emit(state *s, int64_t start, const uint8_t *value, size_t len, uint32_t events, uih_error *err) {
+  uint8_t key[UIH_KEY_SIZE];
+  uih_key k = {s->user, s->group->id, start};
+  uih_key_encode(&k, key);
+  int rc = uih_store_writer_add(s->m->writer, key, sizeof key, value, len, err);
+  if (rc != UIH_OK) return rc;
+  s->m->record.events += events;
+  s->m->record.stripes++;
+  s->m->record.bytes += len;
+  return UIH_OK;
+}
+
+/* Encodes rows [begin, end) as one stripe. */
+static int write_stripe(state *s, size_t begin, size_t end, uih_error *err) {
+  int rc = ensure_batch(s, s->group, (uint32_t)(end - begin), err);
+  for (size_t i = begin; i < end && rc == UIH_OK; i++)
+    rc = ld_row_append(s->rowbuf.p + s->rows[i].off, s->rows[i].len, s->rows[i].arrival, s->batch, err);
+  const uint8_t *out;
+  size_t len;
+  if (rc == UIH_OK) rc = uih_stripe_encode(s->enc, s->batch, s->version, &out, &len, err);
+  if (rc == UIH_OK) rc = emit(s, ld_row_ts(s->rowbuf.p + s->rows[begin].off), out, len, (uint32_t)(end - begin), err);
+  if (rc == UIH_OK) s->m->stripes_written++;
+  return rc;
+}
+
+/* Cuts s->rows into stripes by rule 3 and writes them. */
+static int cut(state *s, uih_error *err) {
+  const size_t n = s->nrows, se = s->group->stripe_events;
+  size_t start = 0;
+  while (start < n) {
+    size_t end = n - start <= se ? n : start + se;
+    if (end < n) {
+      while (end > start && ld_row_ts(s->rowbuf.p + s->rows[end].off) == ld_row_ts(s->rowbuf.p + s->rows[end - 1].off))
+        end--;
+      if (end == start)
+        return uih_error_set(err, UIH_ERR_OUT_OF_RANGE,
+                             "more than %zu events at timestamp %" PRId64 ": stripes of group '%s' hold at most %zu "
+                             "(stripe_events), and events of one timestamp are never split",
+                             se, ld_row_ts(s->rowbuf.p + s->rows[start].off), s->group->name, se);
+    }
+    int rc = write_stripe(s, start, end, err);
+    if (rc != UIH_OK) return rc;
+    start = end;
+  }
+  return UIH_OK;
+}
+
+static int add_row(state *s, const uint8_t *rec, size_t len, uint32_t arrival, uih_error *err) {
+  GROW(s->rows, s->nrows, s->rcap, err);
+  size_t at;
+  int rc = bytes_put(&s->rowbuf, rec, len, &at, err);
+  if (rc != UIH_OK) return rc;
+  s->rows[s->nrows++] = (row){at, (uint32_t)len, arrival};
+  return UIH_OK;
+}
+
+/* Rebuilds stripe `st` (NULL: a history without stripes) with its new
+ * rows: decoded, trimmed to the horizon, merged, cut, encoded. */
+static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new, uih_error *err) {
+  ld_merge *m = s->m;
+  s->nrows = 0;
+  s->rowbuf.n = 0;
+  int rc = UIH_OK;
+  uint64_t trimmed = 0, added = 0;
+  if (st) {
+    rc = ensure_batch(s, s->group, st->info.count, err);
+    if (rc == UIH_OK)
+      rc = uih_stripe_decode(s->dec, s->old.p + st->off, st->len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM,
+                             s->batch, err);
+    if (rc != UIH_OK) {
+      uih_error_prefix(err, "stripe at ts %" PRId64 ": ", st->start);
+      return rc;
+    }
+    const uih_batch *b = s->batch;
+    int ts = uih_batch_column_index(b, s->group->ts->id), arr = uih_batch_column_index(b, UIH_TRAIT_ARRIVAL);
+    for (uint32_t r = 0; r < b->count && rc == UIH_OK; r++) {
+      if (((const int64_t *)b->columns[ts].values)[r] < m->horizon) {
+        m->record.expired++;
+        trimmed++;
+        continue;
+      }
+      size_t len = ld_row_encode((uint16_t)m->shard, s->user, b, r, s->scratch);
+      rc = add_row(s, s->scratch, len, (uint32_t)uih_column_get_bits(&b->columns[arr], r), err);
+    }
+    if (rc != UIH_OK) return rc;
+    sorting_rows = s->rowbuf.p;
+    qsort(s->rows, s->nrows, sizeof *s->rows, cmp_rows);
+  }
+  /* Merge the new rows in: `rows` [0, nold) are stored, then the result is
+   * appended after them and moved down. */
+  size_t nold = s->nrows, i = 0, j = first_new;
+  while (rc == UIH_OK && (i < nold || j < end_new)) {
+    const row *a = i < nold ? &s->rows[i] : NULL, *b = j < end_new ? &s->news[j] : NULL;
+    int c = !a ? 1 : !b ? -1 : row_cmp(s, s->rowbuf.p, a, s->fresh.p, b);
+    if (c == 0) m->record.duplicates++, j++; /* stored already: it keeps its arrival */
+    if (c <= 0) {
+      row keep = s->rows[i++];
+      GROW(s->rows, s->nrows, s->rcap, err);
+      s->rows[s->nrows++] = keep;
+    } else {
+      size_t at;
+      rc = bytes_put(&s->rowbuf, s->fresh.p + b->off, b->len, &at, err);
+      GROW(s->rows, s->nrows, s->rcap, err);
+      s->rows[s->nrows++] = (row){at, b->len, s->generation};
+      m->record.events_new++;
+      added++;
+      j++;
+    }
+  }
+  if (rc != UIH_OK) return rc;
+  if (st && added == 0 && trimmed == 0) { /* only duplicates came: the stripe as it was */
+    rc = emit(s, st->start, s->old.p + st->off, st->len, st->info.count, err);
+    if (rc == UIH_OK) m->stripes_copied++;
+    return rc;
+  }
+  memmove(s->rows, s->rows + nold, (s->nrows - nold) * sizeof *s->rows);
+  s->nrows -= nold;
+  return cut(s, err);
+}
+
+/* One history: its stored stripes and its new rows. */
+static int history(state *s, uih_error *err) {
+  ld_merge *m = s->m;
+  /* Rule 2: each new row joins the last stripe starting at or before it
+   * (the first one when it is older than all). Rows and stripes are both
+   * in time order. */
+  size_t k = 0;
+  for (size_t i = 0; i < s->nstripes; i++) s->stripes[i].first_new = s->stripes[i].end_new = 0;
+  size_t first_kept = s->nnews;
+  for (size_t j = 0; j < s->nnews; j++) {
+    if (ld_row_ts(s->fresh.p + s->news[j].off) < m->horizon) {
+      m->record.expired++;
+      continue;
+    }
+    if (first_kept == s->nnews) first_kept = j;
+  }
+  for (size_t j = first_kept; j < s->nnews && s->nstripes; j++) {
+    int64_t ts = ld_row_ts(s->fresh.p + s->news[j].off);
+    while (k + 1 < s->nstripes && s->stripes[k + 1].start <= ts) k++;
+    if (s->stripes[k].end_new == 0) s->stripes[k].first_new = j;
+    s->stripes[k].end_new = j + 1;
+  }
+  uint64_t before = m->record.stripes;
+  if (s->nstripes == 0 && first_kept < s->nnews) {
+    int rc = rebuild(s, NULL, first_kept, s->nnews, err);
+    if (rc != UIH_OK) return rc;
+  }
+  for (size_t i = 0; i < s->nstripes; i++) {
+    stored *st = &s->stripes[i];
+    if (st->info.max_ts < m->horizon && st->end_new == 0) { /* wholly expired: not even decoded */
+      m->record.expired += st->info.count;
+      continue;
+    }
+    int rc;
+    if (st->end_new == 0 && st->info.min_ts >= m->horizon) { /* untouched: copied */
+      rc = emit(s, st->start, s->old.p + st->off, st->len, st->info.count, err);
+      if (rc == UIH_OK) m->stripes_copied++;
+    } else {
+      rc = rebuild(s, st, st->first_new, st->end_new, err);
+    }
+    if (rc != UIH_OK) return rc;
+  }
+  if (m->record.stripes > before) m->record.histories++;
+  return UIH_OK;
+}
+
+static void state_free(state *s) {
+  free(s->old.p);
+  free(s->fresh.p);
+  free(s->rowbuf.p);
+  free(s->stripes);
+  free(s->news);
+  free(s->rows);
+  free(s->scratch);
+  uih_stripe_encoder_free(s->enc);
+  uih_stripe_decoder_free(s->dec);
+  uih_batch_free(s->batch);
+}
+
+int ld_merge_shard(ld_merge *m, uih_error *err) {
+  state s = {.m = m, .generation = uih_store_writer_generation(m->writer), .version = uih_schema_version(m->schema)};
+  uih_store_scan *scan = NULL;
+  ld_stream *stream = NULL;
+  int rc = uih_stripe_encoder_create(NULL, &s.enc, err);
+  if (rc == UIH_OK) rc = uih_stripe_decoder_create(&s.dec, err);
+  if (rc == UIH_OK) rc = uih_store_scan_open(m->store, m->shard, 0, &scan, err);
+  if (rc == UIH_OK) rc = ld_stream_open(m->sorter, m->shard, &stream, err);
+  const uint8_t *key = NULL, *val = NULL, *rec = NULL;
+  size_t klen = 0, vlen = 0;
+  uint32_t rlen = 0;
+  if (rc == UIH_OK) rc = uih_store_scan_next(scan, &key, &klen, &val, &vlen, err);
+  if (rc == UIH_OK) rc = ld_stream_next(stream, &rec, &rlen, err);
+  while (rc == UIH_OK && (key || rec)) {
+    /* The next history: the smaller (user, group) of the two. */
+    uint8_t hist[UIH_KEY_GROUP_PREFIX_SIZE];
+    if (key && klen != UIH_KEY_SIZE) {
+      rc = uih_error_set(err, UIH_ERR_CORRUPTION, "generation key of %zu bytes, expected %d", klen, UIH_KEY_SIZE);
+      break;
+    }
+    if (key && (!rec || memcmp(key, rec + 2, sizeof hist) <= 0)) memcpy(hist, key, sizeof hist);
+    else memcpy(hist, rec + 2, sizeof hist);
+    uih_key hk;
+    uint8_t full[UIH_KEY_SIZE] = {0};
+    memcpy(full, hist, sizeof hist);
+    uih_key_decode(full, sizeof full, &hk, NULL);
+    s.user = hk.user_id;
+    s.group = uih_schema_group_by_id(m->schema, hk.group);
+    if (!s.group) {
+      rc = uih_error_set(err, UIH_ERR_CORRUPTION, "the generation holds group %u, which the schema does not have",
+                         hk.group);
+      break;
+    }
+    s.nstripes = s.nnews = 0;
+    s.old.n = s.fresh.n = 0;
+    while (rc == UIH_OK && key && klen == UIH_KEY_SIZE && memcmp(key, hist, sizeof hist) == 0) {
+      GROW(s.stripes, s.nstripes, s.scap, err);
+      stored *st = &s.stripes[s.nstripes];
+      uih_key sk;
+      rc = uih_key_decode(key, klen, &sk, err);
+      if (rc == UIH_OK) rc = uih_stripe_read_info(val, vlen, &st->info, err);
+      if (rc == UIH_OK && (st->info.group != hk.group || st->info.count == 0 || st->info.min_ts != sk.ts))
+        rc = uih_error_set(err, UIH_ERR_CORRUPTION,
+                           "stripe at ts %" PRId64 " holds %u events of group %u from ts %" PRId64, sk.ts,
+                           st->info.count, st->info.group, st->info.min_ts);
+      if (rc == UIH_OK) rc = bytes_put(&s.old, val, vlen, &st->off, err);
+      if (rc != UIH_OK) break;
+      st->start = sk.ts;
+      st->len = vlen;
+      s.nstripes++;
+      rc = uih_store_scan_next(scan, &key, &klen, &val, &vlen, err);
+    }
+    while (rc == UIH_OK && rec && memcmp(rec + 2, hist, sizeof hist) == 0) {
+      GROW(s.news, s.nnews, s.ncap, err);
+      size_t at;
+      rc = bytes_put(&s.fresh, rec, rlen, &at, err);
+      if (rc != UIH_OK) break;
+      s.news[s.nnews++] = (row){at, rlen, 0};
+      rc = ld_stream_next(stream, &rec, &rlen, err);
+    }
+    if (rc == UIH_OK) rc = history(&s, err);
+    if (rc != UIH_OK)
+      uih_error_prefix(err, "shard %u: user %" PRIu64 " group '%s': ", m->shard, s.user, s.group->name);
+  }
+  if (stream) m->record.duplicates += ld_stream_repeats(stream);
+  ld_stream_close(stream);
+  uih_store_scan_close(scan);
+  state_free(&s);
+  return rc;
+}

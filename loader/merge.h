@@ -1,0 +1,31 @@
+/* The loader's merge of one shard: the current generation's stripes and
+ * the shard's sorted new rows, (user, group) by (user, group), into the
+ * next generation's writer, by the stripe rule of uih/loader.h. */
+#ifndef UIH_LOADER_MERGE_H
+#define UIH_LOADER_MERGE_H
+
+#include <stdint.h>
+
+#include "sort.h"
+#include "uih/error.h"
+#include "uih/generation.h"
+#include "uih/schema.h"
+#include "uih/store.h"
+
+typedef struct ld_merge {
+  /* in */
+  uih_store *store;
+  const uih_schema *schema;
+  uint32_t shard;
+  int64_t horizon;         /* events with ts < horizon are dropped */
+  ld_sorter *sorter;
+  uih_store_writer *writer; /* the shard's next generation */
+  /* out: counts into the record (events .. expired), and these */
+  uih_generation record;
+  uint64_t stripes_copied, stripes_written;
+} ld_merge;
+
+/* Runs the merge; on an error the message names the shard and history. */
+int ld_merge_shard(ld_merge *m, uih_error *err);
+
+#endif /* UIH_LOADER_MERGE_H */

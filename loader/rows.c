@@ -1,0 +1,99 @@
+/* The loader's rows (rows.h). */
+#include "rows.h"
+
+#include <string.h>
+
+#define SIGN64 UINT64_C(0x8000000000000000)
+
+static void store_be(uint8_t *p, uint64_t v, unsigned n) {
+  for (unsigned i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+}
+
+/* A value column: neither the timestamp nor the arrival generation. */
+static int is_value(const uih_batch *b, uint32_t c) {
+  const uih_trait *t = b->columns[c].trait;
+  return t != b->group->ts && t->id != UIH_TRAIT_ARRIVAL;
+}
+
+static uint64_t to_stored(const uih_trait *t, uint64_t bits) {
+  return t->type == UIH_TYPE_INT64 || t->type == UIH_TYPE_TIMESTAMP ? bits ^ SIGN64 : bits;
+}
+
+size_t ld_row_max(const uih_group *g) {
+  size_t n = 0, bytes = 0;
+  for (uint32_t i = 0; i < g->ntraits; i++) {
+    const uih_trait *t = &g->traits[i];
+    if (!uih_trait_active(t) || t == g->ts) continue;
+    n++;
+    bytes += uih_type_width(t->type);
+  }
+  return LD_ROW_HEAD + (n + 7) / 8 + bytes;
+}
+
+size_t ld_row_encode(uint16_t shard, uint64_t user, const uih_batch *b, uint32_t row, uint8_t *out) {
+  store_be(out, shard, 2);
+  store_be(out + 2, user, 8);
+  store_be(out + 10, b->group->id, 2);
+  const uih_column *ts = &b->columns[uih_batch_column_index(b, b->group->ts->id)];
+  store_be(out + 12, uih_column_get_bits(ts, row) ^ SIGN64, 8);
+  uint32_t nv = 0;
+  for (uint32_t c = 0; c < b->ncolumns; c++) nv += (uint32_t)is_value(b, c);
+  uint8_t *presence = out + LD_ROW_HEAD;
+  memset(presence, 0, (nv + 7) / 8);
+  uint8_t *p = presence + (nv + 7) / 8;
+  uint32_t v = 0;
+  for (uint32_t c = 0; c < b->ncolumns; c++) {
+    if (!is_value(b, c)) continue;
+    const uih_column *col = &b->columns[c];
+    if (uih_column_has(col, row)) {
+      presence[v >> 3] |= (uint8_t)(1u << (v & 7));
+      unsigned w = (unsigned)uih_type_width(col->trait->type);
+      store_be(p, to_stored(col->trait, uih_column_get_bits(col, row)), w);
+      p += w;
+    }
+    v++;
+  }
+  return (size_t)(p - out);
+}
+
+int ld_row_append(const uint8_t *rec, uint32_t len, uint32_t arrival, uih_batch *out, uih_error *err) {
+  uint32_t nv = 0;
+  for (uint32_t c = 0; c < out->ncolumns; c++) nv += (uint32_t)is_value(out, c);
+  const uint32_t pbytes = (nv + 7) / 8;
+  if (len < LD_ROW_HEAD + pbytes || ld_row_group(rec) != out->group->id)
+    return uih_error_set(err, UIH_ERR_CORRUPTION, "loader row: %u bytes of group %u, expected at least %u of group %u",
+                         len, ld_row_group(rec), LD_ROW_HEAD + pbytes, out->group->id);
+  uint32_t row;
+  int rc = uih_batch_append(out, &row, err);
+  if (rc != UIH_OK) return rc;
+  const uint8_t *presence = rec + LD_ROW_HEAD, *p = presence + pbytes, *end = rec + len;
+  uint32_t v = 0;
+  for (uint32_t c = 0; c < out->ncolumns; c++) {
+    uih_column *col = &out->columns[c];
+    if (col->trait == out->group->ts) {
+      uih_column_set_bits(col, row, ld_load_be(rec + 12, 8) ^ SIGN64);
+    } else if (col->trait->id == UIH_TRAIT_ARRIVAL) {
+      uih_column_set_bits(col, row, arrival);
+    } else {
+      if (presence[v >> 3] >> (v & 7) & 1) {
+        unsigned w = (unsigned)uih_type_width(col->trait->type);
+        if ((size_t)(end - p) < w) break;
+        uih_column_set_bits(col, row, to_stored(col->trait, ld_load_be(p, w)));
+        p += w;
+      }
+      v++;
+    }
+  }
+  if (p != end || v != nv) {
+    out->count--; /* leave the batch as it was */
+    for (uint32_t c = 0; c < out->ncolumns; c++) {
+      uih_column *col = &out->columns[c];
+      col->present[row >> 6] &= ~(UINT64_C(1) << (row & 63));
+      memset((uint8_t *)col->values + (size_t)row * uih_type_width(col->trait->type), 0,
+             uih_type_width(col->trait->type));
+    }
+    return uih_error_set(err, UIH_ERR_CORRUPTION, "loader row: %u bytes do not match the %u value columns of group %u",
+                         len, nv, out->group->id);
+  }
+  return UIH_OK;
+}

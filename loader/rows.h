@@ -1,0 +1,54 @@
+/* The loader's rows: one event as a sort record, so that memcmp order is
+ * (shard, user, group, ts, trait values) and byte equality is exact
+ * duplication (the arrival generation is not part of it).
+ *
+ *   offset size
+ *        0    2 shard, big-endian
+ *        2    8 user id, big-endian
+ *       10    2 group id, big-endian
+ *       12    8 ts, sign bit flipped, big-endian
+ *       20    p presence: a bit per value column (the group's active traits
+ *               but the timestamp, ascending id), least significant first,
+ *               p = ceil(columns / 8)
+ *     20+p    . each present value at its type's width, big-endian (int64
+ *               sign bit flipped, float32 as its bits)
+ */
+#ifndef UIH_LOADER_ROWS_H
+#define UIH_LOADER_ROWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uih/batch.h"
+#include "uih/error.h"
+
+#define LD_ROW_HISTORY 12 /* shard, user, group: the bytes one history's rows share */
+#define LD_ROW_HEAD 20
+
+/* The largest row of group `g`. */
+size_t ld_row_max(const uih_group *g);
+
+/* Writes event `row` of `b` (a batch of the group's active traits, and
+ * maybe the arrival generation, which is left out) to `out`
+ * (ld_row_max bytes); returns its length. */
+size_t ld_row_encode(uint16_t shard, uint64_t user, const uih_batch *b, uint32_t row, uint8_t *out);
+
+/* Appends the event of row `rec` to `out` (a batch of the same group with
+ * its active traits and UIH_TRAIT_ARRIVAL), with arrival generation
+ * `arrival`. UIH_ERR_CORRUPTION when the row does not fit the group. */
+int ld_row_append(const uint8_t *rec, uint32_t len, uint32_t arrival, uih_batch *out, uih_error *err);
+
+static inline uint64_t ld_load_be(const uint8_t *p, unsigned n) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < n; i++) v = v << 8 | p[i];
+  return v;
+}
+static inline uint16_t ld_row_shard(const uint8_t *rec) { return (uint16_t)ld_load_be(rec, 2); }
+static inline uint64_t ld_row_user(const uint8_t *rec) { return ld_load_be(rec + 2, 8); }
+static inline uint16_t ld_row_group(const uint8_t *rec) { return (uint16_t)ld_load_be(rec + 10, 2); }
+static inline int64_t ld_row_ts(const uint8_t *rec) {
+  uint64_t u = ld_load_be(rec + 12, 8) ^ UINT64_C(0x8000000000000000);
+  return u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
+}
+
+#endif /* UIH_LOADER_ROWS_H */

@@ -1,0 +1,337 @@
+/* The loader's external sort (sort.h).
+ *
+ * A run file is its records in order, each as a 4-byte little-endian
+ * length and the bytes; the sorter remembers, per run, the offset where
+ * each shard's records begin, so a shard's stream reads only its part. */
+#define _GNU_SOURCE /* mkdtemp */
+#include "sort.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct entry {
+  uint64_t off;
+  uint32_t len;
+} entry;
+
+typedef struct run {
+  char *path;
+  uint64_t *starts; /* nshards + 1 byte offsets */
+} run;
+
+struct ld_sorter {
+  char *dir;
+  size_t memory;
+  uint32_t nshards;
+  uint8_t *arena;
+  size_t used, cap;
+  entry *entries;
+  size_t n, ecap;
+  run *runs;
+  size_t nruns, rcap;
+  int finished;
+};
+
+static uint16_t shard_of(const uint8_t *rec) { return (uint16_t)(rec[0] << 8 | rec[1]); }
+
+static int compare(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen) {
+  int c = memcmp(a, b, alen < blen ? alen : blen);
+  return c ? c : (alen > blen) - (alen < blen);
+}
+
+/* qsort has no context argument in C11: the arena being sorted. Sorting
+ * happens on the thread that adds. */
+static _Thread_local const uint8_t *sorting;
+static int cmp_entries(const void *x, const void *y) {
+  const entry *a = x, *b = y;
+  return compare(sorting + a->off, a->len, sorting + b->off, b->len);
+}
+
+int ld_sorter_create(const char *tmpdir, size_t memory, uint32_t nshards, ld_sorter **out, uih_error *err) {
+  *out = NULL;
+  if (mkdir(tmpdir, 0755) != 0 && errno != EEXIST)
+    return uih_error_set(err, UIH_ERR_IO, "sort: creating %s: %s", tmpdir, strerror(errno));
+  ld_sorter *s = calloc(1, sizeof *s);
+  size_t len = strlen(tmpdir) + 32;
+  if (!s || !(s->dir = malloc(len))) {
+    free(s);
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+  }
+  snprintf(s->dir, len, "%s/sort-XXXXXX", tmpdir);
+  if (!mkdtemp(s->dir)) {
+    int e = errno;
+    free(s->dir);
+    free(s);
+    return uih_error_set(err, UIH_ERR_IO, "sort: creating a folder in %s: %s", tmpdir, strerror(e));
+  }
+  s->memory = memory;
+  s->nshards = nshards;
+  *out = s;
+  return UIH_OK;
+}
+
+static void sort_memory(ld_sorter *s) {
+  sorting = s->arena;
+  qsort(s->entries, s->n, sizeof *s->entries, cmp_entries);
+}
+
+/* Writes what is in memory as a sorted run and empties memory. */
+static int spill(ld_sorter *s, uih_error *err) {
+  sort_memory(s);
+  if (s->nruns == s->rcap) {
+    size_t c = s->rcap ? s->rcap * 2 : 8;
+    run *r = realloc(s->runs, c * sizeof *r);
+    if (!r) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+    s->runs = r;
+    s->rcap = c;
+  }
+  run *r = &s->runs[s->nruns];
+  size_t len = strlen(s->dir) + 32;
+  r->path = malloc(len);
+  r->starts = calloc(s->nshards + 1u, sizeof *r->starts);
+  if (!r->path || !r->starts) {
+    free(r->path);
+    free(r->starts);
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+  }
+  snprintf(r->path, len, "%s/run-%06zu", s->dir, s->nruns);
+  s->nruns++;
+  FILE *f = fopen(r->path, "wb");
+  if (!f) return uih_error_set(err, UIH_ERR_IO, "sort: creating %s: %s", r->path, strerror(errno));
+  setvbuf(f, NULL, _IOFBF, 1 << 20);
+  uint64_t off = 0;
+  uint32_t shard = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const uint8_t *rec = s->arena + s->entries[i].off;
+    uint32_t l = s->entries[i].len;
+    while (shard < shard_of(rec)) r->starts[++shard] = off;
+    uint8_t le[4] = {(uint8_t)l, (uint8_t)(l >> 8), (uint8_t)(l >> 16), (uint8_t)(l >> 24)};
+    fwrite(le, 1, 4, f);
+    fwrite(rec, 1, l, f);
+    off += 4u + l;
+  }
+  while (shard < s->nshards) r->starts[++shard] = off;
+  int bad = ferror(f);
+  if (fclose(f) != 0) bad = 1;
+  if (bad) return uih_error_set(err, UIH_ERR_IO, "sort: writing %s: %s", r->path, strerror(errno));
+  s->used = 0;
+  s->n = 0;
+  return UIH_OK;
+}
+
+int ld_sorter_add(ld_sorter *s, const uint8_t *rec, uint32_t len, uih_error *err) {
+  if (len < 2 || shard_of(rec) >= s->nshards)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: a record of %u bytes for shard %u", len,
+                         len >= 2 ? shard_of(rec) : 0);
+  size_t need = s->used + len + (s->n + 1) * sizeof(entry);
+  if (need > s->memory && s->n > 0) {
+    int rc = spill(s, err);
+    if (rc != UIH_OK) return rc;
+  }
+  if (s->used + len > s->cap) {
+    size_t c = s->cap ? s->cap : 1 << 20;
+    while (c < s->used + len) c *= 2;
+    uint8_t *a = realloc(s->arena, c);
+    if (!a) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory (%zu bytes of records)", c);
+    s->arena = a;
+    s->cap = c;
+  }
+  if (s->n == s->ecap) {
+    size_t c = s->ecap ? s->ecap * 2 : 1 << 14;
+    entry *e = realloc(s->entries, c * sizeof *e);
+    if (!e) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+    s->entries = e;
+    s->ecap = c;
+  }
+  memcpy(s->arena + s->used, rec, len);
+  s->entries[s->n++] = (entry){s->used, len};
+  s->used += len;
+  return UIH_OK;
+}
+
+int ld_sorter_finish(ld_sorter *s, uih_error *err) {
+  (void)err;
+  sort_memory(s);
+  s->finished = 1;
+  return UIH_OK;
+}
+
+uint64_t ld_sorter_runs(const ld_sorter *s) { return s->nruns; }
+
+void ld_sorter_free(ld_sorter *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->nruns; i++) {
+    unlink(s->runs[i].path);
+    free(s->runs[i].path);
+    free(s->runs[i].starts);
+  }
+  if (s->dir) rmdir(s->dir);
+  free(s->runs);
+  free(s->dir);
+  free(s->arena);
+  free(s->entries);
+  free(s);
+}
+
+/* ---- streams ------------------------------------------------------------------ */
+
+typedef struct source {
+  FILE *f;            /* a run, or NULL: memory */
+  uint64_t left;      /* run bytes of this shard not yet read */
+  size_t next, end;   /* memory: entries [next, end) */
+  const uint8_t *rec; /* the current record, NULL when done */
+  uint32_t len;
+  uint8_t *buf; /* a run's current record */
+  size_t cap;
+} source;
+
+struct ld_stream {
+  ld_sorter *s;
+  uint32_t shard;
+  source *src;
+  size_t nsrc;
+  uint8_t *last; /* the record returned last (a copy), to drop repeats */
+  uint32_t last_len;
+  size_t last_cap;
+  int has_last;
+  uint64_t repeats;
+};
+
+static int advance(ld_stream *st, source *x, uih_error *err) {
+  if (!x->f) {
+    if (x->next == x->end) {
+      x->rec = NULL;
+      return UIH_OK;
+    }
+    const entry *e = &st->s->entries[x->next++];
+    x->rec = st->s->arena + e->off;
+    x->len = e->len;
+    return UIH_OK;
+  }
+  if (x->left == 0) {
+    x->rec = NULL;
+    return UIH_OK;
+  }
+  uint8_t le[4];
+  if (x->left < 4 || fread(le, 1, 4, x->f) != 4)
+    return uih_error_set(err, UIH_ERR_IO, "sort: a spilled run ends early (%s)", strerror(errno));
+  uint32_t len = (uint32_t)le[0] | (uint32_t)le[1] << 8 | (uint32_t)le[2] << 16 | (uint32_t)le[3] << 24;
+  if (len < 2 || len > x->left - 4)
+    return uih_error_set(err, UIH_ERR_CORRUPTION, "sort: a spilled run holds a record of %u bytes with %" PRIu64 " left",
+                         len, x->left - 4);
+  if (len > x->cap) {
+    uint8_t *b = realloc(x->buf, len);
+    if (!b) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+    x->buf = b;
+    x->cap = len;
+  }
+  if (fread(x->buf, 1, len, x->f) != len)
+    return uih_error_set(err, UIH_ERR_IO, "sort: a spilled run ends early (%s)", strerror(errno));
+  x->left -= 4u + len;
+  x->rec = x->buf;
+  x->len = len;
+  return UIH_OK;
+}
+
+/* The first entry of memory whose shard is >= `shard`. */
+static size_t lower(const ld_sorter *s, uint32_t shard) {
+  size_t lo = 0, hi = s->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (shard_of(s->arena + s->entries[mid].off) < shard) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+int ld_stream_open(ld_sorter *s, uint32_t shard, ld_stream **out, uih_error *err) {
+  *out = NULL;
+  if (!s->finished || shard >= s->nshards)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: a stream of shard %u (of %u) before the sort finished",
+                         shard, s->nshards);
+  ld_stream *st = calloc(1, sizeof *st);
+  if (!st || !(st->src = calloc(s->nruns + 1, sizeof *st->src))) {
+    free(st);
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+  }
+  st->s = s;
+  st->shard = shard;
+  int rc = UIH_OK;
+  for (size_t i = 0; i < s->nruns && rc == UIH_OK; i++) {
+    source *x = &st->src[st->nsrc++];
+    x->f = fopen(s->runs[i].path, "rb");
+    if (!x->f || fseeko(x->f, (off_t)s->runs[i].starts[shard], SEEK_SET) != 0) {
+      rc = uih_error_set(err, UIH_ERR_IO, "sort: reading %s: %s", s->runs[i].path, strerror(errno));
+      break;
+    }
+    setvbuf(x->f, NULL, _IOFBF, 1 << 18);
+    x->left = s->runs[i].starts[shard + 1] - s->runs[i].starts[shard];
+    rc = advance(st, x, err);
+  }
+  if (rc == UIH_OK) {
+    source *x = &st->src[st->nsrc++];
+    x->next = lower(s, shard);
+    x->end = lower(s, shard + 1);
+    rc = advance(st, x, err);
+  }
+  if (rc != UIH_OK) {
+    ld_stream_close(st);
+    return rc;
+  }
+  *out = st;
+  return UIH_OK;
+}
+
+int ld_stream_next(ld_stream *st, const uint8_t **rec, uint32_t *len, uih_error *err) {
+  for (;;) {
+    source *best = NULL;
+    for (size_t i = 0; i < st->nsrc; i++) {
+      source *x = &st->src[i];
+      if (x->rec && (!best || compare(x->rec, x->len, best->rec, best->len) < 0)) best = x;
+    }
+    if (!best) {
+      *rec = NULL;
+      *len = 0;
+      return UIH_OK;
+    }
+    int repeat = st->has_last && compare(best->rec, best->len, st->last, st->last_len) == 0;
+    if (!repeat) {
+      if (best->len > st->last_cap) {
+        uint8_t *b = realloc(st->last, best->len);
+        if (!b) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+        st->last = b;
+        st->last_cap = best->len;
+      }
+      memcpy(st->last, best->rec, best->len);
+      st->last_len = best->len;
+      st->has_last = 1;
+    } else {
+      st->repeats++;
+    }
+    int rc = advance(st, best, err);
+    if (rc != UIH_OK) return rc;
+    if (!repeat) {
+      *rec = st->last;
+      *len = st->last_len;
+      return UIH_OK;
+    }
+  }
+}
+
+uint64_t ld_stream_repeats(const ld_stream *st) { return st->repeats; }
+
+void ld_stream_close(ld_stream *st) {
+  if (!st) return;
+  for (size_t i = 0; i < st->nsrc; i++) {
+    if (st->src[i].f) fclose(st->src[i].f);
+    free(st->src[i].buf);
+  }
+  free(st->src);
+  free(st->last);
+  free(st);
+}

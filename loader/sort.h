@@ -1,0 +1,38 @@
+/* The loader's external sort: byte records, ordered by memcmp (shorter
+ * first on a common prefix), held in memory up to a budget and spilled as
+ * sorted runs beyond it. Each record starts with its shard (2 bytes,
+ * big-endian), so one shard's records are contiguous in every run and in
+ * memory, and each shard can be merged on its own, concurrently with the
+ * others. Records are the loader's rows (rows.h); the sort does not look
+ * inside them. */
+#ifndef UIH_LOADER_SORT_H
+#define UIH_LOADER_SORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uih/error.h"
+
+typedef struct ld_sorter ld_sorter;
+
+/* Runs go to a new folder inside `tmpdir` (created if needed), removed by
+ * ld_sorter_free. `memory` bounds the records and their index in memory. */
+int ld_sorter_create(const char *tmpdir, size_t memory, uint32_t nshards, ld_sorter **out, uih_error *err);
+/* Adds a record of `len` (>= 2) bytes; copies it. */
+int ld_sorter_add(ld_sorter *s, const uint8_t *rec, uint32_t len, uih_error *err);
+/* No more records: sorts what is in memory. Streams may then be opened. */
+int ld_sorter_finish(ld_sorter *s, uih_error *err);
+uint64_t ld_sorter_runs(const ld_sorter *s);
+void ld_sorter_free(ld_sorter *s); /* NULL is fine; removes the runs */
+
+/* The records of one shard in order, each repeated record once. Streams of
+ * different shards may be read by different threads at once. */
+typedef struct ld_stream ld_stream;
+int ld_stream_open(ld_sorter *s, uint32_t shard, ld_stream **out, uih_error *err);
+/* The next record, valid until the next call; *rec NULL at the end. */
+int ld_stream_next(ld_stream *st, const uint8_t **rec, uint32_t *len, uih_error *err);
+/* Records skipped as repeats so far. */
+uint64_t ld_stream_repeats(const ld_stream *st);
+void ld_stream_close(ld_stream *st); /* NULL is fine */
+
+#endif /* UIH_LOADER_SORT_H */

@@ -1,0 +1,33 @@
+// What a store's shard database holds (uih/store.h draws it): the metadata
+// keys of its default column family, the names and options of its
+// generations' column families.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "rocksdb/options.h"
+
+namespace uih {
+
+inline constexpr const char kDescriptorFile[] = "UIHSTORE";
+inline constexpr const char kCurrentKey[] = "uih.current";
+inline constexpr const char kGenerationKeyPrefix[] = "uih.gen/";
+inline constexpr const char kSchemaKeyPrefix[] = "uih.schema/";
+inline constexpr const char kGenerationCfPrefix[] = "uih.gen.";
+
+// "uih.gen/" + 4 bytes big-endian; "uih.schema/" + 4 bytes big-endian.
+std::string GenerationKey(uint32_t generation);
+std::string SchemaKey(uint32_t version);
+// "uih.gen.%08u", and back (false for any other name).
+std::string GenerationCfName(uint32_t generation);
+bool ParseGenerationCfName(const std::string& name, uint32_t* generation);
+inline bool IsGenerationCf(const std::string& name) {
+  uint32_t g;
+  return ParseGenerationCfName(name, &g);
+}
+
+// A generation's column family: UihTable files, ingested, never compacted.
+rocksdb::ColumnFamilyOptions GenerationCfOptions();
+
+}  // namespace uih

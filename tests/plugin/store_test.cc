@@ -1,0 +1,560 @@
+// The store and the daily loader (uih/store.h, uih/loader.h): a model-based
+// test of days of loads against an in-memory model of the stripe rule,
+// determinism (spilled, threaded and in-memory loads give the same bytes),
+// bad inputs with their messages, and the store's recovery on open.
+#include <gtest/gtest.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "rocksdb/db.h"
+#include "store_layout.h"
+#include "test_util.h"
+#include "uih/key.h"
+#include "uih/loader.h"
+#include "uih/store.h"
+#include "uih/stripe.h"
+
+namespace {
+
+const char kSchema[] = R"({"name": "t", "version": 1, "groups": [
+  {"name": "a", "id": 1, "stripe_events": 4, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "item", "id": 2, "type": "id"},
+    {"name": "liked", "id": 3, "type": "flag"}]},
+  {"name": "b", "id": 2, "stripe_events": 3, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "item", "id": 2, "type": "id"}]}]})";
+
+constexpr int64_t kDay = 86400000;
+constexpr int64_t kBase = 1700000000000;
+
+struct Ev {
+  int64_t ts;
+  uint64_t item;
+  int liked;  // -1 absent
+  uint32_t arrival;
+  // The loader's order: ts, then the presence bits, then the values.
+  auto Order() const { return std::make_tuple(ts, liked >= 0, item, liked); }
+  bool SameEvent(const Ev& o) const { return ts == o.ts && item == o.item && liked == o.liked; }
+  bool operator==(const Ev& o) const { return SameEvent(o) && arrival == o.arrival; }
+};
+std::ostream& operator<<(std::ostream& os, const Ev& e) {
+  return os << "{" << e.ts << "," << e.item << "," << e.liked << ",gen " << e.arrival << "}";
+}
+
+using History = std::pair<uint64_t, uint16_t>;  // user, group
+using Stripes = std::vector<std::vector<Ev>>;
+
+// The stripe rule of uih/loader.h, spelled out plainly.
+struct Model {
+  std::map<History, Stripes> h;
+  std::map<History, std::vector<bool>> untouched;  // per stripe, after the last load
+
+  static uint32_t StripeEvents(uint16_t group) { return group == 1 ? 4 : 3; }
+
+  static void Cut(const std::vector<Ev>& rows, uint32_t se, Stripes* out) {
+    size_t start = 0;
+    while (start < rows.size()) {
+      size_t end = rows.size() - start <= se ? rows.size() : start + se;
+      if (end < rows.size())
+        while (end > start && rows[end].ts == rows[end - 1].ts) end--;
+      ASSERT_GT(end, start);
+      out->emplace_back(rows.begin() + static_cast<long>(start), rows.begin() + static_cast<long>(end));
+      start = end;
+    }
+  }
+
+  void Load(const std::map<History, std::vector<Ev>>& day, uint32_t gen, int64_t horizon) {
+    untouched.clear();
+    std::set<History> keys;
+    for (auto& [k, v] : h) keys.insert(k);
+    for (auto& [k, v] : day) keys.insert(k);
+    for (const History& k : keys) {
+      Stripes& old = h[k];
+      std::vector<Ev> fresh;
+      auto it = day.find(k);
+      if (it != day.end())
+        for (Ev e : it->second) {
+          bool stored = false;
+          for (auto& s : old)
+            for (auto& o : s) stored |= o.SameEvent(e);
+          for (auto& f : fresh) stored |= f.SameEvent(e);
+          if (stored || e.ts < horizon) continue;
+          e.arrival = gen;
+          fresh.push_back(e);
+        }
+      std::sort(fresh.begin(), fresh.end(), [](const Ev& a, const Ev& b) { return a.Order() < b.Order(); });
+      std::vector<std::vector<Ev>> assigned(std::max<size_t>(old.size(), 1));
+      for (const Ev& e : fresh) {
+        size_t i = 0;
+        while (i + 1 < old.size() && old[i + 1].front().ts <= e.ts) i++;
+        assigned[i].push_back(e);
+      }
+      Stripes next;
+      std::vector<bool> kept;
+      if (old.empty() && !fresh.empty()) {
+        Cut(fresh, StripeEvents(k.second), &next);
+        kept.assign(next.size(), false);
+      }
+      for (size_t i = 0; i < old.size(); i++) {
+        int64_t lo = old[i].front().ts, hi = old[i].back().ts;
+        if (hi < horizon && assigned[i].empty()) continue;
+        if (assigned[i].empty() && lo >= horizon) {
+          next.push_back(old[i]);
+          kept.push_back(true);
+          continue;
+        }
+        std::vector<Ev> rows;
+        for (const Ev& e : old[i])
+          if (e.ts >= horizon) rows.push_back(e);
+        rows.insert(rows.end(), assigned[i].begin(), assigned[i].end());
+        std::sort(rows.begin(), rows.end(), [](const Ev& a, const Ev& b) { return a.Order() < b.Order(); });
+        size_t before = next.size();
+        Cut(rows, StripeEvents(k.second), &next);
+        kept.resize(kept.size() + (next.size() - before), false);
+      }
+      if (next.empty()) {
+        h.erase(k);
+      } else {
+        old = next;
+        untouched[k] = kept;
+      }
+    }
+  }
+};
+
+std::string CsvRow(const History& k, const Ev& e) {
+  std::string s = std::to_string(k.first) + "," + (k.second == 1 ? "a" : "b") + "," + std::to_string(e.ts) + "," +
+                  std::to_string(e.item) + ",";
+  if (e.liked >= 0) s += std::to_string(e.liked);
+  return s + "\n";
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+void WriteGzip(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  gzclose(f);
+}
+
+void WriteZstd(const std::string& path, const std::string& text) {
+  std::string out(ZSTD_compressBound(text.size()), '\0');
+  size_t n = ZSTD_compress(out.data(), out.size(), text.data(), text.size(), 3);
+  ASSERT_FALSE(ZSTD_isError(n));
+  out.resize(n);
+  WriteFile(path, out);
+}
+
+// One shard's generation as (key -> stripe bytes).
+std::map<std::string, std::string> Scan(uih_store* s, uint32_t shard) {
+  std::map<std::string, std::string> out;
+  uih_store_scan* sc = nullptr;
+  uih_error err{};
+  EXPECT_EQ(uih_store_scan_open(s, shard, 0, &sc, &err), UIH_OK) << uih_error_message(&err);
+  for (;;) {
+    const uint8_t *k, *v;
+    size_t kl, vl;
+    EXPECT_EQ(uih_store_scan_next(sc, &k, &kl, &v, &vl, &err), UIH_OK) << uih_error_message(&err);
+    if (k == nullptr) break;
+    out[std::string(reinterpret_cast<const char*>(k), kl)] = std::string(reinterpret_cast<const char*>(v), vl);
+  }
+  uih_store_scan_close(sc);
+  return out;
+}
+
+std::vector<Ev> DecodeStripe(const uih_schema* schema, uint16_t group, const std::string& bytes) {
+  const uih_group* g = uih_schema_group_by_id(schema, group);
+  std::vector<uint16_t> ids;
+  for (uint32_t t = 0; t < g->ntraits; t++) ids.push_back(g->traits[t].id);
+  ids.push_back(UIH_TRAIT_ARRIVAL);
+  uih_batch* b = nullptr;
+  uih_stripe_decoder* d = nullptr;
+  uih_error err{};
+  EXPECT_EQ(uih_batch_create(g, UIH_STRIPE_EVENTS_MAX, ids.data(), static_cast<uint32_t>(ids.size()), &b, &err), UIH_OK);
+  EXPECT_EQ(uih_stripe_decoder_create(&d, &err), UIH_OK);
+  EXPECT_EQ(uih_stripe_decode(d, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, UIH_DECODE_TO_END,
+                              UIH_DECODE_VERIFY_CHECKSUM, b, &err),
+            UIH_OK)
+      << uih_error_message(&err);
+  std::vector<Ev> out;
+  int liked = uih_batch_column_index(b, 3);
+  for (uint32_t r = 0; r < b->count; r++) {
+    Ev e;
+    e.ts = static_cast<int64_t>(uih_column_get_bits(&b->columns[uih_batch_column_index(b, 1)], r));
+    e.item = uih_column_get_bits(&b->columns[uih_batch_column_index(b, 2)], r);
+    e.liked = liked >= 0 && uih_column_has(&b->columns[liked], r)
+                  ? static_cast<int>(uih_column_get_bits(&b->columns[liked], r))
+                  : -1;
+    e.arrival = static_cast<uint32_t>(uih_column_get_bits(&b->columns[uih_batch_column_index(b, UIH_TRAIT_ARRIVAL)], r));
+    out.push_back(e);
+  }
+  uih_stripe_decoder_free(d);
+  uih_batch_free(b);
+  return out;
+}
+
+class StoreTest : public ::testing::Test {
+ protected:
+  uih_store* Init(const std::string& name, uint32_t shards) {
+    uih_error err{};
+    std::string path = dir_ / name;
+    EXPECT_EQ(uih_store_init(path.c_str(), kSchema, strlen(kSchema), "t.json", shards, &err), UIH_OK)
+        << uih_error_message(&err);
+    return Open(path);
+  }
+  uih_store* Open(const std::string& path, int read_only = 0) {
+    uih_error err{};
+    uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
+    o.read_only = read_only;
+    uih_store* s = nullptr;
+    EXPECT_EQ(uih_store_open(path.c_str(), &o, &s, &err), UIH_OK) << uih_error_message(&err);
+    return s;
+  }
+  int Load(uih_store* s, std::vector<std::string> files, int64_t through, int64_t lookback = 0,
+           uih_error* err = nullptr, size_t memory = size_t{64} << 20, uint32_t threads = 1,
+           uih_load_stats* st = nullptr) {
+    std::vector<const char*> in;
+    for (auto& f : files) in.push_back(f.c_str());
+    uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+    o.through = through;
+    o.lookback = lookback;
+    o.memory = memory;
+    o.threads = threads;
+    uih_error local{};
+    return uih_load(s, in.data(), in.size(), &o, st, err ? err : &local);
+  }
+  uih_test::TempDir dir_;
+};
+
+// Days of events — out of order, late, repeated, already stored, a heavy
+// user, an empty day, a lookback — through a sequence of loads; after each,
+// every history's stripes are exactly the model's (boundaries, order,
+// arrival generations), untouched stripes are the previous generation's
+// bytes, and reads through the store give the model's events.
+class StoreModel : public StoreTest, public ::testing::WithParamInterface<uint32_t> {};
+
+TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
+  const uint32_t nshards = GetParam();
+  uih_store* s = Init("store", nshards);
+  ASSERT_NE(s, nullptr);
+  const uih_schema* schema = uih_store_schema(s);
+  Model model;
+  std::mt19937_64 rng(42 + nshards);
+  std::vector<std::pair<History, Ev>> all;  // every event ever sent
+  std::vector<std::map<std::string, std::string>> previous(nshards);
+  for (uint32_t day = 0; day < 7; day++) {
+    std::map<History, std::vector<Ev>> sent;
+    std::string text = "user_id,group,ts,item,liked\n";
+    auto send = [&](const History& k, const Ev& e) {
+      sent[k].push_back(e);
+      all.push_back({k, e});
+      text += CsvRow(k, e);
+    };
+    int users = day == 3 ? 2 : 40;  // day 3 is nearly empty
+    for (int u = 1; u <= users; u++) {
+      int n = u == 7 ? 60 : static_cast<int>(rng() % 9);
+      for (int i = 0; i < n; i++) {
+        History k{static_cast<uint64_t>(u) * 1000003, static_cast<uint16_t>(rng() % 10 < 7 ? 1 : 2)};
+        Ev e{kBase + day * kDay + static_cast<int64_t>(rng() % kDay), rng() % 500, -1, 0};
+        if (rng() % 8 == 0 && day > 0) e.ts -= static_cast<int64_t>(1 + rng() % day) * kDay;  // late
+        if (rng() % 10 == 0) e.ts = kBase + day * kDay + static_cast<int64_t>(rng() % 50);    // crowded times
+        if (k.second == 1) e.liked = static_cast<int>(rng() % 3) - 1;
+        send(k, e);
+        if (rng() % 10 == 0) send(k, e);  // repeated within the day
+      }
+    }
+    for (int i = 0; i < 10 && !all.empty(); i++) {  // already stored
+      auto [k, e] = all[rng() % all.size()];
+      send(k, e);
+    }
+    std::string path = dir_ / ("day" + std::to_string(day) + (day == 1 ? ".csv.gz" : day == 2 ? ".zst" : ".csv"));
+    if (day == 1) WriteGzip(path, text);
+    else if (day == 2) WriteZstd(path, text);
+    else WriteFile(path, text);
+
+    int64_t through = kBase + (day + 1) * kDay;
+    int64_t lookback = day >= 5 ? 4 * kDay : 0;
+    uih_error err{};
+    uih_load_stats st{};
+    ASSERT_EQ(Load(s, {path}, through, lookback, &err, size_t{64} << 20, 2, &st), UIH_OK) << uih_error_message(&err);
+    uint32_t gen = day + 1;
+    model.Load(sent, gen, lookback ? through - lookback : INT64_MIN);
+    EXPECT_EQ(st.shards, nshards);
+
+    // The generation, stripe by stripe, against the model.
+    std::map<History, Stripes> got;
+    std::map<History, std::vector<std::string>> keys;
+    uint64_t events = 0;
+    for (uint32_t sh = 0; sh < nshards; sh++) {
+      auto scan = Scan(s, sh);
+      for (auto& [k, v] : scan) {
+        uih_key key;
+        ASSERT_EQ(uih_key_decode(reinterpret_cast<const uint8_t*>(k.data()), k.size(), &key, nullptr), UIH_OK);
+        EXPECT_EQ(uih_shard_of(key.user_id, nshards), sh);
+        History h{key.user_id, key.group};
+        got[h].push_back(DecodeStripe(schema, key.group, v));
+        keys[h].push_back(k);
+        EXPECT_EQ(got[h].back().front().ts, key.ts) << "a stripe's key is its first event's time";
+        events += got[h].back().size();
+      }
+      // Stripes the model left untouched are the previous generation's bytes.
+      for (auto& [h, kept] : model.untouched) {
+        if (uih_shard_of(h.first, nshards) != sh || !keys.count(h)) continue;
+        for (size_t i = 0; i < kept.size() && i < keys[h].size(); i++)
+          if (kept[i]) {
+            ASSERT_TRUE(previous[sh].count(keys[h][i])) << "day " << day << " user " << h.first;
+            EXPECT_EQ(previous[sh][keys[h][i]], scan[keys[h][i]]) << "an untouched stripe was rewritten";
+          }
+      }
+      previous[sh] = scan;
+    }
+    ASSERT_EQ(got.size(), model.h.size()) << "day " << day;
+    for (auto& [h, stripes] : model.h) {
+      ASSERT_TRUE(got.count(h)) << "user " << h.first << " group " << h.second;
+      ASSERT_EQ(got[h], stripes) << "day " << day << ": user " << h.first << " group " << h.second;
+    }
+    EXPECT_EQ(st.events, events);
+    uint64_t copied = 0;
+    for (auto& [h, kept] : model.untouched) copied += static_cast<uint64_t>(std::count(kept.begin(), kept.end(), true));
+    EXPECT_EQ(st.stripes_copied, copied);
+
+    // Reads through the store: the model's events in a window.
+    for (auto& [h, stripes] : model.h) {
+      std::vector<Ev> flat;
+      for (auto& stp : stripes) flat.insert(flat.end(), stp.begin(), stp.end());
+      int64_t from = flat[flat.size() / 3].ts, to = flat[2 * flat.size() / 3].ts;
+      uih_batch* b = nullptr;
+      ASSERT_EQ(uih_store_read(s, h.first, h.second, from, to, UIH_TIER_ALL, 0, &b, &err), UIH_OK)
+          << uih_error_message(&err);
+      size_t want = static_cast<size_t>(std::count_if(flat.begin(), flat.end(), [&](const Ev& e) { return e.ts >= from && e.ts <= to; }));
+      EXPECT_EQ(b->count, want);
+      const int64_t* ts = static_cast<const int64_t*>(b->columns[uih_batch_column_index(b, 1)].values);
+      EXPECT_TRUE(std::is_sorted(ts, ts + b->count));
+      uih_batch_free(b);
+    }
+  }
+  // The generations kept: the current one and the one before (keep = 2).
+  for (uint32_t sh = 0; sh < nshards; sh++) {
+    uih_generation gens[4];
+    size_t n;
+    uint32_t cur;
+    uih_error err{};
+    ASSERT_EQ(uih_store_generations(s, sh, gens, 4, &n, &cur, &err), UIH_OK);
+    EXPECT_EQ(cur, 7u);
+    ASSERT_EQ(n, 2u);
+    EXPECT_EQ(gens[0].generation, 6u);
+    EXPECT_EQ(gens[1].parent, 6u);
+    EXPECT_EQ(gens[1].through, kBase + 7 * kDay);
+    EXPECT_EQ(gens[1].horizon, kBase + 3 * kDay);
+  }
+  uih_store_close(s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shards, StoreModel, ::testing::Values(1u, 3u));
+
+// The same loads give the same bytes, whether the sort spills (1 MiB of
+// memory) and merges on threads or holds everything in memory on one.
+TEST_F(StoreTest, LoadsAreDeterministicWhetherSpilledOrNot) {
+  std::mt19937_64 rng(7);
+  std::vector<std::string> days;
+  for (int d = 0; d < 2; d++) {
+    std::string text = "user_id,group,ts,item,liked\n";
+    for (int i = 0; i < 40000; i++) {
+      uint64_t user = rng() % 3000;
+      text += std::to_string(user) + ",a," + std::to_string(kBase + d * kDay + static_cast<int64_t>(rng() % kDay)) +
+              "," + std::to_string(rng() % 100000) + "," + std::to_string(rng() % 2) + "\n";
+    }
+    days.push_back(dir_ / ("d" + std::to_string(d) + ".csv"));
+    WriteFile(days.back(), text);
+  }
+  uih_store* a = Init("a", 4);
+  uih_store* b = Init("b", 4);
+  uih_load_stats sa{}, sb{};
+  uih_error err{};
+  for (int d = 0; d < 2; d++) {
+    int64_t through = kBase + (d + 1) * kDay;
+    ASSERT_EQ(Load(a, {days[static_cast<size_t>(d)]}, through, 0, &err, size_t{1} << 20, 3, &sa), UIH_OK)
+        << uih_error_message(&err);
+    ASSERT_EQ(Load(b, {days[static_cast<size_t>(d)]}, through, 0, &err, size_t{256} << 20, 1, &sb), UIH_OK)
+        << uih_error_message(&err);
+    EXPECT_GE(sa.runs, 1u) << "1 MiB must spill";
+    EXPECT_EQ(sb.runs, 0u);
+  }
+  for (uint32_t sh = 0; sh < 4; sh++) EXPECT_EQ(Scan(a, sh), Scan(b, sh)) << "shard " << sh;
+  EXPECT_EQ(sa.events, sb.events);
+  EXPECT_EQ(sa.duplicates, sb.duplicates);
+  uih_store_close(a);
+  uih_store_close(b);
+}
+
+// Bad input: the exact place and reason, and nothing published.
+struct BadInput {
+  const char* name;
+  std::string text;  // the file's content ("" : no file is written)
+  int kind;          // 0 plain, 1 gzip bytes as given, 2 zstd truncated
+  int64_t through;
+  const char* message;  // a part of the message that must appear
+};
+
+class LoadBadInput : public StoreTest, public ::testing::WithParamInterface<BadInput> {};
+
+TEST_P(LoadBadInput, FailsWithItsMessageAndPublishesNothing) {
+  const BadInput& c = GetParam();
+  uih_store* s = Init("store", 2);
+  std::string good = dir_ / "good.csv";
+  WriteFile(good, "user_id,group,ts,item,liked\n1,a,100,5,1\n2,b,100,6,\n");
+  uih_error err{};
+  ASSERT_EQ(Load(s, {good}, 1000, 0, &err), UIH_OK) << uih_error_message(&err);
+  std::string path = dir_ / c.name;
+  if (c.kind == 0) WriteFile(path, c.text);
+  if (c.kind == 1) WriteFile(path, c.text);
+  if (c.kind == 2) {
+    WriteZstd(path, c.text);
+    std::string z;
+    std::ifstream in(path, std::ios::binary);
+    z.assign(std::istreambuf_iterator<char>(in), {});
+    WriteFile(path, z.substr(0, z.size() - 6));
+  }
+  ASSERT_NE(Load(s, {path}, c.through, 0, &err), UIH_OK);
+  std::string msg = uih_error_message(&err);
+  EXPECT_NE(msg.find(c.message), std::string::npos) << msg;
+  for (uint32_t sh = 0; sh < 2; sh++) {
+    uint32_t cur;
+    size_t n;
+    ASSERT_EQ(uih_store_generations(s, sh, nullptr, 0, &n, &cur, &err), UIH_OK);
+    EXPECT_EQ(cur, 1u) << "nothing was published";
+  }
+  uih_store_close(s);
+  // Nothing of the failed load is left behind.
+  std::error_code ec;
+  EXPECT_TRUE(!std::filesystem::exists(dir_ / "store/tmp") || std::filesystem::is_empty(dir_ / "store/tmp", ec));
+}
+
+const std::string kHeader = "user_id,group,ts,item,liked\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, LoadBadInput,
+    ::testing::Values(
+        BadInput{"late.csv", kHeader + "1,a,200,5,\n1,a,5000,6,\n", 0, 5000,
+                 "late.csv:3: ts 5000 is at or past the load's through 5000"},
+        BadInput{"field.csv", kHeader + "1,a,200,x5,\n", 0, 5000, "field.csv:2: column 'item'"},
+        BadInput{"group.csv", kHeader + "1,zz,200,5,\n", 0, 5000, "group.csv:2: column 'group'"},
+        BadInput{"flag.csv", kHeader + "1,b,200,5,1\n", 0, 5000, "flag.csv:2: column 'liked' has a value"},
+        BadInput{"fields.csv", kHeader + "1,a,200\n", 0, 5000, "fields.csv:2: 3 fields, the header has 5"},
+        BadInput{"header.csv", "user_id,group,ts,uih_arrival\n1,a,1,1\n", 0, 5000, "uih_arrival"},
+        BadInput{"crowd.csv", kHeader + "1,b,300,1,\n1,b,300,2,\n1,b,300,3,\n1,b,300,4,\n", 0, 5000,
+                 "more than 3 events at timestamp 300"},
+        BadInput{"back.csv", kHeader + "1,a,200,5,\n", 0, 999, "is before shard"},
+        BadInput{"bad.gz", std::string("\x1f\x8b\x08\x00garbage-not-deflate", 24), 1, 5000, "corrupt gzip data"},
+        BadInput{"cut.zst", kHeader + "1,a,200,5,\n1,a,201,5,\n1,a,202,5,\n", 2, 5000, "truncated zstd data"}),
+    [](const ::testing::TestParamInfo<BadInput>& i) {
+      std::string n = i.param.name;
+      std::replace(n.begin(), n.end(), '.', '_');
+      return n;
+    });
+
+TEST_F(StoreTest, AMissingInputIsNamed) {
+  uih_store* s = Init("store", 1);
+  uih_error err{};
+  std::string missing = dir_ / "nope.csv";
+  ASSERT_EQ(Load(s, {missing}, 1000, 0, &err), UIH_ERR_NOT_FOUND);
+  EXPECT_EQ(std::string(uih_error_message(&err)), "input " + missing + ": No such file or directory");
+  uih_store_close(s);
+}
+
+TEST_F(StoreTest, OpenRefusesWhatIsNotAStore) {
+  uih_error err{};
+  uih_store* s = nullptr;
+  std::string missing = dir_ / "missing";
+  EXPECT_EQ(uih_store_open(missing.c_str(), nullptr, &s, &err), UIH_ERR_NOT_FOUND);
+  EXPECT_EQ(std::string(uih_error_message(&err)), "not a uihstore store: " + missing + ": it does not exist");
+  EXPECT_EQ(uih_store_open(dir_.path().c_str(), nullptr, &s, &err), UIH_ERR_NOT_FOUND);
+  EXPECT_EQ(std::string(uih_error_message(&err)),
+            "not a uihstore store: " + dir_.path() + ": no UIHSTORE descriptor in it");
+  // init refuses a directory with something in it, and leaves it alone
+  WriteFile(dir_ / "keep.txt", "x");
+  EXPECT_EQ(uih_store_init(dir_.path().c_str(), kSchema, strlen(kSchema), "t.json", 1, &err), UIH_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "keep.txt"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "shard-0000"));
+}
+
+// A load killed after it created its generation's column family but before
+// it published: the next open drops the orphan and keeps the current one.
+TEST_F(StoreTest, OpenDropsAGenerationThatWasNeverPublished) {
+  uih_store* s = Init("store", 1);
+  std::string day = dir_ / "d.csv";
+  WriteFile(day, kHeader + "1,a,100,5,1\n");
+  uih_error err{};
+  ASSERT_EQ(Load(s, {day}, 1000, 0, &err), UIH_OK);
+  uih_store_close(s);
+  {  // what the killed load left: a column family for generation 2, no record
+    rocksdb::DB* db = nullptr;
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+    std::vector<std::string> names;
+    std::string shard = dir_ / "store/shard-0000";
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), shard, &names).ok());
+    for (auto& n : names) cfs.emplace_back(n, uih::IsGenerationCf(n) ? uih::GenerationCfOptions() : rocksdb::ColumnFamilyOptions());
+    std::vector<rocksdb::ColumnFamilyHandle*> hs;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), shard, cfs, &hs, &db).ok());
+    rocksdb::ColumnFamilyHandle* orphan;
+    ASSERT_TRUE(db->CreateColumnFamily(uih::GenerationCfOptions(), uih::GenerationCfName(2), &orphan).ok());
+    hs.push_back(orphan);
+    for (auto* h : hs) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+    delete db;
+  }
+  std::filesystem::create_directories(dir_ / "store/tmp/shard-0000.gen-00000002");
+  s = Open(dir_ / "store");
+  ASSERT_NE(s, nullptr);
+  uint32_t cur;
+  size_t n;
+  ASSERT_EQ(uih_store_generations(s, 0, nullptr, 0, &n, &cur, &err), UIH_OK);
+  EXPECT_EQ(cur, 1u);
+  EXPECT_EQ(n, 1u);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "store/tmp"));
+  uih_batch* b = nullptr;
+  ASSERT_EQ(uih_store_read(s, 1, 1, INT64_MIN, INT64_MAX, UIH_TIER_IMMUTABLE, 0, &b, &err), UIH_OK);
+  EXPECT_EQ(b->count, 1u);
+  uih_batch_free(b);
+  // and the next load builds generation 2 again
+  ASSERT_EQ(Load(s, {day}, 2000, 0, &err), UIH_OK) << uih_error_message(&err);
+  ASSERT_EQ(uih_store_generations(s, 0, nullptr, 0, &n, &cur, &err), UIH_OK);
+  EXPECT_EQ(cur, 2u);
+  uih_store_close(s);
+}
+
+// The generation record: round trip, and every damaged byte is refused.
+TEST(GenerationRecord, RoundTripsAndRefusesEveryDamagedByte) {
+  uih_generation g{3, 2, 1, 0, kBase, kBase - kDay, 1000, 10, 5, 12345, 600, 500, 100, 7, 0, 0x1234};
+  uint8_t b[UIH_GENERATION_SIZE];
+  uih_generation_encode(&g, b);
+  uih_generation back{};
+  uih_error err{};
+  ASSERT_EQ(uih_generation_decode(b, sizeof b, &back, &err), UIH_OK) << uih_error_message(&err);
+  EXPECT_EQ(memcmp(&g, &back, sizeof g), 0);
+  for (size_t i = 0; i < sizeof b; i++) {
+    b[i] ^= 0x10;
+    EXPECT_NE(uih_generation_decode(b, sizeof b, &back, &err), UIH_OK) << "byte " << i;
+    b[i] ^= 0x10;
+  }
+  EXPECT_EQ(uih_generation_decode(b, sizeof b - 1, &back, &err), UIH_ERR_CORRUPTION);
+  g.parent = 3;  // a parent not older than its generation
+  uih_generation_encode(&g, b);
+  EXPECT_EQ(uih_generation_decode(b, sizeof b, &back, &err), UIH_ERR_CORRUPTION);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("built on 3"), std::string::npos) << uih_error_message(&err);
+}
+
+}  // namespace
