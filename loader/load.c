@@ -36,6 +36,7 @@ typedef struct load {
   uih_load_opts o;
   uih_load_stats st;
   uint64_t *events_in; /* per shard */
+  size_t row_max;      /* the largest row of any group */
   ld_sorter *sorter;
   job *jobs;
   size_t njobs;
@@ -51,18 +52,23 @@ static void progress(load *l, const char *phase, int32_t shard, uint64_t events,
   l->o.progress(&p, l->o.progress_arg);
 }
 
-/* The current generation's record of `shard`; *has = 0 when it has none. */
+/* The current generation's record of `shard`; *has = 0 when it has none.
+ * The current one is the newest live generation, the last listed. */
 static int current_record(uih_store *s, uint32_t shard, uih_generation *rec, int *has, uih_error *err) {
-  uih_generation gens[64];
   size_t n;
   uint32_t cur;
-  int rc = uih_store_generations(s, shard, gens, 64, &n, &cur, err);
   *has = 0;
-  for (size_t i = 0; rc == UIH_OK && i < n && i < 64; i++)
+  int rc = uih_store_generations(s, shard, NULL, 0, &n, &cur, err);
+  if (rc != UIH_OK || cur == 0) return rc;
+  uih_generation *gens = calloc(n, sizeof *gens);
+  if (!gens) return uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+  rc = uih_store_generations(s, shard, gens, n, &n, &cur, err);
+  for (size_t i = 0; rc == UIH_OK && i < n; i++)
     if (gens[i].generation == cur) {
       *rec = gens[i];
       *has = 1;
     }
+  free(gens);
   return rc;
 }
 
@@ -74,8 +80,8 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
   int rc = ld_input_open(path, &in, err);
   const char *name = strcmp(path, "-") ? path : "<stdin>";
   if (rc == UIH_OK) rc = uih_csv_open_stream(ld_input_stream(in), name, l->schema, &r, err);
-  uint8_t *buf = NULL;
-  size_t cap = 0;
+  uint8_t *buf = malloc(l->row_max);
+  if (!buf && rc == UIH_OK) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
   while (rc == UIH_OK) {
     uint64_t user;
     const uih_batch *ev;
@@ -101,16 +107,6 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
       break;
     }
     if (ts > *maxts) *maxts = ts;
-    size_t max = ld_row_max(ev->group);
-    if (max > cap) {
-      uint8_t *b = realloc(buf, max);
-      if (!b) {
-        rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
-        break;
-      }
-      buf = b;
-      cap = max;
-    }
     size_t len = ld_row_encode((uint16_t)shard, user, ev, 0, buf);
     rc = ld_sorter_add(l->sorter, buf, (uint32_t)len, err);
     l->events_in[shard]++;
@@ -301,6 +297,10 @@ int uih_load(uih_store *store, const char *const *inputs, size_t ninputs, const 
   l.o = opts ? *opts : (uih_load_opts)UIH_LOAD_OPTS_DEFAULT;
   int rc = check_opts(store, &l.o, err);
   if (rc != UIH_OK) return rc;
+  for (uint32_t g = 0; g < uih_schema_group_count(l.schema); g++) {
+    size_t m = ld_row_max(uih_schema_group_at(l.schema, g));
+    if (m > l.row_max) l.row_max = m;
+  }
   l.events_in = calloc(l.nshards, sizeof *l.events_in);
   if (!l.events_in) return uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
   pthread_mutex_init(&l.mu, NULL);

@@ -72,15 +72,15 @@ typedef struct state {
   const uih_group *group;
 } state;
 
-static int row_cmp(const state *s, const uint8_t *base, const row *a, const uint8_t *bbase, const row *b) {
-  (void)s;
+/* Rows in (ts, values) order: the bytes after the history they share. */
+static int row_cmp(const uint8_t *base, const row *a, const uint8_t *bbase, const row *b) {
   uint32_t la = a->len - LD_ROW_HISTORY, lb = b->len - LD_ROW_HISTORY;
   int c = memcmp(base + a->off + LD_ROW_HISTORY, bbase + b->off + LD_ROW_HISTORY, la < lb ? la : lb);
   return c ? c : (la > lb) - (la < lb);
 }
 
 static _Thread_local const uint8_t *sorting_rows;
-static int cmp_rows(const void *x, const void *y) { return row_cmp(NULL, sorting_rows, x, sorting_rows, y); }
+static int cmp_rows(const void *x, const void *y) { return row_cmp(sorting_rows, x, sorting_rows, y); }
 
 static int ensure_batch(state *s, const uih_group *g, uint32_t capacity, uih_error *err) {
   if (s->batch && s->batch->group == g) {
@@ -197,7 +197,7 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
   size_t nold = s->nrows, i = 0, j = first_new;
   while (rc == UIH_OK && (i < nold || j < end_new)) {
     const row *a = i < nold ? &s->rows[i] : NULL, *b = j < end_new ? &s->news[j] : NULL;
-    int c = !a ? 1 : !b ? -1 : row_cmp(s, s->rowbuf.p, a, s->fresh.p, b);
+    int c = !a ? 1 : !b ? -1 : row_cmp(s->rowbuf.p, a, s->fresh.p, b);
     if (c == 0) m->record.duplicates++, j++; /* stored already: it keeps its arrival */
     if (c <= 0) {
       row keep = s->rows[i++];

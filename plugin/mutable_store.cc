@@ -146,18 +146,7 @@ int CheckBatch(uih_mutable* m, const uih_batch* b, uih_error* err) {
   return UIH_OK;
 }
 
-// A logger that writes nothing: a read-only open must not create or rotate
-// the database's LOG files.
-class SilentLogger : public Logger {
- public:
-  using Logger::Logv;
-  void Logv(const char*, va_list) override {}
-};
 
-// UIH_ERR_NOT_FOUND for a path that holds no mutable store, saying why.
-int NotAStore(uih_error* err, const char* path, const std::string& why) {
-  return uih_error_set(err, UIH_ERR_NOT_FOUND, "not a uihstore store: %s: %s", path, why.c_str());
-}
 
 int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts* opts, uih_mutable** out,
               uih_error* err) {
@@ -176,7 +165,7 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
   DBOptions dbo;
   dbo.create_if_missing = o.create_if_missing != 0 && !o.read_only;
   dbo.create_missing_column_families = !o.read_only;
-  if (o.read_only) dbo.info_log = std::make_shared<SilentLogger>();
+  if (o.read_only) dbo.info_log = std::make_shared<uih::SilentLogger>();
   Status s;
   if (o.db_options && *o.db_options) {
     DBOptions base = dbo;
@@ -207,17 +196,17 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
     bool no_database = exists && S_ISDIR(st.st_mode) &&
                        stat((std::string(path) + "/CURRENT").c_str(), &current) != 0 && errno == ENOENT;
     if (!dbo.create_if_missing) {
-      if (!exists) return NotAStore(err, path, "it does not exist");
-      if (!S_ISDIR(st.st_mode)) return NotAStore(err, path, "it is not a directory");
-      if (no_database) return NotAStore(err, path, "no RocksDB database in it (no CURRENT file)");
+      if (!exists) return uih::NotAStore(err, path, "it does not exist");
+      if (!S_ISDIR(st.st_mode)) return uih::NotAStore(err, path, "it is not a directory");
+      if (no_database) return uih::NotAStore(err, path, "no RocksDB database in it (no CURRENT file)");
       return Fail(err, m.get(), s, "reading its column families");  // e.g. permissions: say what RocksDB says
     }
     if (exists && !no_database && S_ISDIR(st.st_mode))
       return Fail(err, m.get(), s, "reading its column families");
-    if (exists && !S_ISDIR(st.st_mode)) return NotAStore(err, path, "it is not a directory");
+    if (exists && !S_ISDIR(st.st_mode)) return uih::NotAStore(err, path, "it is not a directory");
     names = {kDefaultColumnFamilyName};  // a new database
   } else if (std::find(names.begin(), names.end(), UIH_MUTABLE_CF) == names.end()) {
-    return NotAStore(err, path, "a RocksDB database without column family " UIH_MUTABLE_CF);
+    return uih::NotAStore(err, path, "a RocksDB database without column family " UIH_MUTABLE_CF);
   }
   std::vector<ColumnFamilyDescriptor> cfs;
   // A store's shard (uih/store.h) also holds generations: UihTable files.

@@ -197,16 +197,7 @@ int Fail(uih_error* err, const std::string& where, const Status& s, const std::s
                        s.ToString().c_str());
 }
 
-int NotAStore(uih_error* err, const char* dir, const char* why) {
-  return uih_error_set(err, UIH_ERR_NOT_FOUND, "not a uihstore store: %s: %s", dir, why);
-}
 
-// A logger that writes nothing: a read-only open creates no LOG file.
-class SilentLogger : public Logger {
- public:
-  using Logger::Logv;
-  void Logv(const char*, va_list) override {}
-};
 
 // Writes `text` to `path` durably: a temporary file, fsync, rename, fsync
 // of the directory.
@@ -346,7 +337,7 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
   sh->path = ShardPath(s->dir, index);
   const bool ro = s->opts.read_only != 0;
   DBOptions dbo;
-  if (ro) dbo.info_log = std::make_shared<SilentLogger>();
+  if (ro) dbo.info_log = std::make_shared<uih::SilentLogger>();
   std::vector<std::string> names;
   Status st = DB::ListColumnFamilies(dbo, sh->path, &names);
   if (!st.ok()) return Fail(err, sh->path, st, "opening shard " + std::to_string(index));
@@ -439,10 +430,10 @@ int Open(const char* dir, const uih_store_opts* opts, uih_store** out, uih_error
   if (opts) s->opts = *opts;
   if (s->opts.keep == 0) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_open: keep must be at least 1");
   struct stat st;
-  if (stat(dir, &st) != 0) return NotAStore(err, dir, errno == ENOENT ? "it does not exist" : strerror(errno));
-  if (!S_ISDIR(st.st_mode)) return NotAStore(err, dir, "it is not a directory");
+  if (stat(dir, &st) != 0) return uih::NotAStore(err, dir, errno == ENOENT ? "it does not exist" : strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return uih::NotAStore(err, dir, "it is not a directory");
   std::string path = s->dir + "/" + uih::kDescriptorFile;
-  if (stat(path.c_str(), &st) != 0 && errno == ENOENT) return NotAStore(err, dir, "no UIHSTORE descriptor in it");
+  if (stat(path.c_str(), &st) != 0 && errno == ENOENT) return uih::NotAStore(err, dir, "no UIHSTORE descriptor in it");
   std::ifstream in(path, std::ios::binary);
   if (!in) return uih_error_set(err, UIH_ERR_IO, "store %s: cannot read %s", dir, path.c_str());
   std::stringstream text;

@@ -3,10 +3,13 @@
 // generations' column families.
 #pragma once
 
+#include <cstdarg>
 #include <cstdint>
 #include <string>
 
+#include "rocksdb/env.h"
 #include "rocksdb/options.h"
+#include "uih/error.h"
 
 namespace uih {
 
@@ -29,5 +32,18 @@ inline bool IsGenerationCf(const std::string& name) {
 
 // A generation's column family: UihTable files, ingested, never compacted.
 rocksdb::ColumnFamilyOptions GenerationCfOptions();
+
+// A logger that writes nothing: a read-only open creates no LOG file.
+class SilentLogger : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char*, va_list) override {}
+};
+
+// UIH_ERR_NOT_FOUND for a path that holds no store (a store, or a mutable
+// store), saying why: "not a uihstore store: PATH: why".
+inline int NotAStore(uih_error* err, const char* path, const std::string& why) {
+  return uih_error_set(err, UIH_ERR_NOT_FOUND, "not a uihstore store: %s: %s", path, why.c_str());
+}
 
 }  // namespace uih
