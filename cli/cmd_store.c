@@ -69,9 +69,15 @@ int cmd_init(int argc, char **argv) {
 /* ---- uih load ---------------------------------------------------------------------- */
 
 static const char kLoadUsage[] =
-    "usage: uih load --store DIR [--through TS] [--lookback T] [--shard I] [--threads N]\n"
-    "                [--memory BYTES] [--json] FILE...\n"
-    "  FILE... loader-input CSV (plain, .gz, .zst), files or directories; '-' is stdin";
+    "usage: uih load --store DIR [--through TS] [--lookback T] [--delete FILE] [--schema NEWFILE]\n"
+    "                [--shard I] [--threads N] [--memory BYTES] [--rejects FILE] [--json] FILE...\n"
+    "  FILE...         loader-input CSV (plain, .gz, .zst), files or directories; '-' is stdin\n"
+    "                  (none: a load of deletions or a schema change alone, given --delete,\n"
+    "                  --schema or --through)\n"
+    "  --delete FILE   users, items or (user, item) pairs to erase from the whole history:\n"
+    "                  CSV with the header user_id, an id trait's name, or both\n"
+    "  --schema FILE   a new schema version (a valid successor) applied by this load\n"
+    "  --rejects FILE  bad lines go there (file,line,reason,record) and the load goes on";
 
 /* "256M", "1G", "65536": bytes with an optional K/M/G suffix (powers of 1024). */
 static int parse_bytes(const char *what, const char *text, uint64_t *out) {
@@ -116,36 +122,50 @@ static void print_summary(const uih_load_stats *st, int json) {
   double total = st->seconds_read + st->seconds_sort + st->seconds_merge;
   if (json) {
     printf("{\"inputs\":%" PRIu64 ",\"input_bytes\":%" PRIu64 ",\"events_in\":%" PRIu64 ",\"events_skipped\":%" PRIu64
-           ",\"duplicates\":%" PRIu64 ",\"expired\":%" PRIu64 ",\"events_new\":%" PRIu64 ",\"events\":%" PRIu64
-           ",\"stripes\":%" PRIu64 ",\"histories\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"stripes_copied\":%" PRIu64
-           ",\"stripes_written\":%" PRIu64 ",\"runs\":%" PRIu64 ",\"shards\":%u,\"through\":%" PRId64
-           ",\"horizon\":%" PRId64 ",\"seconds\":{\"read\":%.3f,\"sort\":%.3f,\"merge\":%.3f,\"total\":%.3f}}\n",
-           st->inputs, st->input_bytes, st->events_in, st->events_skipped, st->duplicates, st->expired,
-           st->events_new, st->events, st->stripes, st->histories, st->bytes, st->stripes_copied,
-           st->stripes_written, st->runs, st->shards, st->through, st->horizon, st->seconds_read, st->seconds_sort,
-           st->seconds_merge, total);
+           ",\"rejected\":%" PRIu64 ",\"duplicates\":%" PRIu64 ",\"expired\":%" PRIu64 ",\"deleted\":%" PRIu64
+           ",\"events_new\":%" PRIu64 ",\"events\":%" PRIu64 ",\"stripes\":%" PRIu64 ",\"histories\":%" PRIu64
+           ",\"bytes\":%" PRIu64 ",\"stripes_copied\":%" PRIu64 ",\"stripes_written\":%" PRIu64
+           ",\"stripes_upgraded\":%" PRIu64 ",\"runs\":%" PRIu64 ",\"shards\":%u,\"shards_skipped\":%u"
+           ",\"schema_version\":%u,\"through\":%" PRId64 ",\"horizon\":%" PRId64
+           ",\"deletions\":{\"users\":%" PRIu64 ",\"items\":%" PRIu64 ",\"pairs\":%" PRIu64 "}"
+           ",\"seconds\":{\"read\":%.3f,\"sort\":%.3f,\"merge\":%.3f,\"total\":%.3f}}\n",
+           st->inputs, st->input_bytes, st->events_in, st->events_skipped, st->rejected, st->duplicates, st->expired,
+           st->deleted, st->events_new, st->events, st->stripes, st->histories, st->bytes, st->stripes_copied,
+           st->stripes_written, st->stripes_upgraded, st->runs, st->shards, st->shards_skipped, st->schema_version,
+           st->through, st->horizon, st->delete_users, st->delete_items, st->delete_pairs, st->seconds_read,
+           st->seconds_sort, st->seconds_merge, total);
     return;
   }
-  printf("uih load: %u shard%s now at through %" PRId64 "%s\n", st->shards, st->shards == 1 ? "" : "s", st->through,
-         st->horizon == INT64_MIN ? "" : " (lookback applied)");
+  printf("uih load: %u shard%s now at through %" PRId64 "%s, schema version %u\n", st->shards,
+         st->shards == 1 ? "" : "s", st->through, st->horizon == INT64_MIN ? "" : " (lookback applied)",
+         st->schema_version);
+  if (st->shards_skipped)
+    printf("  skipped: %u shard%s already had this very load (a rerun): left as they are\n", st->shards_skipped,
+           st->shards_skipped == 1 ? "" : "s");
   printf("  in:      %" PRIu64 " events from %" PRIu64 " input%s (%.1f MB)", st->events_in, st->inputs,
          st->inputs == 1 ? "" : "s", (double)st->input_bytes / 1e6);
   if (st->events_skipped) printf(", %" PRIu64 " of other shards skipped", st->events_skipped);
+  if (st->rejected) printf(", %" PRIu64 " bad lines rejected", st->rejected);
   printf("\n  new:     %" PRIu64 " events stored for the first time, %" PRIu64 " duplicates kept once\n", st->events_new,
          st->duplicates);
   if (st->horizon != INT64_MIN)
     printf("  expired: %" PRIu64 " events older than %" PRId64 " dropped\n", st->expired, st->horizon);
+  if (st->delete_users || st->delete_items || st->delete_pairs)
+    printf("  deleted: %" PRIu64 " events erased for %" PRIu64 " users, %" PRIu64 " items, %" PRIu64 " pairs\n",
+           st->deleted, st->delete_users, st->delete_items, st->delete_pairs);
   printf("  stored:  %" PRIu64 " events of %" PRIu64 " user histories in %" PRIu64 " stripes, %.1f MB, %.2f bytes/event\n",
          st->events, st->histories, st->stripes, (double)st->bytes / 1e6,
          st->events ? (double)st->bytes / (double)st->events : 0.0);
-  printf("  stripes: %" PRIu64 " copied byte for byte, %" PRIu64 " written\n", st->stripes_copied, st->stripes_written);
+  printf("  stripes: %" PRIu64 " copied byte for byte, %" PRIu64 " written", st->stripes_copied, st->stripes_written);
+  if (st->stripes_upgraded) printf(" (%" PRIu64 " only to drop traits the schema dropped)", st->stripes_upgraded);
+  printf("\n");
   printf("  time:    read %.2f s, sort %.2f s (%" PRIu64 " runs spilled), merge+publish %.2f s; %.2f M events/s\n",
          st->seconds_read, st->seconds_sort, st->runs, st->seconds_merge,
          total > 0 ? (double)st->events_in / total / 1e6 : 0.0);
 }
 
 int cmd_load(int argc, char **argv) {
-  const char *dir = NULL;
+  const char *dir = NULL, *schema_path = NULL;
   uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
   int json = 0;
   const char **files = calloc((size_t)argc + 1, sizeof *files);
@@ -176,15 +196,23 @@ int cmd_load(int argc, char **argv) {
     else if (!strcmp(a, "--shard") && cli_parse_u64(a, v, &u) && u < UIH_STORE_SHARDS_MAX) o.shard = (int32_t)u;
     else if (!strcmp(a, "--threads") && cli_parse_u64(a, v, &u) && u >= 1 && u <= 64) o.threads = (uint32_t)u;
     else if (!strcmp(a, "--memory") && parse_bytes(a, v, &u)) o.memory = (size_t)u;
-    else if (!strcmp(a, "--delete") || !strcmp(a, "--schema") || !strcmp(a, "--rejects"))
-      bad = cli_fail(CLI_USAGE, "%s is not available yet in this build: deletions, schema changes and rejects "
-                     "files come with the loader's next step", a);
+    else if (!strcmp(a, "--delete")) o.deletes = v;
+    else if (!strcmp(a, "--rejects")) o.rejects = v;
+    else if (!strcmp(a, "--schema")) schema_path = v;
     else bad = cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kLoadUsage);
   }
-  if (!bad && (!dir || nfiles == 0)) bad = cli_fail(CLI_USAGE, "%s", kLoadUsage);
+  if (!bad && (!dir || (nfiles == 0 && !o.deletes && !schema_path && o.through == INT64_MIN)))
+    bad = cli_fail(CLI_USAGE, "%s", kLoadUsage);
+  char *schema_json = NULL;
+  if (!bad && schema_path) {
+    if (!read_file(schema_path, &schema_json, &o.schema_len))
+      bad = cli_fail(CLI_FAIL, "%s: cannot read the schema file", schema_path);
+    o.schema_json = schema_json;
+    o.schema_origin = schema_path;
+  }
   if (bad) {
     free(files);
-    return CLI_USAGE;
+    return bad;
   }
   progress_state ps = {isatty(2), -1.0};
   o.progress = on_progress;
@@ -197,6 +225,7 @@ int cmd_load(int argc, char **argv) {
   if (ps.tty && ps.last >= 0) fputc('\n', stderr);
   uih_store_close(s);
   free(files);
+  free(schema_json);
   if (rc != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
   print_summary(&st, json);
   return CLI_OK;

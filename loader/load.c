@@ -1,5 +1,7 @@
 /* uih_load (uih/loader.h): read and sort the inputs, merge each shard into
  * its next generation (on `threads` threads), then publish them all. */
+#include <csv.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -7,6 +9,7 @@
 #include <time.h>
 #include <xxhash.h>
 
+#include "deletes.h"
 #include "input.h"
 #include "merge.h"
 #include "rows.h"
@@ -37,7 +40,10 @@ typedef struct load {
   uih_load_stats st;
   uint64_t *events_in; /* per shard */
   size_t row_max;      /* the largest row of any group */
+  uih_generation *current; /* per shard: its current generation's record */
   ld_sorter *sorter;
+  ld_deletes *deletes;
+  FILE *rejects;
   job *jobs;
   size_t njobs;
   pthread_mutex_t mu; /* next, progress */
@@ -74,6 +80,36 @@ static int current_record(uih_store *s, uint32_t shard, uih_generation *rec, int
 
 /* ---- reading ------------------------------------------------------------------ */
 
+/* One field of the rejects file, quoted (RFC 4180) only when it must be. */
+static int put_field(load *l, const char *text, size_t len, int last) {
+  int quote = len && (text[0] == ' ' || text[len - 1] == ' ');
+  for (size_t i = 0; i < len && !quote; i++) quote = strchr(",\"\r\n", text[i]) != NULL && text[i] != '\0';
+  FILE *f = l->rejects;
+  if (!quote) return fwrite(text, 1, len, f) == len && fputc(last ? '\n' : ',', f) != EOF;
+  return csv_fwrite(f, text, len) == 0 && fputc(last ? '\n' : ',', f) != EOF;
+}
+
+/* Writes the record `r` last read, refused for the reason in *err, to the
+ * rejects file; UIH_OK to go on. */
+static int reject(load *l, uih_csv_reader *r, const char *name, uih_error *err) {
+  char line[24];
+  snprintf(line, sizeof line, "%" PRIu64, uih_csv_record_line(r));
+  const char *reason = err->msg;
+  size_t nl = strlen(name), nn = strlen(line); /* the message's "name:line: " is in its own columns */
+  if (!strncmp(reason, name, nl) && reason[nl] == ':' && !strncmp(reason + nl + 1, line, nn) &&
+      !strncmp(reason + nl + 1 + nn, ": ", 2))
+    reason += nl + nn + 3;
+  size_t tlen;
+  const char *text = uih_csv_record_text(r, &tlen);
+  if (!text) text = "", tlen = 0;
+  if (!put_field(l, name, nl, 0) || !put_field(l, line, nn, 0) || !put_field(l, reason, strlen(reason), 0) ||
+      !put_field(l, text, tlen, 1))
+    return uih_error_set(err, UIH_ERR_IO, "load: writing the rejects file %s: %s", l->o.rejects, strerror(errno));
+  l->st.rejected++;
+  uih_error_clear(err);
+  return UIH_OK;
+}
+
 static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *maxts, double began, uih_error *err) {
   ld_input *in = NULL;
   uih_csv_reader *r = NULL;
@@ -86,6 +122,10 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
     uint64_t user;
     const uih_batch *ev;
     rc = uih_csv_next(r, &user, &ev, err);
+    if (rc == UIH_ERR_PARSE && l->rejects && uih_csv_resumable(r)) {
+      rc = reject(l, r, name, err);
+      continue;
+    }
     if (rc != UIH_OK || ev == NULL) break;
     uint32_t shard = uih_shard_of(user, l->nshards);
     if (l->o.shard >= 0 && shard != (uint32_t)l->o.shard) {
@@ -93,18 +133,19 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
       continue;
     }
     int64_t ts = ((const int64_t *)ev->columns[uih_batch_column_index(ev, ev->group->ts->id)].values)[0];
-    if (l->o.through != INT64_MIN && ts >= l->o.through) {
+    if (l->o.through != INT64_MIN && ts >= l->o.through)
       rc = uih_error_set(err, UIH_ERR_OUT_OF_RANGE,
                          "%s:%" PRIu64 ": ts %" PRId64 " is at or past the load's through %" PRId64
                          " (a load takes events older than its through; the newer ones go in a later load)",
                          name, uih_csv_record_line(r), ts, l->o.through);
-      break;
-    }
-    if (ts == INT64_MAX && l->o.through == INT64_MIN) {
+    else if (ts == INT64_MAX && l->o.through == INT64_MIN)
       rc = uih_error_set(err, UIH_ERR_OUT_OF_RANGE,
                          "%s:%" PRIu64 ": ts %" PRId64 " leaves no room for a through after it", name,
                          uih_csv_record_line(r), ts);
-      break;
+    if (rc != UIH_OK) {
+      if (l->rejects) rc = reject(l, r, name, err);
+      if (rc != UIH_OK) break;
+      continue;
     }
     if (ts > *maxts) *maxts = ts;
     size_t len = ld_row_encode((uint16_t)shard, user, ev, 0, buf);
@@ -182,30 +223,61 @@ static int check_opts(uih_store *s, const uih_load_opts *o, uih_error *err) {
   return UIH_OK;
 }
 
+/* Reads the deletions file into l->deletes. */
+static int read_deletes(load *l, uih_error *err) {
+  ld_input *in = NULL;
+  int rc = ld_input_open(l->o.deletes, &in, err);
+  if (rc == UIH_OK) rc = ld_deletes_read(ld_input_stream(in), l->o.deletes, l->schema, &l->deletes, err);
+  if (rc != UIH_OK && in && ld_input_failure(in))
+    rc = uih_error_set(err, UIH_ERR_PARSE, "%s: %s", l->o.deletes, ld_input_failure(in));
+  ld_input_close(in);
+  ld_deletes_counts(l->deletes, &l->st.delete_users, &l->st.delete_items, &l->st.delete_pairs);
+  return rc;
+}
+
+/* The load's identity, kept in each generation's record: its inputs, its
+ * deletions, its schema, its through and horizon. */
+static uint64_t load_digest(load *l, uint64_t inputs, int64_t through, int64_t horizon) {
+  uint64_t parts[5] = {inputs, ld_deletes_digest(l->deletes), uih_schema_version(l->schema), (uint64_t)through,
+                       (uint64_t)horizon};
+  return XXH3_64bits(parts, sizeof parts);
+}
+
 static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *err) {
   uih_store *s = l->store;
   /* Where time stands: a load's through never goes back. */
   int64_t prev = INT64_MIN;
   int any_prev = 0;
+  uih_generation *cur = calloc(l->nshards, sizeof *cur); /* each shard's current record (generation 0: none) */
+  if (!cur) return uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+  l->current = cur;
   for (uint32_t i = 0; i < l->nshards; i++) {
     if (l->o.shard >= 0 && i != (uint32_t)l->o.shard) continue;
-    uih_generation rec;
     int has;
-    int rc = current_record(s, i, &rec, &has, err);
+    int rc = current_record(s, i, &cur[i], &has, err);
     if (rc != UIH_OK) return rc;
     if (!has) continue;
-    if (l->o.through != INT64_MIN && l->o.through < rec.through)
+    if (l->o.through != INT64_MIN && l->o.through < cur[i].through)
       return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
                            "load: through %" PRId64 " is before shard %u's current generation %u, through %" PRId64
                            " (a store's through only moves forward)",
-                           l->o.through, i, rec.generation, rec.through);
-    if (!any_prev || rec.through > prev) prev = rec.through;
+                           l->o.through, i, cur[i].generation, cur[i].through);
+    if (!any_prev || cur[i].through > prev) prev = cur[i].through;
     any_prev = 1;
   }
+  int rc = l->o.deletes ? read_deletes(l, err) : UIH_OK;
+  if (rc == UIH_OK && l->o.rejects) {
+    l->rejects = fopen(l->o.rejects, "w");
+    if (!l->rejects)
+      rc = uih_error_set(err, UIH_ERR_IO, "load: creating the rejects file %s: %s", l->o.rejects, strerror(errno));
+    else if (fputs("file,line,reason,record\n", l->rejects) == EOF)
+      rc = uih_error_set(err, UIH_ERR_IO, "load: writing the rejects file %s: %s", l->o.rejects, strerror(errno));
+  }
+  if (rc != UIH_OK) return rc;
 
   char **files = NULL;
   size_t nfiles = 0;
-  int rc = ld_files_expand(inputs, ninputs, &files, &nfiles, err);
+  rc = ld_files_expand(inputs, ninputs, &files, &nfiles, err);
   if (rc != UIH_OK) return rc;
   XXH3_state_t *digests = XXH3_createState();
   if (!digests) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
@@ -217,6 +289,8 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
   uint64_t inputs_digest = digests ? XXH3_64bits_digest(digests) : 0;
   XXH3_freeState(digests);
   ld_files_free(files, nfiles);
+  if (rc == UIH_OK && l->rejects && fflush(l->rejects) != 0)
+    rc = uih_error_set(err, UIH_ERR_IO, "load: writing the rejects file %s: %s", l->o.rejects, strerror(errno));
   if (rc != UIH_OK) return rc;
   progress(l, "read", -1, l->st.events_in, l->st.input_bytes, t0);
   l->st.seconds_read = now() - t0;
@@ -233,6 +307,7 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
   if (l->o.lookback > 0) horizon = through >= INT64_MIN + l->o.lookback ? through - l->o.lookback : INT64_MIN;
   l->st.through = through;
   l->st.horizon = horizon;
+  const uint64_t digest = load_digest(l, inputs_digest, through, horizon);
 
   t0 = now();
   rc = ld_sorter_finish(l->sorter, err);
@@ -243,21 +318,30 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
   t0 = now();
   l->jobs = calloc(l->nshards, sizeof *l->jobs);
   if (!l->jobs) return uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+  size_t nerased;
+  const uint64_t *erased = ld_deletes_users(l->deletes, &nerased);
   for (uint32_t i = 0; i < l->nshards && rc == UIH_OK; i++) {
     if (l->o.shard >= 0 && i != (uint32_t)l->o.shard) continue;
+    if (cur[i].generation && cur[i].inputs_digest == digest && cur[i].through == through &&
+        cur[i].horizon == horizon && cur[i].schema_version == uih_schema_version(l->schema)) {
+      l->st.shards_skipped++; /* a rerun: this shard has the load already */
+      continue;
+    }
     job *j = &l->jobs[l->njobs];
     j->shard = i;
     rc = uih_store_writer_open(s, i, &j->writer, err);
     if (rc != UIH_OK) break;
     l->njobs++;
+    for (size_t k = 0; k < nerased && rc == UIH_OK; k++)
+      if (uih_shard_of(erased[k], l->nshards) == i) rc = uih_store_writer_erase_user(j->writer, erased[k], err);
     j->merge = (ld_merge){.store = s, .schema = l->schema, .shard = i, .horizon = horizon, .sorter = l->sorter,
-                          .writer = j->writer};
+                          .deletes = l->deletes, .writer = j->writer};
     uih_generation *g = &j->merge.record;
     g->through = through;
     g->horizon = horizon;
     g->schema_version = uih_schema_version(l->schema);
     g->events_in = l->events_in[i];
-    g->inputs_digest = inputs_digest;
+    g->inputs_digest = digest;
   }
   if (rc == UIH_OK) rc = merge_all(l, err);
   if (rc != UIH_OK) return rc;
@@ -276,6 +360,7 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
     const uih_generation *g = &j->merge.record;
     l->st.duplicates += g->duplicates;
     l->st.expired += g->expired;
+    l->st.deleted += g->deleted;
     l->st.events_new += g->events_new;
     l->st.events += g->events;
     l->st.stripes += g->stripes;
@@ -283,6 +368,7 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
     l->st.bytes += g->bytes;
     l->st.stripes_copied += j->merge.stripes_copied;
     l->st.stripes_written += j->merge.stripes_written;
+    l->st.stripes_upgraded += j->merge.stripes_upgraded;
     l->st.shards++;
   }
   l->st.seconds_merge = now() - t0;
@@ -296,7 +382,10 @@ int uih_load(uih_store *store, const char *const *inputs, size_t ninputs, const 
   load l = {.store = store, .schema = uih_store_schema(store), .nshards = uih_store_shards(store)};
   l.o = opts ? *opts : (uih_load_opts)UIH_LOAD_OPTS_DEFAULT;
   int rc = check_opts(store, &l.o, err);
+  if (rc == UIH_OK && l.o.schema_json)
+    rc = uih_store_schema_add(store, l.o.schema_json, l.o.schema_len, l.o.schema_origin, &l.schema, err);
   if (rc != UIH_OK) return rc;
+  l.st.schema_version = uih_schema_version(l.schema);
   for (uint32_t g = 0; g < uih_schema_group_count(l.schema); g++) {
     size_t m = ld_row_max(uih_schema_group_at(l.schema, g));
     if (m > l.row_max) l.row_max = m;
@@ -308,6 +397,10 @@ int uih_load(uih_store *store, const char *const *inputs, size_t ninputs, const 
   for (size_t i = 0; i < l.njobs; i++) uih_store_writer_abort(l.jobs[i].writer); /* what was not published */
   free(l.jobs);
   ld_sorter_free(l.sorter);
+  ld_deletes_free(l.deletes);
+  if (l.rejects && fclose(l.rejects) != 0 && rc == UIH_OK)
+    rc = uih_error_set(err, UIH_ERR_IO, "load: writing the rejects file %s: %s", l.o.rejects, strerror(errno));
+  free(l.current);
   free(l.events_in);
   pthread_mutex_destroy(&l.mu);
   if (rc == UIH_OK && stats) *stats = l.st;

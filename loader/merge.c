@@ -70,6 +70,11 @@ typedef struct state {
   size_t scratch_cap;
   uint64_t user;
   const uih_group *group;
+  /* deletions by value in this history: the trait (NULL: none), its place in rows */
+  const uih_trait *del_trait;
+  ld_row_layout layout;
+  uih_batch *probe; /* del_trait alone, to look into stored stripes */
+  int group_dropped; /* the group has traits the schema dropped */
 } state;
 
 /* Rows in (ts, values) order: the bytes after the history they share. */
@@ -160,9 +165,14 @@ static int add_row(state *s, const uint8_t *rec, size_t len, uint32_t arrival, u
   return UIH_OK;
 }
 
+/* 1 when `user`'s row or event with value `bits` of del_trait goes. */
+static int deleted_value(const state *s, uint64_t bits) { return ld_deletes_event(s->m->deletes, s->user, bits); }
+
 /* Rebuilds stripe `st` (NULL: a history without stripes) with its new
- * rows: decoded, trimmed to the horizon, merged, cut, encoded. */
-static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new, uih_error *err) {
+ * rows: decoded, trimmed to the horizon, cleared of deleted events,
+ * merged, cut, encoded. `force`: encoded again even when nothing changed
+ * (it holds traits the schema dropped). */
+static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new, int force, uih_error *err) {
   ld_merge *m = s->m;
   s->nrows = 0;
   s->rowbuf.n = 0;
@@ -179,9 +189,16 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
     }
     const uih_batch *b = s->batch;
     int ts = uih_batch_column_index(b, s->group->ts->id), arr = uih_batch_column_index(b, UIH_TRAIT_ARRIVAL);
+    int del = s->del_trait ? uih_batch_column_index(b, s->del_trait->id) : -1;
     for (uint32_t r = 0; r < b->count && rc == UIH_OK; r++) {
       if (((const int64_t *)b->columns[ts].values)[r] < m->horizon) {
         m->record.expired++;
+        trimmed++;
+        continue;
+      }
+      if (del >= 0 && uih_column_has(&b->columns[del], r) &&
+          deleted_value(s, uih_column_get_bits(&b->columns[del], r))) {
+        m->record.deleted++;
         trimmed++;
         continue;
       }
@@ -214,7 +231,7 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
     }
   }
   if (rc != UIH_OK) return rc;
-  if (st && added == 0 && trimmed == 0) { /* only duplicates came: the stripe as it was */
+  if (st && added == 0 && trimmed == 0 && !force) { /* only duplicates came: the stripe as it was */
     rc = emit(s, st->start, s->old.p + st->off, st->len, st->info.count, err);
     if (rc == UIH_OK) m->stripes_copied++;
     return rc;
@@ -224,31 +241,92 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
   return cut(s, err);
 }
 
+/* 1 in *stale when stripe `st` has a column of a trait the schema dropped. */
+static int stale_columns(state *s, const stored *st, int *stale, uih_error *err) {
+  *stale = 0;
+  for (uint32_t i = 0; i < st->info.ncolumns && !*stale; i++) {
+    uih_stripe_column_info col;
+    int rc = uih_stripe_column_at(s->old.p + st->off, st->len, i, &col, err);
+    if (rc != UIH_OK) return rc;
+    const uih_trait *t = uih_group_trait_by_id(s->group, col.trait_id);
+    *stale = !t || !uih_trait_active(t);
+  }
+  return UIH_OK;
+}
+
+/* 1 in *hit when an event of stripe `st` is deleted by its value. Only
+ * that trait's column is decoded. */
+static int has_deleted(state *s, const stored *st, int *hit, uih_error *err) {
+  *hit = 0;
+  int rc = UIH_OK;
+  if (!s->probe || s->probe->group != s->group || s->probe->columns[0].trait != s->del_trait) {
+    uih_batch_free(s->probe);
+    s->probe = NULL;
+    uint16_t id = s->del_trait->id;
+    rc = uih_batch_create(s->group, st->info.count, &id, 1, &s->probe, err);
+  } else {
+    uih_batch_clear(s->probe);
+    if (st->info.count > s->probe->capacity) rc = uih_batch_reserve(&s->probe, st->info.count, err);
+  }
+  if (rc == UIH_OK)
+    rc = uih_stripe_decode(s->dec, s->old.p + st->off, st->len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM,
+                           s->probe, err);
+  if (rc != UIH_OK) {
+    uih_error_prefix(err, "stripe at ts %" PRId64 ": ", st->start);
+    return rc;
+  }
+  const uih_column *c = &s->probe->columns[0];
+  for (uint32_t r = 0; r < s->probe->count && !*hit; r++)
+    *hit = uih_column_has(c, r) && deleted_value(s, uih_column_get_bits(c, r));
+  return UIH_OK;
+}
+
+/* A user the deletions erase: nothing of the history is kept. */
+static void erase(state *s) {
+  ld_merge *m = s->m;
+  for (size_t i = 0; i < s->nstripes; i++) m->record.deleted += s->stripes[i].info.count;
+  m->record.deleted += s->nnews;
+}
+
 /* One history: its stored stripes and its new rows. */
 static int history(state *s, uih_error *err) {
   ld_merge *m = s->m;
+  if (ld_deletes_user(m->deletes, s->user)) {
+    erase(s);
+    return UIH_OK;
+  }
+  s->del_trait = ld_deletes_trait(m->deletes, s->group, s->user);
+  if (s->del_trait) ld_row_layout_of(s->group, s->del_trait, &s->layout);
+  /* New rows that are expired or deleted go first. */
+  size_t kept = 0;
+  for (size_t j = 0; j < s->nnews; j++) {
+    const uint8_t *rec = s->fresh.p + s->news[j].off;
+    uint64_t item;
+    if (ld_row_ts(rec) < m->horizon) {
+      m->record.expired++;
+      continue;
+    }
+    if (s->del_trait && ld_row_value(rec, s->news[j].len, &s->layout, &item) && deleted_value(s, item)) {
+      m->record.deleted++;
+      continue;
+    }
+    s->news[kept++] = s->news[j];
+  }
+  s->nnews = kept;
   /* Rule 2: each new row joins the last stripe starting at or before it
    * (the first one when it is older than all). Rows and stripes are both
    * in time order. */
   size_t k = 0;
   for (size_t i = 0; i < s->nstripes; i++) s->stripes[i].first_new = s->stripes[i].end_new = 0;
-  size_t first_kept = s->nnews;
-  for (size_t j = 0; j < s->nnews; j++) {
-    if (ld_row_ts(s->fresh.p + s->news[j].off) < m->horizon) {
-      m->record.expired++;
-      continue;
-    }
-    if (first_kept == s->nnews) first_kept = j;
-  }
-  for (size_t j = first_kept; j < s->nnews && s->nstripes; j++) {
+  for (size_t j = 0; j < s->nnews && s->nstripes; j++) {
     int64_t ts = ld_row_ts(s->fresh.p + s->news[j].off);
     while (k + 1 < s->nstripes && s->stripes[k + 1].start <= ts) k++;
     if (s->stripes[k].end_new == 0) s->stripes[k].first_new = j;
     s->stripes[k].end_new = j + 1;
   }
   uint64_t before = m->record.stripes;
-  if (s->nstripes == 0 && first_kept < s->nnews) {
-    int rc = rebuild(s, NULL, first_kept, s->nnews, err);
+  if (s->nstripes == 0 && s->nnews) {
+    int rc = rebuild(s, NULL, 0, s->nnews, 0, err);
     if (rc != UIH_OK) return rc;
   }
   for (size_t i = 0; i < s->nstripes; i++) {
@@ -257,12 +335,18 @@ static int history(state *s, uih_error *err) {
       m->record.expired += st->info.count;
       continue;
     }
-    int rc;
-    if (st->end_new == 0 && st->info.min_ts >= m->horizon) { /* untouched: copied */
+    int stale = 0, hit = 0;
+    int rc = s->group_dropped ? stale_columns(s, st, &stale, err) : UIH_OK;
+    if (rc == UIH_OK && s->del_trait && st->end_new == 0) rc = has_deleted(s, st, &hit, err);
+    if (rc != UIH_OK) return rc;
+    if (st->end_new == 0 && st->info.min_ts >= m->horizon && !stale && !hit) { /* untouched: copied */
       rc = emit(s, st->start, s->old.p + st->off, st->len, st->info.count, err);
       if (rc == UIH_OK) m->stripes_copied++;
     } else {
-      rc = rebuild(s, st, st->first_new, st->end_new, err);
+      uint64_t written = m->stripes_written;
+      rc = rebuild(s, st, st->first_new, st->end_new, stale, err);
+      if (rc == UIH_OK && stale && st->end_new == 0 && !hit && st->info.min_ts >= m->horizon)
+        m->stripes_upgraded += m->stripes_written - written;
     }
     if (rc != UIH_OK) return rc;
   }
@@ -281,6 +365,13 @@ static void state_free(state *s) {
   uih_stripe_encoder_free(s->enc);
   uih_stripe_decoder_free(s->dec);
   uih_batch_free(s->batch);
+  uih_batch_free(s->probe);
+}
+
+static int has_dropped(const uih_group *g) {
+  for (uint32_t i = 0; i < g->ntraits; i++)
+    if (!uih_trait_active(&g->traits[i])) return 1;
+  return 0;
 }
 
 int ld_merge_shard(ld_merge *m, uih_error *err) {
@@ -316,6 +407,7 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
                          hk.group);
       break;
     }
+    s.group_dropped = has_dropped(s.group);
     s.nstripes = s.nnews = 0;
     s.old.n = s.fresh.n = 0;
     while (rc == UIH_OK && key && klen == UIH_KEY_SIZE && memcmp(key, hist, sizeof hist) == 0) {

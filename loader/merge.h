@@ -1,11 +1,13 @@
 /* The loader's merge of one shard: the current generation's stripes and
  * the shard's sorted new rows, (user, group) by (user, group), into the
- * next generation's writer, by the stripe rule of uih/loader.h. */
+ * next generation's writer, by the stripe rule of uih/loader.h, erasing
+ * what the deletions name and the traits the schema dropped. */
 #ifndef UIH_LOADER_MERGE_H
 #define UIH_LOADER_MERGE_H
 
 #include <stdint.h>
 
+#include "deletes.h"
 #include "sort.h"
 #include "uih/error.h"
 #include "uih/generation.h"
@@ -19,10 +21,12 @@ typedef struct ld_merge {
   uint32_t shard;
   int64_t horizon;         /* events with ts < horizon are dropped */
   ld_sorter *sorter;
+  const ld_deletes *deletes; /* or NULL */
   uih_store_writer *writer; /* the shard's next generation */
   /* out: counts into the record (events .. expired), and these */
   uih_generation record;
   uint64_t stripes_copied, stripes_written;
+  uint64_t stripes_upgraded; /* rewritten only because they held traits the schema dropped */
 } ld_merge;
 
 /* Runs the merge; on an error the message names the shard and history. */

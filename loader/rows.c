@@ -97,3 +97,35 @@ int ld_row_append(const uint8_t *rec, uint32_t len, uint32_t arrival, uih_batch 
   }
   return UIH_OK;
 }
+
+void ld_row_layout_of(const uih_group *g, const uih_trait *t, ld_row_layout *out) {
+  /* value columns in ascending trait id, as batches order them */
+  out->nv = 0;
+  out->target = UINT32_MAX;
+  int prev = -1;
+  for (;;) {
+    const uih_trait *next = NULL;
+    for (uint32_t i = 0; i < g->ntraits; i++) {
+      const uih_trait *c = &g->traits[i];
+      if (!uih_trait_active(c) || c == g->ts || (int)c->id <= prev) continue;
+      if (!next || c->id < next->id) next = c;
+    }
+    if (!next) return;
+    if (next == t) out->target = out->nv;
+    out->width[out->nv++] = (uint8_t)uih_type_width(next->type);
+    prev = next->id;
+  }
+}
+
+int ld_row_value(const uint8_t *rec, uint32_t len, const ld_row_layout *l, uint64_t *bits) {
+  const uint32_t pbytes = (l->nv + 7) / 8;
+  if (l->target >= l->nv || len < LD_ROW_HEAD + pbytes) return 0;
+  const uint8_t *presence = rec + LD_ROW_HEAD;
+  if (!(presence[l->target >> 3] >> (l->target & 7) & 1)) return 0;
+  size_t at = LD_ROW_HEAD + pbytes;
+  for (uint32_t v = 0; v < l->target; v++)
+    if (presence[v >> 3] >> (v & 7) & 1) at += l->width[v];
+  if (at + l->width[l->target] > len) return 0;
+  *bits = ld_load_be(rec + at, l->width[l->target]);
+  return 1;
+}

@@ -38,6 +38,19 @@ size_t ld_row_encode(uint16_t shard, uint64_t user, const uih_batch *b, uint32_t
  * `arrival`. UIH_ERR_CORRUPTION when the row does not fit the group. */
 int ld_row_append(const uint8_t *rec, uint32_t len, uint32_t arrival, uih_batch *out, uih_error *err);
 
+/* Where one trait's value sits in a group's rows. */
+typedef struct ld_row_layout {
+  uint32_t nv;                   /* value columns */
+  uint32_t target;               /* the trait's value column */
+  uint8_t width[UIH_TRAITS_MAX]; /* each value column's width */
+} ld_row_layout;
+
+/* The layout of group `g`'s rows for trait `t` (an active value trait of g). */
+void ld_row_layout_of(const uih_group *g, const uih_trait *t, ld_row_layout *out);
+/* 1 and *bits when row `rec` (`len` bytes) has a value of the layout's
+ * trait, 0 when it has none or the row does not fit the layout. */
+int ld_row_value(const uint8_t *rec, uint32_t len, const ld_row_layout *l, uint64_t *bits);
+
 static inline uint64_t ld_load_be(const uint8_t *p, unsigned n) {
   uint64_t v = 0;
   for (unsigned i = 0; i < n; i++) v = v << 8 | p[i];

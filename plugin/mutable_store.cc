@@ -32,7 +32,7 @@ using namespace rocksdb;
 
 struct uih_mutable {
   std::string path;
-  const uih_schema* schema = nullptr;
+  std::atomic<const uih_schema*> schema{nullptr};  // a store's load may publish a newer one
   DB* db = nullptr;
   std::vector<ColumnFamilyHandle*> handles;
   ColumnFamilyHandle* events = nullptr;  // uih.mutable

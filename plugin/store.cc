@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdarg>
@@ -123,6 +124,7 @@ struct Shard {
 
   std::mutex writer_mu;  // writing
   bool writing = false;
+  uint32_t schema_version = 0;  // the newest schema version in its metadata (the writer's)
 
   std::shared_ptr<Generation> Get(uint32_t generation) {
     std::lock_guard<std::mutex> lock(mu);
@@ -144,14 +146,23 @@ struct Shard {
 
 }  // namespace
 
+// A schema version the store knows: read from a shard, or added for a load
+// that has not published it yet.
+struct SchemaVersion {
+  uih_schema* schema = nullptr;
+  std::string json;
+};
+
 struct uih_store {
   std::string dir, tmp;
   uih_store_opts opts{};
-  uih_schema* schema = nullptr;
+  std::atomic<const uih_schema*> schema{nullptr};  // the newest version a shard holds
+  std::mutex schemas_mu;
+  std::map<uint32_t, SchemaVersion> schemas;  // every version seen; freed at close
   std::vector<std::unique_ptr<Shard>> shards;
   ~uih_store() {
     shards.clear();
-    uih_schema_free(schema);
+    for (auto& v : schemas) uih_schema_free(v.second.schema);
   }
 };
 
@@ -170,6 +181,7 @@ struct uih_store_writer {
   std::unique_ptr<SstFileWriter> file;
   std::vector<std::string> files;
   uint64_t file_bytes = 0;
+  std::vector<uint64_t> erased_users;  // their mutable events go with the publish
   ~uih_store_writer() {
     file.reset();  // abandons an unfinished file
     std::error_code ec;
@@ -452,15 +464,17 @@ int Open(const char* dir, const uih_store_opts* opts, uih_store** out, uih_error
   uint32_t best = 0;
   std::string json;
   for (auto& sh : s->shards) {
-    uint32_t v;
     std::string j;
-    rc = ReadNewestSchema(sh.get(), &v, &j, err);
+    rc = ReadNewestSchema(sh.get(), &sh->schema_version, &j, err);
     if (rc != UIH_OK) return rc;
-    if (v > best) best = v, json = j;
+    if (sh->schema_version > best) best = sh->schema_version, json = j;
   }
   std::string origin = s->dir + ": schema version " + std::to_string(best);
-  rc = uih_schema_parse(json.data(), json.size(), origin.c_str(), &s->schema, err);
+  SchemaVersion& newest = s->schemas[best];
+  newest.json = json;
+  rc = uih_schema_parse(json.data(), json.size(), origin.c_str(), &newest.schema, err);
   if (rc != UIH_OK) return rc;
+  s->schema = newest.schema;
   for (auto& sh : s->shards) uih::SetMutableSchema(sh->mut, s->schema);
   if (!s->opts.read_only) {
     for (auto& sh : s->shards) {
@@ -676,6 +690,40 @@ int ScanNext(uih_store_scan* sc, const uint8_t** key, size_t* klen, const uint8_
   return UIH_OK;
 }
 
+int SchemaAdd(uih_store* s, const char* json, size_t len, const char* origin, const uih_schema** out,
+              uih_error* err) {
+  if (s == nullptr || json == nullptr || out == nullptr)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_schema_add: NULL argument");
+  uih_schema* parsed = nullptr;
+  int rc = uih_schema_parse(json, len, origin ? origin : "schema", &parsed, err);
+  if (rc != UIH_OK) return rc;
+  std::unique_ptr<uih_schema, void (*)(uih_schema*)> own(parsed, uih_schema_free);
+  uint32_t v = uih_schema_version(parsed);
+  std::lock_guard<std::mutex> lock(s->schemas_mu);
+  auto it = s->schemas.find(v);
+  if (it != s->schemas.end()) {
+    if (it->second.json != std::string(json, len))
+      return uih_error_set(err, UIH_ERR_INCOMPATIBLE,
+                           "%s: the store already has a schema version %u, and it is not this text (a change "
+                           "needs a new version)",
+                           origin ? origin : "schema", v);
+    *out = it->second.schema;
+    return UIH_OK;
+  }
+  const SchemaVersion& newest = s->schemas.rbegin()->second;
+  rc = uih_schema_check_evolution(newest.schema, parsed, err);
+  if (rc != UIH_OK) {
+    uih_error_prefix(err, "%s is no successor of the store's schema version %u: ", origin ? origin : "schema",
+                     uih_schema_version(newest.schema));
+    return rc;
+  }
+  SchemaVersion& added = s->schemas[v];
+  added.json.assign(json, len);
+  added.schema = own.release();
+  *out = added.schema;
+  return UIH_OK;
+}
+
 int WriterOpen(uih_store* s, uint32_t shard, uih_store_writer** out, uih_error* err) {
   Shard* sh;
   int rc = ShardAt(s, shard, &sh, err);
@@ -772,6 +820,17 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
                               : "the shard still has no generation");
     return rc;
   };
+  const SchemaVersion* version = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(w->s->schemas_mu);
+    auto it = w->s->schemas.find(g->schema_version);
+    if (it != w->s->schemas.end()) version = &it->second;  // entries stay until close
+  }
+  if (version == nullptr || g->schema_version < sh->schema_version)
+    return failed(uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                                "schema version %u is %s (the shard has version %u; uih_store_schema_add adds one)",
+                                g->schema_version, version ? "older than the shard's" : "not one the store knows",
+                                sh->schema_version));
   int rc = FinishFile(w, err);
   if (rc != UIH_OK) return failed(rc);
   g->generation = w->generation;
@@ -804,6 +863,15 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
   uih::AppendBE32(&cur, w->generation);
   st = wb.Put(sh->meta, uih::GenerationKey(w->generation), S(rec, sizeof rec));
   if (st.ok()) st = wb.Put(sh->meta, uih::kCurrentKey, cur);
+  if (st.ok() && g->schema_version > sh->schema_version)  // a schema change comes with its first generation
+    st = wb.Put(sh->meta, uih::SchemaKey(g->schema_version), version->json);
+  const uih_schema* schema = version->schema;
+  for (size_t i = 0; st.ok() && i < w->erased_users.size(); i++)
+    for (uint32_t k = 0; st.ok() && k < uih_schema_group_count(schema); k++) {
+      uint8_t key[UIH_KEY_GROUP_PREFIX_SIZE];
+      uih_key_group_prefix(w->erased_users[i], uih_schema_group_at(schema, k)->id, key);
+      st = wb.Delete(sh->events, S(key, sizeof key));
+    }
   WriteOptions wo;
   wo.sync = true;
   if (st.ok()) st = sh->db->Write(wo, &wb);  // the switch
@@ -819,6 +887,14 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
     std::lock_guard<std::mutex> lock(sh->mu);
     sh->gens[w->generation] = gen;
     sh->current = w->generation;
+  }
+  sh->schema_version = g->schema_version;
+  {
+    std::lock_guard<std::mutex> lock(w->s->schemas_mu);
+    if (g->schema_version > uih_schema_version(w->s->schema)) {
+      w->s->schema = schema;
+      for (auto& other : w->s->shards) uih::SetMutableSchema(other->mut, schema);
+    }
   }
   rc = CatchUpWatermark(sh, err);
   if (rc == UIH_OK) rc = Retire(w->s, sh, err);
@@ -846,7 +922,7 @@ void uih_store_close(uih_store* s) {
   uih::CallCVoid([&] { delete s; });
 }
 
-const uih_schema* uih_store_schema(const uih_store* s) { return s ? s->schema : nullptr; }
+const uih_schema* uih_store_schema(const uih_store* s) { return s ? s->schema.load() : nullptr; }
 uint32_t uih_store_shards(const uih_store* s) { return s ? static_cast<uint32_t>(s->shards.size()) : 0; }
 const char* uih_store_dir(const uih_store* s) { return s ? s->dir.c_str() : nullptr; }
 const char* uih_store_tmpdir(const uih_store* s) { return s ? s->tmp.c_str() : nullptr; }
@@ -902,6 +978,19 @@ int uih_store_writer_publish(uih_store_writer* w, uih_generation* g, uih_error* 
   });
   uih::CallCVoid([&] { delete w; });
   return rc;
+}
+
+int uih_store_schema_add(uih_store* s, const char* json, size_t len, const char* origin, const uih_schema** out,
+                         uih_error* err) {
+  return uih::CallC(err, "uih_store_schema_add", [&] { return SchemaAdd(s, json, len, origin, out, err); });
+}
+
+int uih_store_writer_erase_user(uih_store_writer* w, uint64_t user_id, uih_error* err) {
+  return uih::CallC(err, "uih_store_writer_erase_user", [&] {
+    if (w == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_writer_erase_user: NULL writer");
+    w->erased_users.push_back(user_id);
+    return static_cast<int>(UIH_OK);
+  });
 }
 
 void uih_store_writer_abort(uih_store_writer* w) {

@@ -11,7 +11,8 @@
 
 #include "error_internal.h"
 
-#define LINE_MAX_BYTES (1u << 20) /* a longer line is an error, not a memory hog */
+#define LINE_MAX_BYTES (1u << 20)    /* a longer line is an error, not a memory hog */
+#define RECORD_MAX_BYTES (16u << 20) /* so is a longer record (lines joined by quotes) */
 #define FIELDS_MAX 4096u
 
 enum { COL_USER = -3, COL_GROUP = -2, COL_TS = -1 }; /* else: a trait column */
@@ -28,7 +29,9 @@ struct uih_csv_reader {
   char name[256];
   const uih_schema *schema;
   struct csv_parser parser;
-  char *line;                 /* LINE_MAX_BYTES */
+  char *text;                 /* the record's lines as read */
+  size_t text_len, text_cap;
+  int resumable;              /* the last error was one record's: the next call goes on */
   uint64_t line_no, record_line;
   /* the record being assembled: fields as NUL-terminated strings */
   char *fields;
@@ -74,38 +77,65 @@ static void on_record(int c, void *data) {
 
 static const char *field(const uih_csv_reader *r, uint32_t i) { return r->fields + r->offsets[i]; }
 
-/* Reads one line (with its '\n', if any) into r->line; returns its length,
- * 0 at the end of input, or -1 when it is too long. */
+/* Appends one line (with its '\n', if any) to r->text; returns its length,
+ * 0 at the end of input, -1 when it is too long, -2 out of memory. */
 static long read_line(uih_csv_reader *r) {
+  if (r->text_len + LINE_MAX_BYTES > r->text_cap) {
+    size_t cap = r->text_len + LINE_MAX_BYTES;
+    char *p = realloc(r->text, cap);
+    if (!p) return -2;
+    r->text = p;
+    r->text_cap = cap;
+  }
+  char *line = r->text + r->text_len;
   size_t n = 0;
   int c;
   while ((c = getc_unlocked(r->f)) != EOF) {
     if (n == LINE_MAX_BYTES) return -1;
-    r->line[n++] = (char)c;
+    line[n++] = (char)c;
     if (c == '\n') break;
   }
+  r->text_len += n;
   return (long)n;
 }
 
-/* Assembles the next record into r->fields; returns 0 at the end. */
+/* After a malformed record: a fresh parser, so the next line starts a record. */
+static int reset_parser(uih_csv_reader *r) {
+  csv_free(&r->parser);
+  if (csv_init(&r->parser, CSV_STRICT | CSV_STRICT_FINI | CSV_EMPTY_IS_NULL) != 0) return 0;
+  r->resumable = 1;
+  return 1;
+}
+
+/* Assembles the next record into r->fields and its text into r->text;
+ * *got 0 at the end. */
 static int next_record(uih_csv_reader *r, int *got, uih_error *err) {
   r->nfields = 0;
   r->fields_len = 0;
+  r->text_len = 0;
   r->too_many = r->record_done = 0;
+  r->resumable = 0;
   *got = 0;
   int started = 0;
   while (!r->record_done) {
+    size_t at = r->text_len;
     long n = read_line(r);
-    if (n < 0)
-      return uih_error_set(err, UIH_ERR_PARSE, "%s:%" PRIu64 ": line longer than %u bytes", r->name,
-                           r->line_no + 1, LINE_MAX_BYTES);
+    UIH_RETURN_IF(n == -2, err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
+    UIH_RETURN_IF(n == -1, err, UIH_ERR_PARSE, "%s:%" PRIu64 ": line longer than %u bytes", r->name,
+                  r->line_no + 1, LINE_MAX_BYTES);
+    UIH_RETURN_IF(r->text_len > RECORD_MAX_BYTES, err, UIH_ERR_PARSE,
+                  "%s:%" PRIu64 ": record longer than %u bytes (an unclosed quote?)", r->name,
+                  r->record_line, RECORD_MAX_BYTES);
     if (n == 0) {
       if (ferror(r->f))
         return uih_error_set(err, UIH_ERR_IO, "%s: read failed after line %" PRIu64 ": %s",
                              r->name, r->line_no, strerror(errno));
-      if (csv_fini(&r->parser, on_field, on_record, r) != 0)
-        return uih_error_set(err, UIH_ERR_PARSE, "%s:%" PRIu64 ": malformed CSV at the end: %s",
-                             r->name, r->record_line, csv_strerror(csv_error(&r->parser)));
+      if (csv_fini(&r->parser, on_field, on_record, r) != 0) {
+        uih_error_set(err, UIH_ERR_PARSE, "%s:%" PRIu64 ": malformed CSV at the end: %s", r->name,
+                      r->record_line, csv_strerror(csv_error(&r->parser)));
+        if (!reset_parser(r)) return uih_error_set(err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
+        return UIH_ERR_PARSE;
+      }
       break;
     }
     r->line_no++;
@@ -113,12 +143,20 @@ static int next_record(uih_csv_reader *r, int *got, uih_error *err) {
       r->record_line = r->line_no;
       started = 1;
     }
-    if (csv_parse(&r->parser, r->line, (size_t)n, on_field, on_record, r) != (size_t)n)
-      return uih_error_set(err, UIH_ERR_PARSE, "%s:%" PRIu64 ": malformed CSV: %s", r->name,
-                           r->line_no, csv_strerror(csv_error(&r->parser)));
-    if (!r->record_done && r->nfields == 0 && r->line[n - 1] == '\n') started = 0; /* blank line */
+    const char *line = r->text + at;
+    if (csv_parse(&r->parser, line, (size_t)n, on_field, on_record, r) != (size_t)n) {
+      uih_error_set(err, UIH_ERR_PARSE, "%s:%" PRIu64 ": malformed CSV: %s", r->name, r->line_no,
+                    csv_strerror(csv_error(&r->parser)));
+      if (!reset_parser(r)) return uih_error_set(err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
+      return UIH_ERR_PARSE;
+    }
+    if (!r->record_done && r->nfields == 0 && line[n - 1] == '\n') { /* a blank line */
+      started = 0;
+      r->text_len = 0;
+    }
   }
   if (r->oom) return uih_error_set(err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
+  r->resumable = 1; /* the record is read whole: what is wrong with it is its own */
   if (r->too_many)
     return uih_error_set(err, UIH_ERR_PARSE, "%s:%" PRIu64 ": more than %u fields", r->name,
                          r->record_line, FIELDS_MAX);
@@ -199,16 +237,16 @@ int uih_csv_open_stream(FILE *f, const char *name, const uih_schema *schema,
     free(r);
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "csv_open: out of memory");
   }
-  r->line = malloc(LINE_MAX_BYTES);
   r->offsets = malloc(FIELDS_MAX * sizeof *r->offsets);
   r->ngroups = uih_schema_group_count(schema);
   r->groups = calloc(r->ngroups ? r->ngroups : 1, sizeof *r->groups);
-  if (!r->line || !r->offsets || !r->groups) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "csv_open: out of memory");
+  if (!r->offsets || !r->groups) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "csv_open: out of memory");
   for (uint32_t g = 0; rc == UIH_OK && g < r->ngroups; g++) {
     r->groups[g].group = uih_schema_group_at(schema, g);
     rc = uih_batch_create(r->groups[g].group, 1, NULL, 0, &r->groups[g].row, err);
   }
   if (rc == UIH_OK) rc = read_header(r, err);
+  r->resumable = 0; /* a bad header ends the input */
   if (rc != UIH_OK) {
     uih_csv_close(r);
     return rc;
@@ -245,7 +283,7 @@ void uih_csv_close(uih_csv_reader *r) {
   free(r->col_names);
   free(r->col_kind);
   free(r->groups);
-  free(r->line);
+  free(r->text);
   free(r->offsets);
   free(r->fields);
   free(r);
@@ -381,3 +419,13 @@ int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, 
 }
 
 uint64_t uih_csv_record_line(const uih_csv_reader *r) { return r ? r->record_line : 0; }
+
+const char *uih_csv_record_text(const uih_csv_reader *r, size_t *len) {
+  size_t n = r ? r->text_len : 0;
+  if (r) /* without its line break */
+    while (n > 0 && (r->text[n - 1] == '\n' || r->text[n - 1] == '\r')) n--;
+  if (len) *len = n;
+  return r && r->record_line ? r->text : NULL;
+}
+
+int uih_csv_resumable(const uih_csv_reader *r) { return r ? r->resumable : 0; }

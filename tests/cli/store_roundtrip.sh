@@ -35,8 +35,28 @@ printf 'user_id,group,ts,item_id\n%s,engagement,%s,77\n' "$user" $((last + 10 * 
 "$uih" append --store "$work/st" "$work/now.csv" 2>/dev/null
 "$uih" read --store "$work/st" --user "$user" --group engagement | tail -1 | grep -q "^$user,engagement,$((last + 10 * 86400000)),77," \
   || fail "the mutable event is not last in --tier all"
+# Right to delete: the user with the mutable event leaves both tiers (a load
+# of deletions alone, no input files).
+printf 'user_id\n%s\n' "$user" >"$work/del.csv"
+"$uih" load --store "$work/st" --delete "$work/del.csv" --json >"$work/sum3" 2>/dev/null || { cat "$work/sum3"; fail "delete load"; }
+grep -q '"deletions":{"users":1,"items":0,"pairs":0}' "$work/sum3" || { cat "$work/sum3"; fail "deletions summary"; }
+[ "$("$uih" read --store "$work/st" --user "$user" --group engagement | tail -n +2 | wc -l)" -eq 0 ] \
+  || fail "an erased user is still read"
+# --rejects: the bad line goes to the rejects file and the good one is loaded;
+# strict, the same file fails naming its line; --schema with the store's own
+# schema is no change; a schema that is no schema is refused.
+last2=$(tail -n +2 "$work/d2.csv" | cut -d, -f3 | sort -n | tail -1)
+printf 'user_id,group,ts,item_id\n9,engagement,%s,5\nx,engagement,%s,6\n' $((last2 + 5)) $((last2 + 6)) >"$work/bad.csv"
 set +e
-"$uih" load --store "$work/st" --delete x.csv "$work/d1.csv" 2>/dev/null; [ $? -eq 2 ] || fail "--delete should be refused with 2"
+"$uih" load --store "$work/st" "$work/bad.csv" >/dev/null 2>"$work/err"; [ $? -eq 1 ] || fail "a bad line should fail the load"
+grep -q "$work/bad.csv:3: column 'user_id'" "$work/err" || { cat "$work/err"; fail "strict message"; }
+"$uih" load --store "$work/st" --rejects "$work/rej.csv" --schema "$schema" --json "$work/bad.csv" >"$work/sum4" 2>"$work/err"
+[ $? -eq 0 ] || { cat "$work/err"; fail "a load with --rejects"; }
+grep -q '"rejected":1,' "$work/sum4" || { cat "$work/sum4"; fail "rejected count"; }
+[ "$(tail -n +2 "$work/rej.csv")" = "$work/bad.csv,3,\"column 'user_id': expected an unsigned 64-bit integer, got 'x'\",\"x,engagement,$((last2 + 6)),6\"" ] \
+  || { cat "$work/rej.csv"; fail "rejects file"; }
+"$uih" load --store "$work/st" --schema "$work/d1.csv" "$work/bad.csv" >/dev/null 2>"$work/err"; [ $? -eq 1 ] || fail "a bad schema"
+grep -q "$work/d1.csv" "$work/err" || { cat "$work/err"; fail "bad schema message"; }
 "$uih" load --store "$work/nostore" "$work/d1.csv" 2>"$work/err"; [ $? -eq 1 ] || fail "a missing store should exit 1"
 grep -q "not a uihstore store: $work/nostore: it does not exist" "$work/err" || { cat "$work/err"; fail "message"; }
 echo "store_roundtrip: ok"

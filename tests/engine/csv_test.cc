@@ -3,6 +3,7 @@
 // input gives its precise message (file, line, column, expectation).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -190,6 +191,75 @@ TEST_F(Csv, BadInputGivesPreciseErrors) {
   std::string big = "user_id,group,ts\n1,clicks," + std::string(2u << 20, '7') + "\n";
   EXPECT_EQ(UIH_ERR_PARSE, ReadAll(big));
   EXPECT_NE(nullptr, strstr(err_.msg, "day.csv:2: line longer than")) << err_.msg;
+}
+
+// A reader that collects bad records (the loader's --rejects) goes on after
+// each: random files mixing good lines with every kind of bad record give
+// the good events exactly as a file of only the good lines does, and each
+// bad record's text and line exactly as it was written.
+TEST_F(Csv, ABadRecordCanBeSkippedAndIsGivenBackVerbatim) {
+  const std::vector<std::string> good = {"1,clicks,5,7,click", "2,search,9,,", "3,clicks,11,,\"like, with comma\"",
+                                         "4,clicks,12,8,view"};
+  const std::vector<std::string> bad = {"1,clicks",          "x,clicks,5,7,view", "1,nope,5,,",   "1,clicks,,,",
+                                        "1,clicks,5,-7,view", "1,clicks,5,7,buy", "1,search,5,7,", "1,clicks,5\"x,,",
+                                        "1,clicks,5,7,\"multi\nline\""};
+  std::mt19937_64 rng(11);
+  for (int iter = 0; iter < 200; iter++) {
+    std::string text = "user_id,group,ts,item,kind\n", only_good = text;
+    std::vector<std::pair<uint64_t, std::string>> want_bad;  // line, text
+    uint64_t line = 2;
+    const int n = 1 + (int)(rng() % 12);
+    for (int i = 0; i < n; i++) {
+      bool is_bad = rng() % 3 == 0;
+      const std::string& l = is_bad ? bad[rng() % bad.size()] : good[rng() % good.size()];
+      text += l + "\n";
+      if (is_bad) want_bad.push_back({line, l});
+      else only_good += l + "\n";
+      line += 1 + std::count(l.begin(), l.end(), '\n');
+    }
+    std::vector<std::pair<uint64_t, std::string>> want_good;
+    ASSERT_EQ(UIH_OK, ReadAll(only_good, &want_good)) << err_.msg;
+
+    FILE* f = fmemopen(const_cast<char*>(text.data()), text.size(), "r");
+    uih_csv_reader* r = nullptr;
+    ASSERT_EQ(UIH_OK, uih_csv_open_stream(f, "day.csv", schema_, &r, &err_)) << err_.msg;
+    std::vector<std::pair<uint64_t, std::string>> got_good, got_bad;
+    for (;;) {
+      uint64_t user;
+      const uih_batch* ev;
+      int rc = uih_csv_next(r, &user, &ev, &err_);
+      if (rc == UIH_OK && !ev) break;
+      if (rc == UIH_OK) {
+        got_good.push_back({user, Describe(ev)});
+        continue;
+      }
+      ASSERT_EQ(UIH_ERR_PARSE, rc) << err_.msg;
+      ASSERT_EQ(1, uih_csv_resumable(r)) << err_.msg;
+      size_t len;
+      const char* t = uih_csv_record_text(r, &len);
+      ASSERT_NE(nullptr, t);
+      got_bad.push_back({uih_csv_record_line(r), std::string(t, len)});
+      EXPECT_NE(nullptr, strstr(err_.msg, ("day.csv:" + std::to_string(uih_csv_record_line(r))).c_str())) << err_.msg;
+    }
+    uih_csv_close(r);
+    fclose(f);
+    EXPECT_EQ(want_good, got_good) << text;
+    EXPECT_EQ(want_bad, got_bad) << text;
+  }
+}
+
+// What cannot go on says so: a line past the limit, a bad header.
+TEST_F(Csv, SomeErrorsEndTheInput) {
+  std::string big = "user_id,group,ts\n1,clicks," + std::string(2u << 20, '7') + "\n1,clicks,5\n";
+  FILE* f = fmemopen(const_cast<char*>(big.data()), big.size(), "r");
+  uih_csv_reader* r = nullptr;
+  ASSERT_EQ(UIH_OK, uih_csv_open_stream(f, "day.csv", schema_, &r, &err_)) << err_.msg;
+  uint64_t user;
+  const uih_batch* ev;
+  EXPECT_EQ(UIH_ERR_PARSE, uih_csv_next(r, &user, &ev, &err_));
+  EXPECT_EQ(0, uih_csv_resumable(r));
+  uih_csv_close(r);
+  fclose(f);
 }
 
 // The engine's writer and reader agree: random events of every type, with

@@ -35,22 +35,45 @@ const char kSchema[] = R"({"name": "t", "version": 1, "groups": [
     {"name": "ts", "id": 1, "type": "timestamp"},
     {"name": "item", "id": 2, "type": "id"}]}]})";
 
+// Version 2: group a drops 'liked' and adds 'score'.
+const char kSchemaV2[] = R"({"name": "t", "version": 2, "groups": [
+  {"name": "a", "id": 1, "stripe_events": 4, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "item", "id": 2, "type": "id"},
+    {"name": "liked", "id": 3, "type": "flag", "dropped_in": 2},
+    {"name": "score", "id": 4, "type": "uint32", "added_in": 2}]},
+  {"name": "b", "id": 2, "stripe_events": 3, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "item", "id": 2, "type": "id"}]}]})";
+
 constexpr int64_t kDay = 86400000;
 constexpr int64_t kBase = 1700000000000;
 
 struct Ev {
   int64_t ts;
   uint64_t item;
-  int liked;  // -1 absent
+  int liked;  // -1 absent (always, from schema version 2 on)
   uint32_t arrival;
-  // The loader's order: ts, then the presence bits, then the values.
-  auto Order() const { return std::make_tuple(ts, liked >= 0, item, liked); }
-  bool SameEvent(const Ev& o) const { return ts == o.ts && item == o.item && liked == o.liked; }
+  int64_t score = -1;  // -1 absent (always, before schema version 2)
+  // The loader's order: ts, then the presence bits, then the values (a
+  // schema has liked or score, never both).
+  auto Order() const { return std::make_tuple(ts, liked >= 0 || score >= 0, item, liked, score); }
+  bool SameEvent(const Ev& o) const { return ts == o.ts && item == o.item && liked == o.liked && score == o.score; }
   bool operator==(const Ev& o) const { return SameEvent(o) && arrival == o.arrival; }
 };
 std::ostream& operator<<(std::ostream& os, const Ev& e) {
-  return os << "{" << e.ts << "," << e.item << "," << e.liked << ",gen " << e.arrival << "}";
+  return os << "{" << e.ts << "," << e.item << "," << e.liked << "," << e.score << ",gen " << e.arrival << "}";
 }
+
+// What a load's --delete names.
+struct Deletions {
+  std::set<uint64_t> users, items;
+  std::set<std::pair<uint64_t, uint64_t>> pairs;
+  bool Erases(uint64_t user, const Ev& e) const {
+    return users.count(user) || items.count(e.item) || pairs.count({user, e.item});
+  }
+  bool Empty() const { return users.empty() && items.empty() && pairs.empty(); }
+};
 
 using History = std::pair<uint64_t, uint16_t>;  // user, group
 using Stripes = std::vector<std::vector<Ev>>;
@@ -74,8 +97,15 @@ struct Model {
     }
   }
 
-  void Load(const std::map<History, std::vector<Ev>>& day, uint32_t gen, int64_t horizon) {
+  // `del`: what the load deletes; `upgrade`: the load brings schema
+  // version 2 (group a's stripes are written again without 'liked').
+  void Load(const std::map<History, std::vector<Ev>>& day, uint32_t gen, int64_t horizon,
+            const Deletions& del = Deletions(), bool upgrade = false) {
     untouched.clear();
+    if (upgrade)  // what version 1 stored of 'liked' is gone
+      for (auto& [k, stripes] : h)
+        for (auto& stripe : stripes)
+          for (Ev& e : stripe) e.liked = -1;
     std::set<History> keys;
     for (auto& [k, v] : h) keys.insert(k);
     for (auto& [k, v] : day) keys.insert(k);
@@ -89,7 +119,7 @@ struct Model {
           for (auto& s : old)
             for (auto& o : s) stored |= o.SameEvent(e);
           for (auto& f : fresh) stored |= f.SameEvent(e);
-          if (stored || e.ts < horizon) continue;
+          if (stored || e.ts < horizon || del.Erases(k.first, e)) continue;
           e.arrival = gen;
           fresh.push_back(e);
         }
@@ -109,14 +139,16 @@ struct Model {
       for (size_t i = 0; i < old.size(); i++) {
         int64_t lo = old[i].front().ts, hi = old[i].back().ts;
         if (hi < horizon && assigned[i].empty()) continue;
-        if (assigned[i].empty() && lo >= horizon) {
+        bool hit = false, stale = upgrade && k.second == 1;
+        for (const Ev& e : old[i]) hit |= del.Erases(k.first, e);
+        if (assigned[i].empty() && lo >= horizon && !hit && !stale) {
           next.push_back(old[i]);
           kept.push_back(true);
           continue;
         }
         std::vector<Ev> rows;
         for (const Ev& e : old[i])
-          if (e.ts >= horizon) rows.push_back(e);
+          if (e.ts >= horizon && !del.Erases(k.first, e)) rows.push_back(e);
         rows.insert(rows.end(), assigned[i].begin(), assigned[i].end());
         std::sort(rows.begin(), rows.end(), [](const Ev& a, const Ev& b) { return a.Order() < b.Order(); });
         size_t before = next.size();
@@ -133,10 +165,13 @@ struct Model {
   }
 };
 
-std::string CsvRow(const History& k, const Ev& e) {
+// A row under the header user_id,group,ts,item,liked (version 1) or
+// user_id,group,ts,item,score (version 2).
+std::string CsvRow(const History& k, const Ev& e, int version = 1) {
   std::string s = std::to_string(k.first) + "," + (k.second == 1 ? "a" : "b") + "," + std::to_string(e.ts) + "," +
                   std::to_string(e.item) + ",";
-  if (e.liked >= 0) s += std::to_string(e.liked);
+  if (version == 1 && e.liked >= 0) s += std::to_string(e.liked);
+  if (version == 2 && e.score >= 0) s += std::to_string(e.score);
   return s + "\n";
 }
 
@@ -191,9 +226,12 @@ std::vector<Ev> DecodeStripe(const uih_schema* schema, uint16_t group, const std
             UIH_OK)
       << uih_error_message(&err);
   std::vector<Ev> out;
-  int liked = uih_batch_column_index(b, 3);
+  int liked = uih_batch_column_index(b, 3), score = uih_batch_column_index(b, 4);
   for (uint32_t r = 0; r < b->count; r++) {
     Ev e;
+    e.score = score >= 0 && uih_column_has(&b->columns[score], r)
+                  ? static_cast<int64_t>(uih_column_get_bits(&b->columns[score], r))
+                  : -1;
     e.ts = static_cast<int64_t>(uih_column_get_bits(&b->columns[uih_batch_column_index(b, 1)], r));
     e.item = uih_column_get_bits(&b->columns[uih_batch_column_index(b, 2)], r);
     e.liked = liked >= 0 && uih_column_has(&b->columns[liked], r)
@@ -257,12 +295,13 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
   std::vector<std::pair<History, Ev>> all;  // every event ever sent
   std::vector<std::map<std::string, std::string>> previous(nshards);
   for (uint32_t day = 0; day < 7; day++) {
+    const int version = day >= 5 ? 2 : 1;  // day 5's load brings schema version 2
     std::map<History, std::vector<Ev>> sent;
-    std::string text = "user_id,group,ts,item,liked\n";
+    std::string text = version == 1 ? "user_id,group,ts,item,liked\n" : "user_id,group,ts,item,score\n";
     auto send = [&](const History& k, const Ev& e) {
       sent[k].push_back(e);
       all.push_back({k, e});
-      text += CsvRow(k, e);
+      text += CsvRow(k, e, version);
     };
     int users = day == 3 ? 2 : 40;  // day 3 is nearly empty
     for (int u = 1; u <= users; u++) {
@@ -272,13 +311,15 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
         Ev e{kBase + day * kDay + static_cast<int64_t>(rng() % kDay), rng() % 500, -1, 0};
         if (rng() % 8 == 0 && day > 0) e.ts -= static_cast<int64_t>(1 + rng() % day) * kDay;  // late
         if (rng() % 10 == 0) e.ts = kBase + day * kDay + static_cast<int64_t>(rng() % 50);    // crowded times
-        if (k.second == 1) e.liked = static_cast<int>(rng() % 3) - 1;
+        if (k.second == 1 && version == 1) e.liked = static_cast<int>(rng() % 3) - 1;
+        if (k.second == 1 && version == 2) e.score = rng() % 3 ? static_cast<int64_t>(rng() % 1000) : -1;
         send(k, e);
         if (rng() % 10 == 0) send(k, e);  // repeated within the day
       }
     }
     for (int i = 0; i < 10 && !all.empty(); i++) {  // already stored
       auto [k, e] = all[rng() % all.size()];
+      if (version == 2) e.liked = -1;
       send(k, e);
     }
     std::string path = dir_ / ("day" + std::to_string(day) + (day == 1 ? ".csv.gz" : day == 2 ? ".zst" : ".csv"));
@@ -286,14 +327,51 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
     else if (day == 2) WriteZstd(path, text);
     else WriteFile(path, text);
 
+    // Day 4 deletes a user, two items everywhere and a (user, item) pair.
+    Deletions del;
+    std::string del_path = dir_ / "delete.csv";
+    if (day == 4) {
+      del.users = {5 * 1000003};
+      del.items = {3, 4};
+      for (auto& [h, stripes] : model.h)
+        if (h.first == 9 * 1000003) del.pairs.insert({h.first, stripes.back().back().item});
+      std::string d = "user_id,item\n5000015,\n,3\n,4\n";
+      for (auto& [u, item] : del.pairs) d += std::to_string(u) + "," + std::to_string(item) + "\n";
+      WriteFile(del_path, d);
+    }
+
     int64_t through = kBase + (day + 1) * kDay;
     int64_t lookback = day >= 5 ? 4 * kDay : 0;
     uih_error err{};
     uih_load_stats st{};
-    ASSERT_EQ(Load(s, {path}, through, lookback, &err, size_t{64} << 20, 2, &st), UIH_OK) << uih_error_message(&err);
+    uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+    o.through = through;
+    o.lookback = lookback;
+    o.threads = 2;
+    if (day == 4) o.deletes = del_path.c_str();
+    if (day == 5) {
+      o.schema_json = kSchemaV2;
+      o.schema_len = strlen(kSchemaV2);
+      o.schema_origin = "t2.json";
+    }
+    const char* in[] = {path.c_str()};
+    ASSERT_EQ(uih_load(s, in, 1, &o, &st, &err), UIH_OK) << uih_error_message(&err);
+    schema = uih_store_schema(s);
+    EXPECT_EQ(uih_schema_version(schema), static_cast<uint32_t>(version));
+    EXPECT_EQ(st.schema_version, static_cast<uint32_t>(version));
     uint32_t gen = day + 1;
-    model.Load(sent, gen, lookback ? through - lookback : INT64_MIN);
+    model.Load(sent, gen, lookback ? through - lookback : INT64_MIN, del, day == 5);
     EXPECT_EQ(st.shards, nshards);
+    if (day == 4) {
+      EXPECT_GT(st.deleted, 0u);
+      EXPECT_EQ(st.delete_users, 1u);
+      EXPECT_EQ(st.delete_items, 2u);
+    } else {
+      EXPECT_EQ(st.deleted, 0u);
+    }
+    if (day == 5) {
+      EXPECT_GT(st.stripes_upgraded, 0u);
+    }
 
     // The generation, stripe by stripe, against the model.
     std::map<History, Stripes> got;
@@ -466,6 +544,242 @@ INSTANTIATE_TEST_SUITE_P(
       std::replace(n.begin(), n.end(), '.', '_');
       return n;
     });
+
+// RFC 4180 records (quotes doubled inside quoted fields).
+std::vector<std::vector<std::string>> ParseCsv(const std::string& t) {
+  std::vector<std::vector<std::string>> out;
+  std::vector<std::string> rec;
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < t.size(); i++) {
+    char c = t[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < t.size() && t[i + 1] == '"') field += '"', i++;
+      else if (c == '"') quoted = false;
+      else field += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      rec.push_back(field);
+      field.clear();
+    } else if (c == '\n') {
+      rec.push_back(field);
+      field.clear();
+      out.push_back(rec);
+      rec.clear();
+    } else {
+      field += c;
+    }
+  }
+  return out;
+}
+
+// --rejects: every bad line goes to the rejects file (file, line, reason,
+// the line verbatim) and the load goes on; the store then holds exactly
+// what a load of only the good lines gives. Without it the first bad line
+// fails the load.
+TEST_F(StoreTest, RejectsCollectExactlyTheBadLines) {
+  std::mt19937_64 rng(5);
+  const std::vector<std::string> bad = {"1,a,200",         "x,a,200,5,",      "1,zz,200,5,", "1,a,,5,",
+                                        "1,b,200,5,1",     "1,a,200,-5,",     "1,a,5000,5,", "1,a,200,5\"x,",
+                                        "1,a,200,\"5\n\",", "1,a,9999999,5,"};
+  std::string text = kHeader, good = kHeader;
+  std::vector<std::pair<int, std::string>> want;  // line, text
+  std::string path = dir_ / "mixed.csv";
+  int line = 2;
+  for (int i = 0; i < 300; i++) {
+    if (rng() % 4 == 0) {
+      const std::string& b = bad[rng() % bad.size()];
+      text += b + "\n";
+      want.push_back({line, b});
+      line += 1 + static_cast<int>(std::count(b.begin(), b.end(), '\n'));
+    } else {
+      std::string g = std::to_string(rng() % 50) + (rng() % 2 ? ",a," : ",b,") + std::to_string(100 + rng() % 4000) +
+                      "," + std::to_string(rng() % 100) + ",\n";
+      text += g;
+      good += g;
+      line++;
+    }
+  }
+  WriteFile(path, text);
+  std::string good_path = dir_ / "good.csv", rejects = dir_ / "rejects.csv";
+  WriteFile(good_path, good);
+  uih_store* a = Init("a", 2);
+  uih_store* b = Init("b", 2);
+  uih_error err{};
+  EXPECT_NE(Load(a, {path}, 5000, 0, &err), UIH_OK) << "strict: the first bad line fails the load";
+  EXPECT_EQ(std::string(uih_error_message(&err)).rfind(path + ":", 0), 0u) << uih_error_message(&err);
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.through = 5000;
+  o.rejects = rejects.c_str();
+  const char* in[] = {path.c_str()};
+  uih_load_stats st{};
+  ASSERT_EQ(uih_load(a, in, 1, &o, &st, &err), UIH_OK) << uih_error_message(&err);
+  ASSERT_EQ(Load(b, {good_path}, 5000, 0, &err), UIH_OK) << uih_error_message(&err);
+  for (uint32_t sh = 0; sh < 2; sh++) EXPECT_EQ(Scan(a, sh), Scan(b, sh));
+  // The rejects file: the header, then per bad line its place, a reason and
+  // the line itself, in input order.
+  std::ifstream f(rejects, std::ios::binary);
+  auto got = ParseCsv(std::string((std::istreambuf_iterator<char>(f)), {}));
+  ASSERT_EQ(got.size(), want.size() + 1);
+  EXPECT_EQ(got[0], (std::vector<std::string>{"file", "line", "reason", "record"}));
+  for (size_t i = 0; i < want.size(); i++) {
+    const auto& r = got[i + 1];
+    ASSERT_EQ(r.size(), 4u);
+    EXPECT_EQ(r[0], path);
+    EXPECT_EQ(r[1], std::to_string(want[i].first));
+    EXPECT_EQ(r[3], want[i].second);
+    EXPECT_FALSE(r[2].empty());
+    EXPECT_EQ(r[2].find(path), std::string::npos) << "the place has its own columns: " << r[2];
+  }
+  EXPECT_EQ(st.rejected, want.size());
+  EXPECT_GT(want.size(), 20u);
+  uih_store_close(a);
+  uih_store_close(b);
+}
+
+// Deletions reach the mutable tier for erased users (in the publishing
+// write) and count exactly; a rerun of the same load changes nothing.
+TEST_F(StoreTest, AnErasedUserLosesBothTiersAndARerunIsANoOp) {
+  uih_store* s = Init("store", 2);
+  std::string day = dir_ / "d.csv", del = dir_ / "del.csv";
+  WriteFile(day, kHeader + "1,a,100,5,1\n1,b,110,6,\n2,a,100,7,\n2,a,120,8,0\n3,a,130,8,\n");
+  uih_error err{};
+  ASSERT_EQ(Load(s, {day}, 1000, 0, &err), UIH_OK) << uih_error_message(&err);
+  // the mutable tier above the through: events of users 1 and 2
+  for (uint64_t user : {1, 2}) {
+    uih_mutable* m = uih_store_mutable(s, uih_shard_of(user, 2));
+    uih_batch* b = nullptr;
+    ASSERT_EQ(uih_batch_create(uih_schema_group_by_id(uih_store_schema(s), 1), 1, nullptr, 0, &b, &err), UIH_OK);
+    uint32_t row;
+    ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
+    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, 5000);
+    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, 9);
+    ASSERT_EQ(uih_mutable_append(m, user, b, 0, &err), UIH_OK) << uih_error_message(&err);
+    uih_batch_free(b);
+  }
+  WriteFile(del, "user_id,item\n1,\n,8\n");
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.through = 2000;
+  o.deletes = del.c_str();
+  uih_load_stats st{};
+  const char* in[] = {day.c_str()};
+  ASSERT_EQ(uih_load(s, in, 1, &o, &st, &err), UIH_OK) << uih_error_message(&err);
+  // user 1: two stored events and their two new copies; item 8: the same for users 2 and 3
+  EXPECT_EQ(st.deleted, 8u);
+  auto count = [&](uint64_t user, uint16_t group, unsigned tier) {
+    uih_batch* b = nullptr;
+    EXPECT_EQ(uih_store_read(s, user, group, INT64_MIN, INT64_MAX, tier, 0, &b, &err), UIH_OK) << uih_error_message(&err);
+    uint32_t n = b ? b->count : 0;
+    uih_batch_free(b);
+    return n;
+  };
+  EXPECT_EQ(count(1, 1, UIH_TIER_ALL), 0u);
+  EXPECT_EQ(count(1, 2, UIH_TIER_ALL), 0u);
+  EXPECT_EQ(count(2, 1, UIH_TIER_IMMUTABLE), 1u) << "item 8 scrubbed, item 7 kept";
+  EXPECT_EQ(count(2, 1, UIH_TIER_MUTABLE), 1u) << "only erased users leave the mutable tier";
+  EXPECT_EQ(count(3, 1, UIH_TIER_ALL), 0u);
+  // The same load again: every shard has it already.
+  uint32_t cur;
+  size_t n;
+  ASSERT_EQ(uih_load(s, in, 1, &o, &st, &err), UIH_OK) << uih_error_message(&err);
+  EXPECT_EQ(st.shards_skipped, 2u);
+  EXPECT_EQ(st.shards, 0u);
+  ASSERT_EQ(uih_store_generations(s, 0, nullptr, 0, &n, &cur, &err), UIH_OK);
+  EXPECT_EQ(cur, 2u);
+  uih_store_close(s);
+}
+
+// A schema change is checked against the store's and stored with the
+// generation: a non-successor and a changed text under a taken version
+// are refused, publishing nothing; reopened, the store has version 2.
+TEST_F(StoreTest, ASchemaChangeIsCheckedAndStoredWithItsGeneration) {
+  uih_store* s = Init("store", 2);
+  std::string day = dir_ / "d.csv";
+  WriteFile(day, kHeader + "1,a,100,5,1\n2,b,110,6,\n");
+  uih_error err{};
+  ASSERT_EQ(Load(s, {day}, 1000, 0, &err), UIH_OK) << uih_error_message(&err);
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.through = 2000;
+  const char* in[] = {day.c_str()};
+  std::string retyped = kSchemaV2;  // not a successor: a trait changes its type
+  const std::string item = "\"id\": 2, \"type\": \"id\"";
+  retyped.replace(retyped.find(item), item.size(), "\"id\": 2, \"type\": \"uint32\"");
+  std::string no_version = kSchema;  // a change without a new version
+  no_version.replace(no_version.find("\"liked\""), 7, "\"like\"");
+  for (const std::string& bad : {no_version, retyped}) {
+    o.schema_json = bad.c_str();
+    o.schema_len = bad.size();
+    o.schema_origin = "new.json";
+    EXPECT_EQ(uih_load(s, in, 1, &o, nullptr, &err), UIH_ERR_INCOMPATIBLE);
+    EXPECT_EQ(std::string(uih_error_message(&err)).rfind("new.json", 0), 0u) << uih_error_message(&err);
+  }
+  ASSERT_EQ(uih_schema_version(uih_store_schema(s)), 1u);
+  uih_store_close(s);
+  s = Open(dir_ / "store");
+  o.schema_json = kSchemaV2;
+  o.schema_len = strlen(kSchemaV2);
+  std::string day2 = dir_ / "d2.csv";
+  WriteFile(day2, "user_id,group,ts,item,score\n1,a,1500,5,77\n");
+  const char* in2[] = {day2.c_str()};
+  uih_load_stats st{};
+  ASSERT_EQ(uih_load(s, in2, 1, &o, &st, &err), UIH_OK) << uih_error_message(&err);
+  EXPECT_EQ(st.schema_version, 2u);
+  uih_store_close(s);
+  s = Open(dir_ / "store");
+  ASSERT_EQ(uih_schema_version(uih_store_schema(s)), 2u);
+  uih_batch* b = nullptr;
+  ASSERT_EQ(uih_store_read(s, 1, 1, INT64_MIN, INT64_MAX, UIH_TIER_IMMUTABLE, 0, &b, &err), UIH_OK);
+  ASSERT_EQ(b->count, 2u);
+  int score = uih_batch_column_index(b, 4);
+  ASSERT_GE(score, 0);
+  EXPECT_FALSE(uih_column_has(&b->columns[score], 0)) << "stored before version 2";
+  EXPECT_EQ(uih_column_get_bits(&b->columns[score], 1), 77u);
+  EXPECT_LT(uih_batch_column_index(b, 3), 0) << "'liked' is dropped";
+  uih_batch_free(b);
+  uih_store_close(s);
+}
+
+// Deletion files: each malformed one fails the load with its place and
+// what was expected, before anything is written.
+TEST_F(StoreTest, BadDeletionFilesAreNamed) {
+  struct Case {
+    std::string text, message;
+  } cases[] = {
+      {"", "del.csv: empty, expected a header"},
+      {"user\n1\n", "del.csv:1: column 1 'user' is neither user_id nor an active id trait"},
+      {"user_id,liked\n1,1\n", "del.csv:1: column 2 'liked' is neither user_id nor an active id trait"},
+      {"user_id,user_id\n1,1\n", "del.csv:1: two user_id columns"},
+      {"user_id,item,x\n1,1,1\n", "del.csv:1: a header of 3 columns"},
+      {"user_id\n-1\n", "del.csv:2: column 'user_id': expected an unsigned 64-bit integer, got '-1'"},
+      {"user_id\n\n\n18446744073709551616\n", "del.csv:4: column 'user_id': expected an unsigned 64-bit integer"},
+      {"item\n1\n2,3\n", "del.csv:3: 2 fields, the header has 1"},
+      {"user_id,item\n,\n", "del.csv:2: both fields empty"},
+      {"user_id,item\n1,x\n", "del.csv:2: column 'item': expected an unsigned 64-bit integer or nothing, got 'x'"},
+      {"user_id\n\"1\n", "del.csv:2: malformed CSV at the end"},
+      {"user_id\n1\"2\n", "del.csv:2: malformed CSV"},
+  };
+  uih_store* s = Init("store", 1);
+  std::string day = dir_ / "d.csv", del = dir_ / "del.csv";
+  WriteFile(day, kHeader + "1,a,100,5,1\n");
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.through = 1000;
+  o.deletes = del.c_str();
+  const char* in[] = {day.c_str()};
+  for (const Case& c : cases) {
+    WriteFile(del, c.text);
+    uih_error err{};
+    EXPECT_EQ(uih_load(s, in, 1, &o, nullptr, &err), UIH_ERR_PARSE) << c.text;
+    std::string msg = uih_error_message(&err);
+    EXPECT_NE(msg.find(c.message), std::string::npos) << "file: " << c.text << "\nmessage: " << msg;
+  }
+  uint32_t cur;
+  size_t n;
+  uih_error err{};
+  ASSERT_EQ(uih_store_generations(s, 0, nullptr, 0, &n, &cur, &err), UIH_OK);
+  EXPECT_EQ(cur, 0u);
+  uih_store_close(s);
+}
 
 TEST_F(StoreTest, AMissingInputIsNamed) {
   uih_store* s = Init("store", 1);

@@ -25,7 +25,10 @@
  *
  * Every error names the file, the line and the column, and says what was
  * expected: "day.csv:17: column 'watch_ms': expected an unsigned 32-bit
- * integer, got '-5'". Nothing after an error is read.
+ * integer, got '-5'". An error in one record (a value, a field count,
+ * malformed quoting) leaves the reader after that record: a caller that
+ * collects bad records (the loader's --rejects) may go on reading
+ * (uih_csv_resumable); by default callers stop at the first error.
  *
  * Round trip: what uih_csv_write_row writes reads back as the same events,
  * bit for bit — integers in decimal, categories by name (a trait without a
@@ -71,6 +74,17 @@ int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, 
 /* The line the event uih_csv_next() last returned starts on (1 is the
  * header; 0 before the first event), for callers' own messages. */
 uint64_t uih_csv_record_line(const uih_csv_reader *r);
+
+/* The text of the record last read, good or bad, as it was in the input
+ * (its lines, without the final line break); *len its length. Valid until
+ * the next call. NULL before the first record. */
+const char *uih_csv_record_text(const uih_csv_reader *r, size_t *len);
+
+/* After uih_csv_next() failed with UIH_ERR_PARSE: 1 when the error was the
+ * record's own and the next call reads the record after it, 0 when the
+ * input cannot go on (a line over 1 MiB, a record over 16 MiB, a bad
+ * header, a read error). */
+int uih_csv_resumable(const uih_csv_reader *r);
 
 /* ---- writing ------------------------------------------------------------- */
 

@@ -28,7 +28,9 @@
  *       88    8 of them duplicates (already stored, or repeated in the inputs)
  *       96    8 events dropped by the lookback (old and new)
  *      104    8 events erased by deletions
- *      112    8 XXH3-64 of the inputs (their digests, in order)
+ *      112    8 XXH3-64 of the load that made it: its inputs (their
+ *                digests, in order), deletions, schema version, through
+ *                and horizon (a rerun of the same load is recognized by it)
  *      120    8 XXH3-64 of bytes [0, 120)
  *   ------ ----
  *      128      UIH_GENERATION_SIZE

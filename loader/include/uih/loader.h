@@ -34,8 +34,46 @@
  * The lookback drops events older than through - lookback from the whole
  * history. Events at or past `through` are refused.
  *
- * Deterministic: the same inputs on the same generation give the same
- * stripes, keys and records.
+ * Deletions (opts.deletes, a CSV file, plain, .gz or .zst):
+ *
+ *   user_id            erase these users: every event of every group, in
+ *   42                 both tiers
+ *
+ *   item_id            scrub these items: every event whose trait item_id
+ *   981                (an id trait) has this value, in every group with it
+ *
+ *   user_id,item_id    (user, item) pairs; in this form an empty field is
+ *   42,981             "any": "42," erases user 42, ",981" scrubs item 981
+ *
+ * apply to the whole history, stored and new: nothing they name survives
+ * the load. A user erased loses its mutable tier's events too, in the
+ * write that publishes the generation; items and pairs are scrubbed from
+ * the immutable tier (the mutable tier's events at or past `through` keep
+ * them until a load with the deletions again takes them in).
+ *
+ * A schema change (opts.schema_json, a valid successor of the store's
+ * schema, uih_store_schema_add) applies to the whole history: stripes
+ * holding a trait it drops are encoded again without it (counted in
+ * stripes_upgraded); traits it adds are read from the inputs and absent
+ * in older events. The version is stored with each shard's generation.
+ *
+ * Bad input is strict by default: the first bad record fails the load,
+ * naming file, line and column. With opts.rejects, every bad record (a
+ * value, a field count, malformed quoting, an event at or past `through`)
+ * goes instead to that file, as CSV with the header
+ *
+ *   file,line,reason,record
+ *
+ * (record: the line as it was, without its line break) and the load goes
+ * on; `rejected` counts them. A line over 1 MiB, a bad header or a read
+ * error still fails it.
+ *
+ * Deterministic and idempotent: the same inputs on the same generation
+ * give the same stripes, keys and records, and a shard whose current
+ * generation was made by the same load (inputs, deletions, schema,
+ * through, lookback: the record's digest) is left as it is (counted in
+ * shards_skipped) — so rerunning a load that was killed or failed part
+ * way converges on what one clean run gives.
  */
 #ifndef UIH_LOADER_H
 #define UIH_LOADER_H
@@ -68,9 +106,14 @@ typedef struct uih_load_opts {
   size_t memory;     /* bytes the sort holds before it spills a run (>= 1 MiB) */
   void (*progress)(const uih_load_progress *p, void *arg); /* or NULL; called now and then */
   void *progress_arg;
+  const char *deletes;       /* a deletions file (above), or NULL */
+  const char *rejects;       /* bad records go to this file and the load goes on; NULL: strict */
+  const char *schema_json;   /* a new schema version for this load, or NULL */
+  size_t schema_len;
+  const char *schema_origin; /* names it in messages */
 } uih_load_opts;
 
-#define UIH_LOAD_OPTS_DEFAULT {INT64_MIN, 0, -1, 1, (size_t)256 << 20, NULL, NULL}
+#define UIH_LOAD_OPTS_DEFAULT {INT64_MIN, 0, -1, 1, (size_t)256 << 20, NULL, NULL, NULL, NULL, NULL, 0, NULL}
 
 typedef struct uih_load_stats {
   uint64_t inputs, input_bytes;  /* files read, their bytes (decompressed) */
@@ -83,7 +126,13 @@ typedef struct uih_load_stats {
   uint64_t stripes_copied;       /* kept byte for byte */
   uint64_t stripes_written;      /* encoded by this load */
   uint64_t runs;                 /* sorted runs spilled to disk */
-  uint32_t shards;               /* shards loaded */
+  uint64_t rejected;             /* bad records written to opts.rejects */
+  uint64_t deleted;              /* events erased by the deletions, stored or new */
+  uint64_t delete_users, delete_items, delete_pairs; /* the deletions' entries */
+  uint64_t stripes_upgraded;     /* encoded again only to drop traits the schema dropped */
+  uint32_t schema_version;       /* the load's */
+  uint32_t shards;               /* shards given a new generation */
+  uint32_t shards_skipped;       /* shards that already had this load */
   int64_t through, horizon;
   double seconds_read, seconds_sort, seconds_merge; /* per phase (merge includes publishing) */
 } uih_load_stats;

@@ -80,8 +80,19 @@ int uih_store_open(const char *dir, const uih_store_opts *opts, uih_store **out,
 
 void uih_store_close(uih_store *s); /* NULL is fine */
 
-/* The newest schema version any shard has; valid until close. */
+/* The newest schema version any shard has; valid until close (a load
+ * that publishes a newer version makes that one the store's; the older
+ * one stays valid). */
 const uih_schema *uih_store_schema(const uih_store *s);
+
+/* Makes schema `json` (`len` bytes, `origin` names it in messages) known
+ * to the store for a load: parsed and checked as a valid successor of the
+ * newest version the store knows (uih_schema_check_evolution), or
+ * byte-identical to the version of the same number it has. *out is valid
+ * until close. Nothing is written: a shard stores the version in the
+ * synced write that publishes its first generation written with it. */
+int uih_store_schema_add(uih_store *s, const char *json, size_t len, const char *origin,
+                         const uih_schema **out, uih_error *err);
 uint32_t uih_store_shards(const uih_store *s);
 const char *uih_store_dir(const uih_store *s);
 
@@ -142,8 +153,12 @@ int uih_store_writer_open(uih_store *s, uint32_t shard, uih_store_writer **out, 
 uint32_t uih_store_writer_generation(const uih_store_writer *w);
 int uih_store_writer_add(uih_store_writer *w, const uint8_t *key, size_t key_len, const uint8_t *value,
                          size_t value_len, uih_error *err);
+/* Erases every event of `user_id` in the shard's mutable tier, in the
+ * write that publishes the generation (right to delete). */
+int uih_store_writer_erase_user(uih_store_writer *w, uint64_t user_id, uih_error *err);
 /* Publishes the generation with the record `g` (its generation, parent
- * and shard are filled in here), advances the mutable tier's watermark to
+ * and shard are filled in here; g->schema_version a version the store
+ * knows, not older than the shard's, stored with it when newer), advances the mutable tier's watermark to
  * g->through, retires the generations beyond `keep`, and frees the
  * writer, whatever the outcome. On an error the previous generation is
  * still current and the message says so. */
