@@ -105,10 +105,13 @@ typedef struct progress_state {
 
 static void on_progress(const uih_load_progress *p, void *arg) {
   progress_state *s = arg;
-  if (p->seconds - s->last < 1.0 && strcmp(p->phase, "merge") != 0) return;
+  if (p->seconds - s->last < 1.0 && p->shard < 0) return;
   s->last = p->seconds;
   double rate = p->seconds > 0 ? (double)p->events / p->seconds : 0;
-  if (p->shard >= 0)
+  if (p->shard >= 0 && !strcmp(p->phase, "publish"))
+    fprintf(stderr, "%suih load: publish: shard %d current, %" PRIu64 " shards so far, %.1f s%s", s->tty ? "\r" : "",
+            p->shard, p->events, p->seconds, s->tty ? "\033[K" : "\n");
+  else if (p->shard >= 0)
     fprintf(stderr, "%suih load: merge: shard %d done, %" PRIu64 " events stored so far, %.1f s%s", s->tty ? "\r" : "",
             p->shard, p->events, p->seconds, s->tty ? "\033[K" : "\n");
   else

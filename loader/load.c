@@ -357,6 +357,7 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
                          l->jobs[i - 1].shard, j->shard);
       return rc;
     }
+    progress(l, "publish", (int32_t)j->shard, i + 1, 0, t0);
     const uih_generation *g = &j->merge.record;
     l->st.duplicates += g->duplicates;
     l->st.expired += g->expired;

@@ -84,8 +84,13 @@ bool ParseGenerationCfName(const std::string& name, uint32_t* generation) {
 
 ColumnFamilyOptions GenerationCfOptions() {
   // One factory for every generation of the process: no value cache, so
-  // nothing in it belongs to a store.
-  static const std::shared_ptr<TableFactory> factory = std::make_shared<UihTableFactory>();
+  // nothing in it belongs to a store. Reproducible: the same load gives the
+  // same files.
+  static const std::shared_ptr<TableFactory> factory = [] {
+    UihTableOptions o;
+    o.reproducible = true;
+    return std::make_shared<UihTableFactory>(o);
+  }();
   ColumnFamilyOptions o;
   o.table_factory = factory;
   o.disable_auto_compactions = true;  // ingested as one level, never compacted

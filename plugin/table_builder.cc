@@ -27,7 +27,7 @@ class UihTableBuilder : public TableBuilder {
  public:
   UihTableBuilder(const UihTableOptions& options, const TableBuilderOptions& tbo,
                   WritableFileWriter* file)
-      : logger_(tbo.ioptions.logger), file_(file) {
+      : logger_(tbo.ioptions.logger), file_(file), reproducible_(options.reproducible) {
     if (tbo.int_tbl_prop_collector_factories) {
       for (auto& f : *tbo.int_tbl_prop_collector_factories)
         collectors_.emplace_back(
@@ -153,7 +153,7 @@ class UihTableBuilder : public TableBuilder {
   const char* GetFileChecksumFuncName() const override { return file_->GetFileChecksumFuncName(); }
   void SetSeqnoTimeTableProperties(const std::string& mapping, uint64_t oldest_ancestor_time) override {
     props_.seqno_to_time_mapping = mapping;
-    props_.creation_time = oldest_ancestor_time;
+    props_.creation_time = reproducible_ ? 0 : oldest_ancestor_time;
   }
 
  private:
@@ -189,6 +189,12 @@ class UihTableBuilder : public TableBuilder {
     props_.db_session_id = tbo.db_session_id;
     props_.db_host_id = tbo.ioptions.db_host_id;
     if (!ReifyDbHostIdProperty(tbo.ioptions.env, &props_.db_host_id).ok()) props_.db_host_id.clear();
+    if (reproducible_) {  // what differs from one run to the next
+      props_.oldest_key_time = props_.file_creation_time = props_.orig_file_number = 0;
+      props_.db_id.clear();
+      props_.db_session_id.clear();
+      props_.db_host_id.clear();
+    }
     props_.format_version = 1;
     props_.fixed_key_len = 0;
     props_.comparator_name = tbo.internal_comparator.user_comparator()->Name();
@@ -207,6 +213,7 @@ class UihTableBuilder : public TableBuilder {
 
   Logger* logger_;
   WritableFileWriter* file_;
+  bool reproducible_;
   uih_table_builder* c_ = nullptr;
   std::vector<std::unique_ptr<IntTblPropCollector>> collectors_;
   TableProperties props_;

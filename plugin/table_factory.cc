@@ -36,6 +36,9 @@ const std::unordered_map<std::string, OptionTypeInfo> kUihTableOptionsTypeInfo =
     {"use_io_uring",
      {offsetof(UihTableOptions, use_io_uring), OptionType::kBoolean,
       OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+    {"reproducible",
+     {offsetof(UihTableOptions, reproducible), OptionType::kBoolean,
+      OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
 };
 
 }  // namespace

@@ -43,6 +43,12 @@ struct UihTableOptions {
   // direct I/O, mmap or through a non-default FileSystem are read by
   // RocksDB's file layer instead, one key at a time.
   bool use_io_uring = true;
+  // Files carry nothing that differs from run to run: no DB or session
+  // id, host, file number or creation time in their properties, so the
+  // same keys and values give the same bytes (the store's bulk loads are
+  // reproducible). RocksDB then derives no unique id for them, which only
+  // its own block cache keys use.
+  bool reproducible = false;
   // Or a cache of the caller's (takes precedence; not kept in OPTIONS files).
   std::shared_ptr<rocksdb::Cache> cache;
 };

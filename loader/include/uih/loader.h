@@ -88,8 +88,10 @@
 extern "C" {
 #endif
 
-/* What a progress callback sees: the phase ("read", "merge"), the shard
- * being merged (-1 while reading), and counts so far. */
+/* What a progress callback sees: the phase ("read"; "merge" after each
+ * shard's merge, events = events stored so far; "publish" after each
+ * shard's publish, events = shards published so far), the shard (-1 while
+ * reading), and counts so far. */
 typedef struct uih_load_progress {
   const char *phase;
   int32_t shard;

@@ -1,0 +1,118 @@
+// What the store tests share: the schemas (version 1 and a successor),
+// file writers for every input compression, a shard's generation as a map,
+// and a fixture that makes, opens and loads stores.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+#include "uih/loader.h"
+#include "uih/store.h"
+
+namespace uih_test {
+
+inline const char kSchema[] = R"({"name": "t", "version": 1, "groups": [
+  {"name": "a", "id": 1, "stripe_events": 4, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "item", "id": 2, "type": "id"},
+    {"name": "liked", "id": 3, "type": "flag"}]},
+  {"name": "b", "id": 2, "stripe_events": 3, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "item", "id": 2, "type": "id"}]}]})";
+
+// Version 2: group a drops 'liked' and adds 'score'.
+inline const char kSchemaV2[] = R"({"name": "t", "version": 2, "groups": [
+  {"name": "a", "id": 1, "stripe_events": 4, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "item", "id": 2, "type": "id"},
+    {"name": "liked", "id": 3, "type": "flag", "dropped_in": 2},
+    {"name": "score", "id": 4, "type": "uint32", "added_in": 2}]},
+  {"name": "b", "id": 2, "stripe_events": 3, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "item", "id": 2, "type": "id"}]}]})";
+
+inline constexpr int64_t kDay = 86400000;
+inline constexpr int64_t kBase = 1700000000000;
+
+inline const std::string kHeader = "user_id,group,ts,item,liked\n";
+
+
+inline void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+inline void WriteGzip(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  gzclose(f);
+}
+
+inline void WriteZstd(const std::string& path, const std::string& text) {
+  std::string out(ZSTD_compressBound(text.size()), '\0');
+  size_t n = ZSTD_compress(out.data(), out.size(), text.data(), text.size(), 3);
+  ASSERT_FALSE(ZSTD_isError(n));
+  out.resize(n);
+  WriteFile(path, out);
+}
+
+// One shard's generation as (key -> stripe bytes).
+inline std::map<std::string, std::string> Scan(uih_store* s, uint32_t shard) {
+  std::map<std::string, std::string> out;
+  uih_store_scan* sc = nullptr;
+  uih_error err{};
+  EXPECT_EQ(uih_store_scan_open(s, shard, 0, &sc, &err), UIH_OK) << uih_error_message(&err);
+  for (;;) {
+    const uint8_t *k, *v;
+    size_t kl, vl;
+    EXPECT_EQ(uih_store_scan_next(sc, &k, &kl, &v, &vl, &err), UIH_OK) << uih_error_message(&err);
+    if (k == nullptr) break;
+    out[std::string(reinterpret_cast<const char*>(k), kl)] = std::string(reinterpret_cast<const char*>(v), vl);
+  }
+  uih_store_scan_close(sc);
+  return out;
+}
+
+class StoreTest : public ::testing::Test {
+ protected:
+  uih_store* Init(const std::string& name, uint32_t shards) {
+    uih_error err{};
+    std::string path = dir_ / name;
+    EXPECT_EQ(uih_store_init(path.c_str(), kSchema, strlen(kSchema), "t.json", shards, &err), UIH_OK)
+        << uih_error_message(&err);
+    return Open(path);
+  }
+  uih_store* Open(const std::string& path, int read_only = 0) {
+    uih_error err{};
+    uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
+    o.read_only = read_only;
+    uih_store* s = nullptr;
+    EXPECT_EQ(uih_store_open(path.c_str(), &o, &s, &err), UIH_OK) << uih_error_message(&err);
+    return s;
+  }
+  int Load(uih_store* s, std::vector<std::string> files, int64_t through, int64_t lookback = 0,
+           uih_error* err = nullptr, size_t memory = size_t{64} << 20, uint32_t threads = 1,
+           uih_load_stats* st = nullptr) {
+    std::vector<const char*> in;
+    for (auto& f : files) in.push_back(f.c_str());
+    uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+    o.through = through;
+    o.lookback = lookback;
+    o.memory = memory;
+    o.threads = threads;
+    uih_error local{};
+    return uih_load(s, in.data(), in.size(), &o, st, err ? err : &local);
+  }
+  uih_test::TempDir dir_;
+};
+
+
+}  // namespace uih_test
