@@ -70,14 +70,16 @@ int cmd_init(int argc, char **argv) {
 
 static const char kLoadUsage[] =
     "usage: uih load --store DIR [--through TS] [--lookback T] [--delete FILE] [--schema NEWFILE]\n"
-    "                [--shard I] [--threads N] [--memory BYTES] [--rejects FILE] [--json] FILE...\n"
+    "                [--shard I] [--threads N] [--memory BYTES] [--rejects FILE] [--keep N] [--json] FILE...\n"
     "  FILE...         loader-input CSV (plain, .gz, .zst), files or directories; '-' is stdin\n"
     "                  (none: a load of deletions or a schema change alone, given --delete,\n"
     "                  --schema or --through)\n"
     "  --delete FILE   users, items or (user, item) pairs to erase from the whole history:\n"
     "                  CSV with the header user_id, an id trait's name, or both\n"
     "  --schema FILE   a new schema version (a valid successor) applied by this load\n"
-    "  --rejects FILE  bad lines go there (file,line,reason,record) and the load goes on";
+    "  --rejects FILE  bad lines go there (file,line,reason,record) and the load goes on\n"
+    "  --keep N        live generations per shard after the load (default 2; 1 leaves no older\n"
+    "                  copy of what --delete erased)";
 
 /* "256M", "1G", "65536": bytes with an optional K/M/G suffix (powers of 1024). */
 static int parse_bytes(const char *what, const char *text, uint64_t *out) {
@@ -170,6 +172,7 @@ static void print_summary(const uih_load_stats *st, int json) {
 int cmd_load(int argc, char **argv) {
   const char *dir = NULL, *schema_path = NULL;
   uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
   int json = 0;
   const char **files = calloc((size_t)argc + 1, sizeof *files);
   size_t nfiles = 0;
@@ -200,6 +203,7 @@ int cmd_load(int argc, char **argv) {
     else if (!strcmp(a, "--threads") && cli_parse_u64(a, v, &u) && u >= 1 && u <= 64) o.threads = (uint32_t)u;
     else if (!strcmp(a, "--memory") && parse_bytes(a, v, &u)) o.memory = (size_t)u;
     else if (!strcmp(a, "--delete")) o.deletes = v;
+    else if (!strcmp(a, "--keep") && cli_parse_u64(a, v, &u) && u >= 1 && u <= 1000) so.keep = (uint32_t)u;
     else if (!strcmp(a, "--rejects")) o.rejects = v;
     else if (!strcmp(a, "--schema")) schema_path = v;
     else bad = cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kLoadUsage);
@@ -223,7 +227,7 @@ int cmd_load(int argc, char **argv) {
   uih_error err = {0};
   uih_store *s = NULL;
   uih_load_stats st;
-  int rc = uih_store_open(dir, NULL, &s, &err);
+  int rc = uih_store_open(dir, &so, &s, &err);
   if (rc == UIH_OK) rc = uih_load(s, files, nfiles, &o, &st, &err);
   if (ps.tty && ps.last >= 0) fputc('\n', stderr);
   uih_store_close(s);

@@ -193,7 +193,7 @@ static int read_all(parse *p, FILE *f) {
                            csv_strerror(csv_error(&csv)));
         break;
       }
-      if (!p->record_done && p->nfields == 0 && n > 0 && line[n - 1] == '\n') started = 0; /* a blank line */
+      if (!p->record_done && p->nfields == 0 && csv.pstate == 0) started = 0; /* a blank line: no record begun */
     }
     if (p->record_done) {
       rc = p->header_done ? record(p) : header(p);

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <time.h>
 #include <xxhash.h>
@@ -128,11 +129,14 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
     }
     if (rc != UIH_OK || ev == NULL) break;
     uint32_t shard = uih_shard_of(user, l->nshards);
+    int64_t ts = ((const int64_t *)ev->columns[uih_batch_column_index(ev, ev->group->ts->id)].values)[0];
     if (l->o.shard >= 0 && shard != (uint32_t)l->o.shard) {
+      /* Another shard's event still moves the derived through, so that a
+       * load finished shard by shard (--shard) is the load of all shards. */
+      if (ts > *maxts && ts != INT64_MAX) *maxts = ts;
       l->st.events_skipped++;
       continue;
     }
-    int64_t ts = ((const int64_t *)ev->columns[uih_batch_column_index(ev, ev->group->ts->id)].values)[0];
     if (l->o.through != INT64_MIN && ts >= l->o.through)
       rc = uih_error_set(err, UIH_ERR_OUT_OF_RANGE,
                          "%s:%" PRIu64 ": ts %" PRId64 " is at or past the load's through %" PRId64
@@ -226,13 +230,36 @@ static int check_opts(uih_store *s, const uih_load_opts *o, uih_error *err) {
 /* Reads the deletions file into l->deletes. */
 static int read_deletes(load *l, uih_error *err) {
   ld_input *in = NULL;
+  const char *name = strcmp(l->o.deletes, "-") ? l->o.deletes : "<stdin>";
   int rc = ld_input_open(l->o.deletes, &in, err);
-  if (rc == UIH_OK) rc = ld_deletes_read(ld_input_stream(in), l->o.deletes, l->schema, &l->deletes, err);
-  if (rc != UIH_OK && in && ld_input_failure(in))
-    rc = uih_error_set(err, UIH_ERR_PARSE, "%s: %s", l->o.deletes, ld_input_failure(in));
+  if (rc == UIH_OK) rc = ld_deletes_read(ld_input_stream(in), name, l->schema, &l->deletes, err);
+  if (rc != UIH_OK && in && ld_input_failure(in)) /* the decompressor's reason names the file */
+    rc = uih_error_set(err, UIH_ERR_PARSE, "%s (the deletions file)", ld_input_failure(in));
   ld_input_close(in);
   ld_deletes_counts(l->deletes, &l->st.delete_users, &l->st.delete_items, &l->st.delete_pairs);
   return rc;
+}
+
+/* 1 when paths `a` and `b` are the same file ("-" is standard input). */
+static int same_file(const char *a, const char *b) {
+  if (!strcmp(a, "-") || !strcmp(b, "-")) return !strcmp(a, b);
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* An input that is the rejects or the deletions file (a directory of
+ * inputs holding it, or stdin given twice) would be read as events or
+ * overwritten: refused. */
+static int check_side_files(load *l, char **files, size_t nfiles, uih_error *err) {
+  for (size_t i = 0; i < nfiles; i++) {
+    if (l->o.rejects && same_file(files[i], l->o.rejects))
+      return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                           "load: input %s is the rejects file (it would be overwritten): put it elsewhere", files[i]);
+    if (l->o.deletes && same_file(files[i], l->o.deletes))
+      return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                           "load: input %s is the deletions file: give it only to --delete", files[i]);
+  }
+  return UIH_OK;
 }
 
 /* The load's identity, kept in each generation's record: its inputs, its
@@ -251,13 +278,12 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
   uih_generation *cur = calloc(l->nshards, sizeof *cur); /* each shard's current record (generation 0: none) */
   if (!cur) return uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
   l->current = cur;
-  for (uint32_t i = 0; i < l->nshards; i++) {
-    if (l->o.shard >= 0 && i != (uint32_t)l->o.shard) continue;
+  for (uint32_t i = 0; i < l->nshards; i++) { /* every shard's, so --shard loads agree with a full one */
     int has;
     int rc = current_record(s, i, &cur[i], &has, err);
     if (rc != UIH_OK) return rc;
     if (!has) continue;
-    if (l->o.through != INT64_MIN && l->o.through < cur[i].through)
+    if (l->o.through != INT64_MIN && l->o.through < cur[i].through && (l->o.shard < 0 || i == (uint32_t)l->o.shard))
       return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
                            "load: through %" PRId64 " is before shard %u's current generation %u, through %" PRId64
                            " (a store's through only moves forward)",
@@ -265,7 +291,11 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
     if (!any_prev || cur[i].through > prev) prev = cur[i].through;
     any_prev = 1;
   }
-  int rc = l->o.deletes ? read_deletes(l, err) : UIH_OK;
+  char **files = NULL;
+  size_t nfiles = 0;
+  int rc = ld_files_expand(inputs, ninputs, &files, &nfiles, err);
+  if (rc == UIH_OK) rc = check_side_files(l, files, nfiles, err);
+  if (rc == UIH_OK && l->o.deletes) rc = read_deletes(l, err);
   if (rc == UIH_OK && l->o.rejects) {
     l->rejects = fopen(l->o.rejects, "w");
     if (!l->rejects)
@@ -273,12 +303,10 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
     else if (fputs("file,line,reason,record\n", l->rejects) == EOF)
       rc = uih_error_set(err, UIH_ERR_IO, "load: writing the rejects file %s: %s", l->o.rejects, strerror(errno));
   }
-  if (rc != UIH_OK) return rc;
-
-  char **files = NULL;
-  size_t nfiles = 0;
-  rc = ld_files_expand(inputs, ninputs, &files, &nfiles, err);
-  if (rc != UIH_OK) return rc;
+  if (rc != UIH_OK) {
+    ld_files_free(files, nfiles);
+    return rc;
+  }
   XXH3_state_t *digests = XXH3_createState();
   if (!digests) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
   else XXH3_64bits_reset(digests);
@@ -318,8 +346,6 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
   t0 = now();
   l->jobs = calloc(l->nshards, sizeof *l->jobs);
   if (!l->jobs) return uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
-  size_t nerased;
-  const uint64_t *erased = ld_deletes_users(l->deletes, &nerased);
   for (uint32_t i = 0; i < l->nshards && rc == UIH_OK; i++) {
     if (l->o.shard >= 0 && i != (uint32_t)l->o.shard) continue;
     if (cur[i].generation && cur[i].inputs_digest == digest && cur[i].through == through &&
@@ -332,8 +358,6 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
     rc = uih_store_writer_open(s, i, &j->writer, err);
     if (rc != UIH_OK) break;
     l->njobs++;
-    for (size_t k = 0; k < nerased && rc == UIH_OK; k++)
-      if (uih_shard_of(erased[k], l->nshards) == i) rc = uih_store_writer_erase_user(j->writer, erased[k], err);
     j->merge = (ld_merge){.store = s, .schema = l->schema, .shard = i, .horizon = horizon, .sorter = l->sorter,
                           .deletes = l->deletes, .writer = j->writer};
     uih_generation *g = &j->merge.record;
@@ -343,6 +367,17 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
     g->events_in = l->events_in[i];
     g->inputs_digest = digest;
   }
+  /* Erased users leave the mutable tier with their shard's publish. */
+  size_t nerased;
+  const uint64_t *erased = ld_deletes_users(l->deletes, &nerased);
+  job **by_shard = nerased && l->njobs ? calloc(l->nshards, sizeof *by_shard) : NULL;
+  if (nerased && l->njobs && !by_shard) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+  for (size_t i = 0; by_shard && i < l->njobs; i++) by_shard[l->jobs[i].shard] = &l->jobs[i];
+  for (size_t k = 0; by_shard && k < nerased && rc == UIH_OK; k++) {
+    job *j = by_shard[uih_shard_of(erased[k], l->nshards)];
+    if (j) rc = uih_store_writer_erase_user(j->writer, erased[k], err);
+  }
+  free(by_shard);
   if (rc == UIH_OK) rc = merge_all(l, err);
   if (rc != UIH_OK) return rc;
 
@@ -377,7 +412,9 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
 }
 
 int uih_load(uih_store *store, const char *const *inputs, size_t ninputs, const uih_load_opts *opts,
-             uih_load_stats *stats, uih_error *err) {
+             uih_load_stats *stats, uih_error *caller_err) {
+  uih_error local;
+  uih_error *err = caller_err ? caller_err : &local; /* the loader reads its messages (rejects) */
   if (store == NULL || (ninputs && inputs == NULL))
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "load: NULL argument");
   load l = {.store = store, .schema = uih_store_schema(store), .nshards = uih_store_shards(store)};

@@ -73,6 +73,7 @@ typedef struct state {
   /* deletions by value in this history: the trait (NULL: none), its place in rows */
   const uih_trait *del_trait;
   ld_row_layout layout;
+  const uih_trait *layout_trait; /* the trait `layout` is for */
   uih_batch *probe; /* del_trait alone, to look into stored stripes */
   int group_dropped; /* the group has traits the schema dropped */
 } state;
@@ -295,8 +296,10 @@ static int history(state *s, uih_error *err) {
     erase(s);
     return UIH_OK;
   }
-  s->del_trait = ld_deletes_trait(m->deletes, s->group, s->user);
-  if (s->del_trait) ld_row_layout_of(s->group, s->del_trait, &s->layout);
+  const uih_trait *t = ld_deletes_trait(m->deletes, s->group, s->user);
+  if (t && t != s->layout_trait) ld_row_layout_of(s->group, t, &s->layout); /* once per group */
+  s->del_trait = t;
+  if (t) s->layout_trait = t;
   /* New rows that are expired or deleted go first. */
   size_t kept = 0;
   for (size_t j = 0; j < s->nnews; j++) {
@@ -337,7 +340,8 @@ static int history(state *s, uih_error *err) {
     }
     int stale = 0, hit = 0;
     int rc = s->group_dropped ? stale_columns(s, st, &stale, err) : UIH_OK;
-    if (rc == UIH_OK && s->del_trait && st->end_new == 0) rc = has_deleted(s, st, &hit, err);
+    if (rc == UIH_OK && s->del_trait && st->end_new == 0 && st->info.min_ts >= m->horizon && !stale)
+      rc = has_deleted(s, st, &hit, err); /* only a stripe that would be copied is probed */
     if (rc != UIH_OK) return rc;
     if (st->end_new == 0 && st->info.min_ts >= m->horizon && !stale && !hit) { /* untouched: copied */
       rc = emit(s, st->start, s->old.p + st->off, st->len, st->info.count, err);

@@ -289,8 +289,10 @@ int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
   // Makes *batch a batch of this group of at least `capacity` events: a
   // batch of the group grows keeping its trait selection (the projection),
   // any other is replaced by one of all active traits.
+  // (A batch of the group from an older schema version is the group too.)
+  auto same_group = [&] { return *batch != nullptr && (*batch)->group->id == g->id; };
   auto regrow = [&](uint32_t capacity) -> int {
-    if (*batch != nullptr && (*batch)->group == g) return uih_batch_reserve(batch, capacity, err);
+    if (same_group()) return uih_batch_reserve(batch, capacity, err);
     uih_batch* nb = nullptr;
     int rc = uih_batch_create(g, capacity, nullptr, 0, &nb, err);
     if (rc != UIH_OK) return rc;
@@ -298,7 +300,7 @@ int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
     *batch = nb;
     return UIH_OK;
   };
-  bool usable = *batch != nullptr && (*batch)->group == g;
+  bool usable = same_group();
   if (s.IsNotFound()) {
     if (!usable) return regrow(1);
     uih_batch_clear(*batch);

@@ -617,7 +617,8 @@ int Read(uih_store* s, uint64_t user, uint16_t group, int64_t from, int64_t to, 
   const uih_group* g = uih_schema_group_by_id(s->schema, group);
   if (g == nullptr) return uih_error_set(err, UIH_ERR_NOT_FOUND, "store_read: the schema has no group with id %u", group);
   Shard* sh = s->shards[uih_shard_of(user, static_cast<uint32_t>(s->shards.size()))].get();
-  if (*batch != nullptr && (*batch)->group == g) {
+  if (*batch != nullptr && (*batch)->group->id == group) {  // the caller's projection, whatever its version
+    g = (*batch)->group;
     uih_batch_clear(*batch);
   } else {
     uih_batch* nb = nullptr;
@@ -705,6 +706,11 @@ int SchemaAdd(uih_store* s, const char* json, size_t len, const char* origin, co
   std::unique_ptr<uih_schema, void (*)(uih_schema*)> own(parsed, uih_schema_free);
   uint32_t v = uih_schema_version(parsed);
   std::lock_guard<std::mutex> lock(s->schemas_mu);
+  if (v < uih_schema_version(s->schema))
+    return uih_error_set(err, UIH_ERR_INCOMPATIBLE,
+                         "%s: schema version %u is older than the store's, version %u (a load writes with the "
+                         "newest)",
+                         origin ? origin : "schema", v, uih_schema_version(s->schema));
   auto it = s->schemas.find(v);
   if (it != s->schemas.end()) {
     if (it->second.json != std::string(json, len))
@@ -896,9 +902,9 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
   sh->schema_version = g->schema_version;
   {
     std::lock_guard<std::mutex> lock(w->s->schemas_mu);
-    if (g->schema_version > uih_schema_version(w->s->schema)) {
-      w->s->schema = schema;
+    if (g->schema_version > uih_schema_version(w->s->schema)) {  // the tiers first, then the store's
       for (auto& other : w->s->shards) uih::SetMutableSchema(other->mut, schema);
+      w->s->schema = schema;
     }
   }
   rc = CatchUpWatermark(sh, err);

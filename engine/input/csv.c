@@ -150,7 +150,7 @@ static int next_record(uih_csv_reader *r, int *got, uih_error *err) {
       if (!reset_parser(r)) return uih_error_set(err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
       return UIH_ERR_PARSE;
     }
-    if (!r->record_done && r->nfields == 0 && line[n - 1] == '\n') { /* a blank line */
+    if (!r->record_done && r->nfields == 0 && r->parser.pstate == 0) { /* a blank line: no record begun */
       started = 0;
       r->text_len = 0;
     }

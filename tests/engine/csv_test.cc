@@ -202,7 +202,8 @@ TEST_F(Csv, ABadRecordCanBeSkippedAndIsGivenBackVerbatim) {
                                          "4,clicks,12,8,view"};
   const std::vector<std::string> bad = {"1,clicks",          "x,clicks,5,7,view", "1,nope,5,,",   "1,clicks,,,",
                                         "1,clicks,5,-7,view", "1,clicks,5,7,buy", "1,search,5,7,", "1,clicks,5\"x,,",
-                                        "1,clicks,5,7,\"multi\nline\""};
+                                        "1,clicks,5,7,\"multi\nline\"", "\"1\n\",clicks,5,7,view",
+                                        "\"\n\n1\",clicks,5,7,view"};
   std::mt19937_64 rng(11);
   for (int iter = 0; iter < 200; iter++) {
     std::string text = "user_id,group,ts,item,kind\n", only_good = text;

@@ -698,6 +698,69 @@ TEST_F(StoreTest, BadDeletionFilesAreNamed) {
   uih_store_close(s);
 }
 
+// An input that is the rejects file (it would be overwritten) or the
+// deletions file (it would be read as events) is refused, before anything
+// is written.
+TEST_F(StoreTest, AnInputThatIsTheRejectsOrDeletionsFileIsRefused) {
+  uih_store* s = Init("store", 1);
+  std::filesystem::create_directories(dir_ / "in");
+  std::string day = dir_ / "in/day.csv", side = dir_ / "in/side.csv";
+  WriteFile(day, kHeader + "1,a,100,5,1\n");
+  WriteFile(side, "user_id\n1\n");
+  std::string in_dir = dir_ / "in";
+  const char* in[] = {in_dir.c_str()};
+  for (int which = 0; which < 2; which++) {
+    uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+    o.through = 1000;
+    (which ? o.deletes : o.rejects) = side.c_str();
+    uih_error err{};
+    EXPECT_EQ(uih_load(s, in, 1, &o, nullptr, &err), UIH_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(std::string(uih_error_message(&err)).rfind("load: input " + side + " is the " +
+                                                          (which ? "deletions" : "rejects") + " file", 0),
+              0u)
+        << uih_error_message(&err);
+  }
+  std::ifstream f(side);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(f)), {}), "user_id\n1\n") << "left as it was";
+  uih_store_close(s);
+}
+
+// A load run shard by shard (--shard, as a batch engine runs it) gives
+// what one load of every shard gives, with the through derived from all
+// the events.
+TEST_F(StoreTest, ALoadShardByShardEqualsOneLoad) {
+  std::mt19937_64 rng(9);
+  std::string text = kHeader;
+  for (int i = 0; i < 3000; i++)
+    text += std::to_string(rng() % 300) + ",a," + std::to_string(kBase + static_cast<int64_t>(rng() % kDay)) + "," +
+            std::to_string(rng() % 1000) + ",\n";
+  std::string day = dir_ / "day.csv";
+  WriteFile(day, text);
+  uih_store* a = Init("a", 3);
+  uih_store* b = Init("b", 3);
+  const char* in[] = {day.c_str()};
+  uih_error err{};
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.lookback = kDay / 2;
+  ASSERT_EQ(uih_load(a, in, 1, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
+  for (int32_t sh = 2; sh >= 0; sh--) {
+    o.shard = sh;
+    ASSERT_EQ(uih_load(b, in, 1, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
+  }
+  for (uint32_t sh = 0; sh < 3; sh++) {
+    EXPECT_EQ(Scan(a, sh), Scan(b, sh)) << "shard " << sh;
+    uih_generation ga[2], gb[2];
+    size_t n;
+    uint32_t cur;
+    ASSERT_EQ(uih_store_generations(a, sh, ga, 2, &n, &cur, &err), UIH_OK);
+    ASSERT_EQ(uih_store_generations(b, sh, gb, 2, &n, &cur, &err), UIH_OK);
+    EXPECT_EQ(ga[0].through, gb[0].through);
+    EXPECT_EQ(ga[0].inputs_digest, gb[0].inputs_digest) << "the same load";
+  }
+  uih_store_close(a);
+  uih_store_close(b);
+}
+
 TEST_F(StoreTest, AMissingInputIsNamed) {
   uih_store* s = Init("store", 1);
   uih_error err{};

@@ -76,8 +76,8 @@ int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, 
 uint64_t uih_csv_record_line(const uih_csv_reader *r);
 
 /* The text of the record last read, good or bad, as it was in the input
- * (its lines, without the final line break); *len its length. Valid until
- * the next call. NULL before the first record. */
+ * (its lines, without the final line break; the header's before the first
+ * record); *len its length. Valid until the next call. */
 const char *uih_csv_record_text(const uih_csv_reader *r, size_t *len);
 
 /* After uih_csv_next() failed with UIH_ERR_PARSE: 1 when the error was the

@@ -25,8 +25,10 @@
  *      stripe_events is refused as bad input).
  *   So appending in time order fills the newest stripe and then starts new
  *   ones; only the newest stripe of a history is partial, except where late
- *   events split an old one. A stripe that gains no event and loses none
- *   is copied byte for byte, not decoded.
+ *   events split an old one or deletions and the lookback emptied part of
+ *   one. A stripe that gains no event and loses none is copied byte for
+ *   byte, not re-encoded (when items are deleted, its item column is
+ *   decoded to know it loses none).
  *
  * Exact duplicates (same timestamp, same trait values), within the inputs
  * or of stored events, are kept once: a stored event keeps its arrival
@@ -45,11 +47,14 @@
  *   user_id,item_id    (user, item) pairs; in this form an empty field is
  *   42,981             "any": "42," erases user 42, ",981" scrubs item 981
  *
- * apply to the whole history, stored and new: nothing they name survives
- * the load. A user erased loses its mutable tier's events too, in the
- * write that publishes the generation; items and pairs are scrubbed from
- * the immutable tier (the mutable tier's events at or past `through` keep
- * them until a load with the deletions again takes them in).
+ * apply to the whole history, stored and new: nothing they name is in the
+ * new generation. A user erased loses its mutable tier's events too, in
+ * the write that publishes the generation; items and pairs are scrubbed
+ * from the immutable tier (the mutable tier's events at or past `through`
+ * keep them until a load with the deletions again takes them in). The
+ * older generations a store keeps (uih_store_opts.keep) hold what they
+ * held until they are retired: open the store with keep = 1 for a load
+ * after which no copy may remain.
  *
  * A schema change (opts.schema_json, a valid successor of the store's
  * schema, uih_store_schema_add) applies to the whole history: stripes
@@ -65,8 +70,9 @@
  *   file,line,reason,record
  *
  * (record: the line as it was, without its line break) and the load goes
- * on; `rejected` counts them. A line over 1 MiB, a bad header or a read
- * error still fails it.
+ * on; `rejected` counts them. A line over 1 MiB, a record over 16 MiB, a
+ * bad header, corrupt compressed input or a read error still fails it. An
+ * input that is the rejects or the deletions file is refused.
  *
  * Deterministic and idempotent: the same inputs on the same generation
  * give the same stripes, keys and records, and a shard whose current
