@@ -265,7 +265,7 @@ int ld_files_expand(const char *const *paths, size_t npaths, char ***files, size
       free(full);
     }
     closedir(d);
-    qsort(v + first, n - first, sizeof *v, cmp_names);
+    if (n > first) qsort(v + first, n - first, sizeof *v, cmp_names);
   }
   if (rc != UIH_OK) {
     ld_files_free(v, n);

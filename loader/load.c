@@ -42,6 +42,7 @@ typedef struct load {
   uint64_t *events_in; /* per shard */
   size_t row_max;      /* the largest row of any group */
   uih_generation *current; /* per shard: its current generation's record */
+  int any_event;           /* an event was read (of any shard) */
   ld_sorter *sorter;
   ld_deletes *deletes;
   FILE *rejects;
@@ -134,6 +135,7 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
       /* Another shard's event still moves the derived through, so that a
        * load finished shard by shard (--shard) is the load of all shards. */
       if (ts > *maxts && ts != INT64_MAX) *maxts = ts;
+      l->any_event = 1;
       l->st.events_skipped++;
       continue;
     }
@@ -152,6 +154,7 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
       continue;
     }
     if (ts > *maxts) *maxts = ts;
+    l->any_event = 1;
     size_t len = ld_row_encode((uint16_t)shard, user, ev, 0, buf);
     rc = ld_sorter_add(l->sorter, buf, (uint32_t)len, err);
     l->events_in[shard]++;
@@ -325,10 +328,10 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
 
   int64_t through = l->o.through;
   if (through == INT64_MIN) {
-    if (l->st.events_in == 0 && !any_prev)
+    if (!l->any_event && !any_prev)
       return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
                            "load: nothing to load: no events, no through given and no generation yet");
-    through = l->st.events_in ? maxts + 1 : prev;
+    through = l->any_event ? maxts + 1 : prev; /* every shard's events, loaded or not */
     if (any_prev && prev > through) through = prev;
   }
   int64_t horizon = INT64_MIN;

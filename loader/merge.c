@@ -208,7 +208,7 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
     }
     if (rc != UIH_OK) return rc;
     sorting_rows = s->rowbuf.p;
-    qsort(s->rows, s->nrows, sizeof *s->rows, cmp_rows);
+    if (s->nrows) qsort(s->rows, s->nrows, sizeof *s->rows, cmp_rows);
   }
   /* Merge the new rows in: `rows` [0, nold) are stored, then the result is
    * appended after them and moved down. */

@@ -77,7 +77,7 @@ int ld_sorter_create(const char *tmpdir, size_t memory, uint32_t nshards, ld_sor
 
 static void sort_memory(ld_sorter *s) {
   sorting = s->arena;
-  qsort(s->entries, s->n, sizeof *s->entries, cmp_entries);
+  if (s->n) qsort(s->entries, s->n, sizeof *s->entries, cmp_entries); /* a load of no events has no entries */
 }
 
 /* Writes what is in memory as a sorted run and empties memory. */
