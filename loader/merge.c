@@ -405,13 +405,14 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
     memcpy(full, hist, sizeof hist);
     uih_key_decode(full, sizeof full, &hk, NULL);
     s.user = hk.user_id;
-    s.group = uih_schema_group_by_id(m->schema, hk.group);
+    const uih_group *g = uih_schema_group_by_id(m->schema, hk.group);
+    if (g != s.group) s.group_dropped = g && has_dropped(g); /* once per group, not per history */
+    s.group = g;
     if (!s.group) {
       rc = uih_error_set(err, UIH_ERR_CORRUPTION, "the generation holds group %u, which the schema does not have",
                          hk.group);
       break;
     }
-    s.group_dropped = has_dropped(s.group);
     s.nstripes = s.nnews = 0;
     s.old.n = s.fresh.n = 0;
     while (rc == UIH_OK && key && klen == UIH_KEY_SIZE && memcmp(key, hist, sizeof hist) == 0) {

@@ -19,6 +19,15 @@ inline constexpr const char kGenerationKeyPrefix[] = "uih.gen/";
 inline constexpr const char kSchemaKeyPrefix[] = "uih.schema/";
 inline constexpr const char kGenerationCfPrefix[] = "uih.gen.";
 
+// The 4-byte big-endian numbers of the keys and values below.
+inline void AppendBE32(std::string* s, uint32_t v) {
+  for (int i = 3; i >= 0; i--) s->push_back(static_cast<char>(v >> (8 * i)));
+}
+inline uint32_t LoadBE32(const char* p) {
+  const unsigned char* u = reinterpret_cast<const unsigned char*>(p);
+  return uint32_t{u[0]} << 24 | uint32_t{u[1]} << 16 | uint32_t{u[2]} << 8 | u[3];
+}
+
 // "uih.gen/" + 4 bytes big-endian; "uih.schema/" + 4 bytes big-endian.
 std::string GenerationKey(uint32_t generation);
 std::string SchemaKey(uint32_t version);

@@ -1,0 +1,137 @@
+// The store's objects (uih/store.h), shared by its three files: store.cc
+// (layout, init, open, status), store_read.cc (reads) and
+// store_generations.cc (scans, writers, publishing, retiring).
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rocksdb/db.h"
+#include "rocksdb/sst_file_writer.h"
+#include "status.h"
+#include "uih/store.h"
+#include "uih_mutable.h"
+
+namespace uih {
+
+using rocksdb::ColumnFamilyHandle;
+using rocksdb::DB;
+
+// One live generation of a shard; readers hold it while they read, so a
+// retired generation's files stay until the last one lets go.
+struct Generation {
+  uih_generation record{};
+  DB* db = nullptr;
+  ColumnFamilyHandle* cf = nullptr;
+  ~Generation() {
+    if (cf) db->DestroyColumnFamilyHandle(cf).PermitUncheckedError();
+  }
+};
+
+struct Shard {
+  uint32_t index = 0;
+  std::string path;
+  DB* db = nullptr;
+  ColumnFamilyHandle* meta = nullptr;
+  ColumnFamilyHandle* events = nullptr;
+  std::vector<ColumnFamilyHandle*> others;  // column families the store does not know: left alone
+  uih_mutable* mut = nullptr;
+
+  std::mutex mu;  // gens, current
+  std::map<uint32_t, std::shared_ptr<Generation>> gens;
+  uint32_t current = 0;
+
+  std::mutex writer_mu;  // writing
+  bool writing = false;
+  uint32_t schema_version = 0;  // the newest schema version in its metadata (the writer's)
+
+  std::shared_ptr<Generation> Get(uint32_t generation) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = gens.find(generation ? generation : current);
+    return it == gens.end() ? nullptr : it->second;
+  }
+
+  ~Shard() {
+    uih::FreeMutable(mut);
+    gens.clear();
+    if (db == nullptr) return;
+    for (ColumnFamilyHandle* h : others) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    for (ColumnFamilyHandle* h : {meta, events})
+      if (h) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    db->Close().PermitUncheckedError();
+    delete db;
+  }
+};
+
+// A schema version the store knows: read from a shard, or added for a load
+// that has not published it yet.
+struct SchemaVersion {
+  uih_schema* schema = nullptr;
+  std::string json;
+};
+
+inline const uint8_t* U8(const rocksdb::Slice& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+inline rocksdb::Slice S(const uint8_t* p, size_t n) { return rocksdb::Slice(reinterpret_cast<const char*>(p), n); }
+
+inline int Fail(uih_error* err, const std::string& where, const rocksdb::Status& s, const std::string& what) {
+  return uih_error_set(err, FromStatus(s), "store %s: %s: %s", where.c_str(), what.c_str(), s.ToString().c_str());
+}
+
+}  // namespace uih
+
+struct uih_store {
+  std::string dir, tmp;
+  uih_store_opts opts{};
+  std::atomic<const uih_schema*> schema{nullptr};  // the newest version a shard holds
+  std::mutex schemas_mu;
+  std::map<uint32_t, uih::SchemaVersion> schemas;  // every version seen; freed at close
+  std::vector<std::unique_ptr<uih::Shard>> shards;
+  ~uih_store() {
+    shards.clear();
+    for (auto& v : schemas) uih_schema_free(v.second.schema);
+  }
+};
+
+struct uih_store_scan {
+  std::shared_ptr<uih::Generation> gen;  // null: an empty scan
+  std::unique_ptr<rocksdb::Iterator> it;
+  bool started = false;
+};
+
+struct uih_store_writer {
+  uih_store* s = nullptr;
+  uih::Shard* sh = nullptr;
+  uint32_t generation = 0;
+  std::string dir;
+  rocksdb::Options options;
+  std::unique_ptr<rocksdb::SstFileWriter> file;
+  std::vector<std::string> files;
+  uint64_t file_bytes = 0;
+  std::vector<uint64_t> erased_users;  // their mutable events go with the publish
+  ~uih_store_writer() {
+    file.reset();  // abandons an unfinished file
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (sh) {
+      std::lock_guard<std::mutex> lock(sh->writer_mu);
+      sh->writing = false;
+    }
+  }
+};
+
+namespace uih {
+
+// The shard `shard` of `s`, or an error naming the store and its shards.
+int ShardAt(uih_store* s, uint32_t shard, Shard** out, uih_error* err);
+// A watermark behind the shard's current generation (a load killed
+// between publishing and advancing it) catches up.
+int CatchUpWatermark(Shard* sh, uih_error* err);
+
+}  // namespace uih
+
