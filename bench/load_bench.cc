@@ -2,7 +2,7 @@
 // one run.
 //
 //   build/release/bench/load_bench [--day N] [--history 0,10,100] [--shards S]
-//                                  [--threads T] [--dir DIR] [--seed S]
+//                                  [--threads T] [--dir DIR] [--seed S] [--keep 1]
 //
 // Data: `uih gen`'s generator (examples/feed.schema.json, group
 // "engagement", 9 traits), users spread over m + 1 days so that the first m
@@ -21,6 +21,8 @@
 //     ones), each settled (flushed, compactions done); bytes written from
 //     RocksDB's statistics (WAL + flush + compaction) and from wchar, per
 //     byte stored (live SST bytes) and per new event.
+// --keep 1 leaves DIR/h<m>/ behind: history.csv, day.csv and store/ (the
+// history loaded, not the day), to profile or repeat a day's `uih load`.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -268,6 +270,7 @@ void PrintLsm(const char* what, const LsmRun& r, uint64_t new_events) {
 int main(int argc, char** argv) {
   uint64_t day = 200000, seed = 1;
   uint32_t shards = 2, threads = 2;
+  bool keep = false;
   std::string dir = "/tmp/uih_load_bench", histories = "0,10,100";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
@@ -277,8 +280,11 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = static_cast<uint32_t>(std::stoul(v));
     else if (a == "--dir") dir = v;
     else if (a == "--seed") seed = std::stoull(v);
+    else if (a == "--keep") keep = v != "0";
     else {
-      fprintf(stderr, "usage: load_bench [--day N] [--history 0,10,100] [--shards S] [--threads T] [--dir DIR] [--seed S]\n");
+      fprintf(stderr,
+              "usage: load_bench [--day N] [--history 0,10,100] [--shards S] [--threads T] [--dir DIR] [--seed S]"
+              " [--keep 1]\n");
       return 2;
     }
   }
@@ -317,7 +323,13 @@ int main(int argc, char** argv) {
       if (m > 0) PrintLsm("LSM: history as Puts", Apply(lsm, Stripes(), before, seed), f.history_events);
       PrintLsm("LSM: the day's changes", Apply(lsm, before, after, seed + 1), f.day_events);
     }
-    fs::remove_all(root);
+    if (keep) {
+      fs::remove_all(root + "/one");
+      fs::remove_all(root + "/all");
+      fs::remove_all(root + "/lsm");
+    } else {
+      fs::remove_all(root);
+    }
   }
   uih_schema_free(schema);
   return 0;

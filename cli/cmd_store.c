@@ -100,26 +100,50 @@ static int parse_bytes(const char *what, const char *text, uint64_t *out) {
   return 1;
 }
 
+/* Load progress on stderr: on a terminal one line per phase, redrawn as a
+ * bar with its pace and ETA; otherwise a plain line every few seconds and
+ * one when a shard is merged or published. */
 typedef struct progress_state {
   int tty;
-  double last;
+  char phase[16]; /* the phase on screen ("" before the first) */
+  double last;    /* its seconds when last shown */
+  int open;       /* a terminal line not yet ended */
 } progress_state;
 
 static void on_progress(const uih_load_progress *p, void *arg) {
   progress_state *s = arg;
-  if (p->seconds - s->last < 1.0 && p->shard < 0) return;
+  int fresh = strncmp(s->phase, p->phase, sizeof s->phase - 1) != 0;
+  int last = p->total && p->done >= p->total; /* the phase's end is always shown */
+  if (!fresh && !last && p->shard < 0 && p->seconds - s->last < (s->tty ? 0.25 : 5.0)) return;
+  if (fresh && s->open) fputc('\n', stderr); /* the last phase's final state stays on screen */
+  snprintf(s->phase, sizeof s->phase, "%s", p->phase);
   s->last = p->seconds;
-  double rate = p->seconds > 0 ? (double)p->events / p->seconds : 0;
-  if (p->shard >= 0 && !strcmp(p->phase, "publish"))
-    fprintf(stderr, "%suih load: publish: shard %d current, %" PRIu64 " shards so far, %.1f s%s", s->tty ? "\r" : "",
-            p->shard, p->events, p->seconds, s->tty ? "\033[K" : "\n");
-  else if (p->shard >= 0)
-    fprintf(stderr, "%suih load: merge: shard %d done, %" PRIu64 " events stored so far, %.1f s%s", s->tty ? "\r" : "",
-            p->shard, p->events, p->seconds, s->tty ? "\033[K" : "\n");
+  char what[96], eta[32] = "";
+  if (!strcmp(p->phase, "read"))
+    snprintf(what, sizeof what, "%.2f M events, %.1f MB/s", (double)p->events / 1e6,
+             p->seconds > 0 ? (double)p->bytes / 1e6 / p->seconds : 0.0);
+  else if (!strcmp(p->phase, "merge") && p->shard >= 0)
+    snprintf(what, sizeof what, "%.2f M events written, shard %d done", (double)p->events / 1e6, p->shard);
+  else if (!strcmp(p->phase, "merge"))
+    snprintf(what, sizeof what, "%.2f M events written", (double)p->events / 1e6);
   else
-    fprintf(stderr, "%suih load: read: %" PRIu64 " events, %.1f MB, %.2f M events/s, %.1f MB/s%s", s->tty ? "\r" : "",
-            p->events, (double)p->bytes / 1e6, rate / 1e6, p->seconds > 0 ? (double)p->bytes / 1e6 / p->seconds : 0,
-            s->tty ? "\033[K" : "\n");
+    snprintf(what, sizeof what, "shard %d current", p->shard);
+  if (p->eta > 0) snprintf(eta, sizeof eta, ", ETA %.0f s", p->eta);
+  int pct = p->total ? (int)(100.0 * (double)(p->done < p->total ? p->done : p->total) / (double)p->total) : -1;
+  if (s->tty) {
+    char bar[21];
+    for (int i = 0; i < 20; i++) bar[i] = pct >= 0 && i < pct / 5 ? '#' : '.';
+    bar[20] = '\0';
+    if (pct >= 0)
+      fprintf(stderr, "\ruih load: %-7s [%s] %3d%%  %s, %.1f s%s\033[K", p->phase, bar, pct, what, p->seconds, eta);
+    else
+      fprintf(stderr, "\ruih load: %-7s %s, %.1f s\033[K", p->phase, what, p->seconds);
+    s->open = 1;
+  } else if (pct >= 0) {
+    fprintf(stderr, "uih load: %s: %d%%, %s, %.1f s%s\n", p->phase, pct, what, p->seconds, eta);
+  } else {
+    fprintf(stderr, "uih load: %s: %s, %.1f s\n", p->phase, what, p->seconds);
+  }
   fflush(stderr);
 }
 
@@ -221,7 +245,7 @@ int cmd_load(int argc, char **argv) {
     free(files);
     return bad;
   }
-  progress_state ps = {isatty(2), -1.0};
+  progress_state ps = {.tty = isatty(2)};
   o.progress = on_progress;
   o.progress_arg = &ps;
   uih_error err = {0};
@@ -229,7 +253,7 @@ int cmd_load(int argc, char **argv) {
   uih_load_stats st;
   int rc = uih_store_open(dir, &so, &s, &err);
   if (rc == UIH_OK) rc = uih_load(s, files, nfiles, &o, &st, &err);
-  if (ps.tty && ps.last >= 0) fputc('\n', stderr);
+  if (ps.open) fputc('\n', stderr);
   uih_store_close(s);
   free(files);
   free(schema_json);

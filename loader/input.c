@@ -23,7 +23,7 @@ struct ld_input {
   int kind;
   uint8_t *buf; /* raw bytes read ahead */
   size_t have, pos;
-  uint64_t raw_read; /* raw bytes consumed, for messages */
+  uint64_t raw_read; /* raw bytes consumed, for messages and progress */
   int raw_eof;
   z_stream z;
   int z_live, z_end; /* inflate initialized; the last member ended */
@@ -196,6 +196,7 @@ FILE *ld_input_stream(ld_input *in) { return in->text; }
 const char *ld_input_failure(const ld_input *in) { return in->failure[0] ? in->failure : NULL; }
 uint64_t ld_input_digest(const ld_input *in) { return XXH3_64bits_digest(in->hash); }
 uint64_t ld_input_bytes(const ld_input *in) { return in->bytes; }
+uint64_t ld_input_raw_bytes(const ld_input *in) { return in->raw_read; }
 
 void ld_input_close(ld_input *in) {
   if (!in) return;

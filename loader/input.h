@@ -29,6 +29,9 @@ const char *ld_input_failure(const ld_input *in);
 /* XXH3-64 of the text read so far, and its length. */
 uint64_t ld_input_digest(const ld_input *in);
 uint64_t ld_input_bytes(const ld_input *in);
+/* Bytes of the file as stored consumed so far (compressed ones: before
+ * decompression). */
+uint64_t ld_input_raw_bytes(const ld_input *in);
 void ld_input_close(ld_input *in); /* NULL is fine */
 
 #endif /* UIH_LOADER_INPUT_H */

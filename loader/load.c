@@ -48,15 +48,19 @@ typedef struct load {
   FILE *rejects;
   job *jobs;
   size_t njobs;
-  pthread_mutex_t mu; /* next, progress */
+  pthread_mutex_t mu; /* next, the merge's progress */
   size_t next;
   double merge_began;
-  uint64_t merged_events;
+  uint64_t merged_events, merge_total;
+  uint64_t read_done, read_total; /* bytes of the input files as stored */
 } load;
 
-static void progress(load *l, const char *phase, int32_t shard, uint64_t events, uint64_t bytes, double began) {
+static void progress(load *l, const char *phase, int32_t shard, uint64_t events, uint64_t bytes, double began,
+                     uint64_t done, uint64_t total) {
   if (!l->o.progress) return;
-  uih_load_progress p = {phase, shard, events, bytes, now() - began};
+  double t = now() - began, eta = -1;
+  if (total && done && done <= total && t > 0) eta = t * (double)(total - done) / (double)done;
+  uih_load_progress p = {phase, shard, events, bytes, t, done, total, eta};
   l->o.progress(&p, l->o.progress_arg);
 }
 
@@ -159,8 +163,9 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
     rc = ld_sorter_add(l->sorter, buf, (uint32_t)len, err);
     l->events_in[shard]++;
     l->st.events_in++;
-    if ((l->st.events_in & ((1u << 20) - 1)) == 0)
-      progress(l, "read", -1, l->st.events_in, l->st.input_bytes + ld_input_bytes(in), began);
+    if ((l->st.events_in & ((1u << 16) - 1)) == 0)
+      progress(l, "read", -1, l->st.events_in, l->st.input_bytes + ld_input_bytes(in), began,
+               l->read_done + ld_input_raw_bytes(in), l->read_total);
   }
   if (rc != UIH_OK && in && ld_input_failure(in))  /* the decompressor's reason beats "I/O error" */
     rc = uih_error_set(err, UIH_ERR_PARSE, "%s (after line %" PRIu64 ")", ld_input_failure(in),
@@ -171,6 +176,7 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
     l->st.inputs++;
     l->st.input_bytes += ld_input_bytes(in);
   }
+  if (in) l->read_done += ld_input_raw_bytes(in);
   free(buf);
   uih_csv_close(r);
   ld_input_close(in);
@@ -178,6 +184,14 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
 }
 
 /* ---- merging ------------------------------------------------------------------ */
+
+static void merge_tick(void *arg, uint64_t events) {
+  load *l = arg;
+  pthread_mutex_lock(&l->mu);
+  l->merged_events += events;
+  progress(l, "merge", -1, l->merged_events, 0, l->merge_began, l->merged_events, l->merge_total);
+  pthread_mutex_unlock(&l->mu);
+}
 
 static void *merge_worker(void *arg) {
   load *l = arg;
@@ -189,8 +203,8 @@ static void *merge_worker(void *arg) {
     job *j = &l->jobs[i];
     j->rc = ld_merge_shard(&j->merge, &j->err);
     pthread_mutex_lock(&l->mu);
-    l->merged_events += j->merge.record.events;
-    progress(l, "merge", (int32_t)j->shard, l->merged_events, 0, l->merge_began);
+    l->merged_events += j->merge.record.events - j->merge.ticked;
+    progress(l, "merge", (int32_t)j->shard, l->merged_events, 0, l->merge_began, l->merged_events, l->merge_total);
     pthread_mutex_unlock(&l->mu);
   }
 }
@@ -314,6 +328,14 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
   if (!digests) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
   else XXH3_64bits_reset(digests);
   if (rc == UIH_OK) rc = ld_sorter_create(uih_store_tmpdir(s), l->o.memory, l->nshards, &l->sorter, err);
+  for (size_t i = 0; i < nfiles; i++) { /* the read's progress: bytes as stored, if every size is known */
+    struct stat st;
+    if (strcmp(files[i], "-") == 0 || stat(files[i], &st) != 0 || !S_ISREG(st.st_mode)) {
+      l->read_total = 0;
+      break;
+    }
+    l->read_total += (uint64_t)st.st_size;
+  }
   int64_t maxts = INT64_MIN;
   double t0 = now();
   for (size_t i = 0; i < nfiles && rc == UIH_OK; i++) rc = read_file(l, files[i], digests, &maxts, t0, err);
@@ -323,7 +345,7 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
   if (rc == UIH_OK && l->rejects && fflush(l->rejects) != 0)
     rc = uih_error_set(err, UIH_ERR_IO, "load: writing the rejects file %s: %s", l->o.rejects, strerror(errno));
   if (rc != UIH_OK) return rc;
-  progress(l, "read", -1, l->st.events_in, l->st.input_bytes, t0);
+  progress(l, "read", -1, l->st.events_in, l->st.input_bytes, t0, l->read_done, l->read_total);
   l->st.seconds_read = now() - t0;
 
   int64_t through = l->o.through;
@@ -362,7 +384,8 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
     if (rc != UIH_OK) break;
     l->njobs++;
     j->merge = (ld_merge){.store = s, .schema = l->schema, .shard = i, .horizon = horizon, .sorter = l->sorter,
-                          .deletes = l->deletes, .writer = j->writer};
+                          .deletes = l->deletes, .writer = j->writer, .tick = merge_tick, .tick_arg = l};
+    l->merge_total += cur[i].events + l->events_in[i];
     uih_generation *g = &j->merge.record;
     g->through = through;
     g->horizon = horizon;
@@ -385,6 +408,7 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
   if (rc != UIH_OK) return rc;
 
   /* Every shard's files are written: publish them, one after another. */
+  double published = now();
   for (size_t i = 0; i < l->njobs; i++) {
     job *j = &l->jobs[i];
     rc = uih_store_writer_publish(j->writer, &j->merge.record, err);
@@ -395,7 +419,7 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
                          l->jobs[i - 1].shard, j->shard);
       return rc;
     }
-    progress(l, "publish", (int32_t)j->shard, i + 1, 0, t0);
+    progress(l, "publish", (int32_t)j->shard, i + 1, 0, published, i + 1, l->njobs);
     const uih_generation *g = &j->merge.record;
     l->st.duplicates += g->duplicates;
     l->st.expired += g->expired;

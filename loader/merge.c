@@ -116,9 +116,14 @@ static int emit(state *s, int64_t start, const uint8_t *value, size_t len, uint3
   uih_key_encode(&k, key);
   int rc = uih_store_writer_add(s->m->writer, key, sizeof key, value, len, err);
   if (rc != UIH_OK) return rc;
-  s->m->record.events += events;
-  s->m->record.stripes++;
-  s->m->record.bytes += len;
+  ld_merge *m = s->m;
+  m->record.events += events;
+  m->record.stripes++;
+  m->record.bytes += len;
+  if (m->tick && m->record.events - m->ticked >= ((uint64_t)1 << 16)) {
+    m->tick(m->tick_arg, m->record.events - m->ticked);
+    m->ticked = m->record.events;
+  }
   return UIH_OK;
 }
 

@@ -23,10 +23,15 @@ typedef struct ld_merge {
   ld_sorter *sorter;
   const ld_deletes *deletes; /* or NULL */
   uih_store_writer *writer; /* the shard's next generation */
+  /* or NULL: called every 64 Ki events written, with the events written
+   * since the last call */
+  void (*tick)(void *arg, uint64_t events);
+  void *tick_arg;
   /* out: counts into the record (events .. expired), and these */
   uih_generation record;
   uint64_t stripes_copied, stripes_written;
   uint64_t stripes_upgraded; /* rewritten only because they held traits the schema dropped */
+  uint64_t ticked;           /* events reported to tick */
 } ld_merge;
 
 /* Runs the merge; on an error the message names the shard and history. */

@@ -398,6 +398,73 @@ TEST_F(StoreTest, LoadsAreDeterministicWhetherSpilledOrNot) {
   uih_store_close(b);
 }
 
+// Progress: every phase reports, its counts never go back, each ends at
+// its total (read: the input files' bytes as stored, compressed or not;
+// merge: the events written; publish: the shards), and an ETA is -1 or a
+// time left.
+TEST_F(StoreTest, ProgressCountsEachPhaseToItsTotal) {
+  std::mt19937_64 rng(11);
+  std::string plain = "user_id,group,ts,item,liked\n", packed = plain;
+  for (int i = 0; i < 150000; i++) {
+    std::string line = std::to_string(rng() % 5000) + ",a," + std::to_string(kBase + static_cast<int64_t>(rng() % kDay)) +
+                       "," + std::to_string(rng() % 100000) + ",1\n";
+    (i % 2 ? plain : packed) += line;
+  }
+  std::string a = dir_ / "a.csv", b = dir_ / "b.csv.zst";
+  WriteFile(a, plain);
+  WriteZstd(b, packed);
+  struct Seen {
+    std::map<std::string, std::vector<uih_load_progress>> by_phase;
+  } seen;
+  uih_store* s = Init("store", 2);
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.through = kBase + kDay;
+  o.threads = 2;
+  o.progress = [](const uih_load_progress* p, void* arg) {
+    static_cast<Seen*>(arg)->by_phase[p->phase].push_back(*p);
+  };
+  o.progress_arg = &seen;
+  const char* in[] = {a.c_str(), b.c_str()};
+  uih_load_stats st{};
+  uih_error err{};
+  ASSERT_EQ(uih_load(s, in, 2, &o, &st, &err), UIH_OK) << uih_error_message(&err);
+  const uint64_t stored = std::filesystem::file_size(a) + std::filesystem::file_size(b);
+  ASSERT_EQ(seen.by_phase.size(), 3u);
+  for (auto& [phase, reports] : seen.by_phase) {
+    SCOPED_TRACE(phase);
+    ASSERT_FALSE(reports.empty());
+    for (size_t i = 0; i < reports.size(); i++) {
+      const uih_load_progress& p = reports[i];
+      EXPECT_LE(p.done, p.total);
+      EXPECT_TRUE(p.eta == -1 || p.eta >= 0) << p.eta;
+      if (i > 0) {
+        EXPECT_GE(p.done, reports[i - 1].done);
+        EXPECT_GE(p.events, reports[i - 1].events);
+      }
+    }
+    const uih_load_progress& last = reports.back();
+    if (phase == "read") {
+      EXPECT_GT(reports.size(), 2u) << "reports while reading, not only at the end";
+      EXPECT_EQ(last.total, stored);
+      EXPECT_EQ(last.done, stored);
+      EXPECT_EQ(last.events, st.events_in);
+    } else if (phase == "merge") {
+      EXPECT_GT(reports.size(), 3u) << "reports within shards, and one as each ends";
+      EXPECT_EQ(last.events, st.events);
+      EXPECT_EQ(last.total, st.events_in) << "a first load: the new events";
+      int ended = 0;
+      for (auto& p : reports) ended += p.shard >= 0;
+      EXPECT_EQ(ended, 2);
+    } else {
+      EXPECT_EQ(phase, "publish");
+      ASSERT_EQ(reports.size(), 2u);
+      EXPECT_EQ(last.done, 2u);
+      EXPECT_EQ(last.total, 2u);
+    }
+  }
+  uih_store_close(s);
+}
+
 // Bad input: the exact place and reason, and nothing published.
 struct BadInput {
   const char* name;

@@ -94,15 +94,27 @@
 extern "C" {
 #endif
 
-/* What a progress callback sees: the phase ("read"; "merge" after each
- * shard's merge, events = events stored so far; "publish" after each
- * shard's publish, events = shards published so far), the shard (-1 while
- * reading), and counts so far. */
+/* What a progress callback sees, now and then (from the thread that made
+ * the progress; calls never overlap):
+ *   "read"     events read so far, bytes = their text's bytes; done/total =
+ *              bytes of the input files as stored (compressed ones too),
+ *              total 0 when unknown (standard input);
+ *   "merge"    events = events written into the new generations so far;
+ *              shard >= 0 when that shard's merge just ended, -1 while
+ *              shards are merging; done/total = events written / events the
+ *              shards held plus the new ones (duplicates, deletions and the
+ *              lookback leave `done` short of it);
+ *   "publish"  after each shard's publish: events = done = shards published,
+ *              total = shards to publish.
+ * seconds since the phase began; eta = seconds left at the phase's pace so
+ * far, -1 when unknown. */
 typedef struct uih_load_progress {
   const char *phase;
   int32_t shard;
-  uint64_t events, bytes; /* events handled, input bytes read */
-  double seconds;         /* since the phase began */
+  uint64_t events, bytes;
+  double seconds;
+  uint64_t done, total;
+  double eta;
 } uih_load_progress;
 
 typedef struct uih_load_opts {
