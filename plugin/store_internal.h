@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "rocksdb/db.h"
+#include "generation_files.h"
 #include "rocksdb/sst_file_writer.h"
 #include "status.h"
 #include "uih/store.h"
@@ -29,9 +30,24 @@ struct Generation {
   uih_generation record{};
   DB* db = nullptr;
   ColumnFamilyHandle* cf = nullptr;
+
+  // Its files for direct reads, opened by the first read that needs them
+  // (a failed open is retried by the next).
+  rocksdb::Status Files(const GenerationFiles** out) {
+    std::lock_guard<std::mutex> lock(files_mu);
+    rocksdb::Status s;
+    if (!files) s = GenerationFiles::Open(db, cf, &files);
+    *out = files.get();
+    return s;
+  }
+
   ~Generation() {
     if (cf) db->DestroyColumnFamilyHandle(cf).PermitUncheckedError();
   }
+
+ private:
+  std::mutex files_mu;
+  std::unique_ptr<GenerationFiles> files;
 };
 
 struct Shard {

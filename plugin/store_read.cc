@@ -52,43 +52,31 @@ int BatchLike(const uih_batch* like, uint32_t capacity, uint16_t skip, uih_batch
   return uih_batch_create(like->group, capacity, ids.data(), static_cast<uint32_t>(ids.size()), out, err);
 }
 
-int ReadImmutable(Shard* sh, const Generation& gen, uint64_t user, const uih_group* g, int64_t from, int64_t to,
+// The events of `user` in group `g` with ts in [from, to] from generation
+// `gen`'s files: one index search and one read per file holding them.
+int ReadImmutable(Shard* sh, Generation& gen, uint64_t user, const uih_group* g, int64_t from, int64_t to,
                   uih_batch** out, uih_error* err) {
   if (from > to) return UIH_OK;
-  uint8_t prefix[UIH_KEY_GROUP_PREFIX_SIZE], bound[UIH_KEY_GROUP_PREFIX_SIZE], lo[UIH_KEY_SIZE];
-  uih_key_group_prefix(user, g->id, prefix);
-  memcpy(bound, prefix, sizeof bound);
-  ReadOptions ro;
-  Slice upper = S(bound, sizeof bound);
-  if (uih_key_prefix_successor(bound, sizeof bound)) ro.iterate_upper_bound = &upper;
-  std::unique_ptr<Iterator> it(sh->db->NewIterator(ro, gen.cf));
-  uih_key k{user, g->id, from};
-  uih_key_encode(&k, lo);
-  it->SeekForPrev(S(lo, sizeof lo));  // the stripe holding `from`, if one starts before it
-  if (!it->Valid() || !it->key().starts_with(S(prefix, sizeof prefix))) it->Seek(S(prefix, sizeof prefix));
+  const uih::GenerationFiles* files = nullptr;
+  Status st = gen.Files(&files);
+  if (!st.ok()) return Fail(err, sh->path, st, "opening generation " + std::to_string(gen.record.generation) + "'s files");
   uih_stripe_decoder* dec = nullptr;
   uih_batch* tmp = nullptr;
   int rc = uih_stripe_decoder_create(&dec, err);
-  for (; rc == UIH_OK && it->Valid() && it->key().starts_with(S(prefix, sizeof prefix)); it->Next()) {
-    uih_key sk;
-    rc = uih_key_decode(U8(it->key()), it->key().size(), &sk, err);
-    if (rc != UIH_OK || sk.ts > to) break;
-    uih_stripe_info info;
-    rc = uih_stripe_read_info(U8(it->value()), it->value().size(), &info, err);
-    if (rc != UIH_OK) break;
-    if (info.max_ts < from) continue;
-    uint32_t want = std::max<uint32_t>(info.count, 1);
-    if (tmp == nullptr) rc = BatchLike(*out, want, 0, &tmp, err);
-    else rc = uih_batch_reserve(&tmp, want, err);
-    if (rc == UIH_OK)
-      rc = uih_stripe_decode(dec, U8(it->value()), it->value().size(), 0, UIH_DECODE_TO_END,
-                             UIH_DECODE_VERIFY_CHECKSUM, tmp, err);
-    if (rc == UIH_OK) rc = AppendWindow(tmp, from, to, out, err);
-    if (rc != UIH_OK)
-      uih_error_prefix(err, "stripe of user %" PRIu64 " group %u at ts %" PRId64 ": ", user, g->id, sk.ts);
-  }
-  if (rc == UIH_OK && !it->status().ok())
-    rc = Fail(err, sh->path, it->status(), "reading generation " + std::to_string(gen.record.generation));
+  if (rc == UIH_OK)
+    rc = files->Stripes(user, g->id, from, to, [&](const uih_key& k, const uint8_t* value, size_t len) -> int {
+      uih_stripe_info info;
+      int r = uih_stripe_read_info(value, len, &info, err);
+      if (r == UIH_OK && info.max_ts < from) return UIH_OK;
+      uint32_t want = r == UIH_OK ? std::max<uint32_t>(info.count, 1) : 1;
+      if (r == UIH_OK) r = tmp == nullptr ? BatchLike(*out, want, 0, &tmp, err) : uih_batch_reserve(&tmp, want, err);
+      if (r == UIH_OK) r = uih_stripe_decode(dec, value, len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM, tmp, err);
+      if (r == UIH_OK) r = AppendWindow(tmp, from, to, out, err);
+      if (r != UIH_OK)
+        uih_error_prefix(err, "stripe of user %" PRIu64 " group %u at ts %" PRId64 ": ", user, g->id, k.ts);
+      return r;
+    }, err);
+  if (rc != UIH_OK) uih_error_prefix(err, "store %s: generation %u: ", sh->path.c_str(), gen.record.generation);
   uih_batch_free(tmp);
   uih_stripe_decoder_free(dec);
   return rc;

@@ -23,6 +23,7 @@
 #include "uih/loader.h"
 #include "uih/store.h"
 #include "uih/stripe.h"
+#include "uih/table.h"
 
 namespace {
 
@@ -163,6 +164,27 @@ std::string CsvRow(const History& k, const Ev& e, int version = 1) {
   return s + "\n";
 }
 
+// A batch's rows as events (arrival 0 when the batch has no arrival column).
+std::vector<Ev> BatchEvents(const uih_batch* b) {
+  std::vector<Ev> out;
+  int liked = uih_batch_column_index(b, 3), score = uih_batch_column_index(b, 4);
+  int arrival = uih_batch_column_index(b, UIH_TRAIT_ARRIVAL);
+  for (uint32_t r = 0; r < b->count; r++) {
+    Ev e;
+    e.score = score >= 0 && uih_column_has(&b->columns[score], r)
+                  ? static_cast<int64_t>(uih_column_get_bits(&b->columns[score], r))
+                  : -1;
+    e.ts = static_cast<int64_t>(uih_column_get_bits(&b->columns[uih_batch_column_index(b, 1)], r));
+    e.item = uih_column_get_bits(&b->columns[uih_batch_column_index(b, 2)], r);
+    e.liked = liked >= 0 && uih_column_has(&b->columns[liked], r)
+                  ? static_cast<int>(uih_column_get_bits(&b->columns[liked], r))
+                  : -1;
+    e.arrival = arrival >= 0 ? static_cast<uint32_t>(uih_column_get_bits(&b->columns[arrival], r)) : 0;
+    out.push_back(e);
+  }
+  return out;
+}
+
 std::vector<Ev> DecodeStripe(const uih_schema* schema, uint16_t group, const std::string& bytes) {
   const uih_group* g = uih_schema_group_by_id(schema, group);
   std::vector<uint16_t> ids;
@@ -177,21 +199,7 @@ std::vector<Ev> DecodeStripe(const uih_schema* schema, uint16_t group, const std
                               UIH_DECODE_VERIFY_CHECKSUM, b, &err),
             UIH_OK)
       << uih_error_message(&err);
-  std::vector<Ev> out;
-  int liked = uih_batch_column_index(b, 3), score = uih_batch_column_index(b, 4);
-  for (uint32_t r = 0; r < b->count; r++) {
-    Ev e;
-    e.score = score >= 0 && uih_column_has(&b->columns[score], r)
-                  ? static_cast<int64_t>(uih_column_get_bits(&b->columns[score], r))
-                  : -1;
-    e.ts = static_cast<int64_t>(uih_column_get_bits(&b->columns[uih_batch_column_index(b, 1)], r));
-    e.item = uih_column_get_bits(&b->columns[uih_batch_column_index(b, 2)], r);
-    e.liked = liked >= 0 && uih_column_has(&b->columns[liked], r)
-                  ? static_cast<int>(uih_column_get_bits(&b->columns[liked], r))
-                  : -1;
-    e.arrival = static_cast<uint32_t>(uih_column_get_bits(&b->columns[uih_batch_column_index(b, UIH_TRAIT_ARRIVAL)], r));
-    out.push_back(e);
-  }
+  std::vector<Ev> out = BatchEvents(b);
   uih_stripe_decoder_free(d);
   uih_batch_free(b);
   return out;
@@ -396,6 +404,121 @@ TEST_F(StoreTest, LoadsAreDeterministicWhetherSpilledOrNot) {
   EXPECT_EQ(sa.duplicates, sb.duplicates);
   uih_store_close(a);
   uih_store_close(b);
+}
+
+// The UihTable files under `dir` (generations' files; the metadata and the
+// mutable tier are BlockBasedTable files): by the magic number ending them.
+std::vector<std::string> UihTableFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  for (auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.path().extension() != ".sst") continue;
+    std::ifstream f(e.path(), std::ios::binary | std::ios::ate);
+    uint64_t magic = 0;
+    f.seekg(-8, std::ios::end);
+    f.read(reinterpret_cast<char*>(&magic), 8);
+    if (magic == UIH_TABLE_MAGIC) out.push_back(e.path());
+  }
+  return out;
+}
+
+// Reads of the immutable tier go to the generation's files directly (one
+// index search, one read per file). Differential: with files rolled over
+// every 2 KiB, so that file boundaries cut histories, every window —
+// random ones, ones starting or ending exactly at a stripe's first event,
+// empty and whole ones — equals the scanned stripes decoded and filtered.
+TEST_F(StoreTest, ImmutableReadsEqualTheStripesWhereverFilesCutHistories) {
+  std::mt19937_64 rng(5);
+  std::string text = "user_id,group,ts,item,liked\n";
+  for (int i = 0; i < 6000; i++) {
+    bool a = rng() % 3;
+    text += std::to_string(rng() % 40) + (a ? ",a," : ",b,") + std::to_string(kBase + static_cast<int64_t>(rng() % 100000)) +
+            "," + std::to_string(rng() % 1000) + "," + (a && rng() % 2 ? "1" : "") + "\n";
+  }
+  std::string day = dir_ / "day.csv";
+  WriteFile(day, text);
+  uih_error err{};
+  std::string path = dir_ / "store";
+  ASSERT_EQ(uih_store_init(path.c_str(), kSchema, strlen(kSchema), "t.json", 2, &err), UIH_OK);
+  uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
+  so.file_bytes = 2048;
+  uih_store* s = nullptr;
+  ASSERT_EQ(uih_store_open(path.c_str(), &so, &s, &err), UIH_OK) << uih_error_message(&err);
+  ASSERT_EQ(Load(s, {day}, kBase + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
+  // Each history's stripes from the scan: (first ts, events).
+  std::map<std::pair<uint64_t, uint16_t>, std::vector<std::pair<int64_t, std::vector<Ev>>>> hist;
+  for (uint32_t sh = 0; sh < 2; sh++)
+    for (auto& [k, v] : Scan(s, sh)) {
+      uih_key key;
+      ASSERT_EQ(uih_key_decode(reinterpret_cast<const uint8_t*>(k.data()), k.size(), &key, nullptr), UIH_OK);
+      hist[{key.user_id, key.group}].push_back({key.ts, DecodeStripe(uih_store_schema(s), key.group, v)});
+    }
+  EXPECT_GT(UihTableFiles(path).size(), 10u) << "histories cut by file boundaries";
+  uint64_t windows = 0;
+  for (auto& [h, stripes] : hist) {
+    std::vector<std::pair<int64_t, int64_t>> w = {{INT64_MIN, INT64_MAX}, {INT64_MAX, INT64_MAX}, {5, 4}};
+    for (auto& [start, evs] : stripes) {
+      w.push_back({start, start});
+      w.push_back({start, INT64_MAX});
+      w.push_back({INT64_MIN, start - 1});
+      w.push_back({start + 1, evs.back().ts});
+    }
+    for (int i = 0; i < 8; i++) {
+      int64_t a = kBase + static_cast<int64_t>(rng() % 100000), b = kBase + static_cast<int64_t>(rng() % 100000);
+      w.push_back({std::min(a, b), std::max(a, b)});
+    }
+    for (auto [from, to] : w) {
+      std::vector<Ev> want;
+      for (auto& st : stripes)
+        for (auto& e : st.second)
+          if (e.ts >= from && e.ts <= to) want.push_back(e);
+      const uih_group* g = uih_schema_group_by_id(uih_store_schema(s), h.second);
+      std::vector<uint16_t> ids;
+      for (uint32_t t = 0; t < g->ntraits; t++) ids.push_back(g->traits[t].id);
+      ids.push_back(UIH_TRAIT_ARRIVAL);  // the arrival generation too
+      uih_batch* b = nullptr;
+      ASSERT_EQ(uih_batch_create(g, 8, ids.data(), static_cast<uint32_t>(ids.size()), &b, &err), UIH_OK);
+      ASSERT_EQ(uih_store_read(s, h.first, h.second, from, to, UIH_TIER_IMMUTABLE, 0, &b, &err), UIH_OK)
+          << uih_error_message(&err);
+      ASSERT_EQ(BatchEvents(b), want) << "user " << h.first << " group " << h.second << " [" << from << ", " << to
+                                      << "]";
+      uih_batch_free(b);
+      windows++;
+    }
+  }
+  EXPECT_GT(windows, 1000u);
+  uih_store_close(s);
+}
+
+// A damaged value in a generation's file: the read fails with Corruption
+// naming the file and the offset; other users' reads still work.
+TEST_F(StoreTest, AnImmutableReadOfADamagedStripeNamesTheFile) {
+  std::string day = dir_ / "day.csv";
+  WriteFile(day, "user_id,group,ts,item,liked\n1,a,100,5,1\n1,a,101,6,0\n2,a,100,7,1\n");
+  uih_store* s = Init("store", 1);
+  uih_error err{};
+  ASSERT_EQ(Load(s, {day}, 1000, 0, &err), UIH_OK) << uih_error_message(&err);
+  uih_store_close(s);
+  std::vector<std::string> files = UihTableFiles(dir_ / "store");
+  ASSERT_EQ(files.size(), 1u);
+  const std::string& sst = files[0];
+  {
+    std::fstream f(sst, std::ios::in | std::ios::out | std::ios::binary);
+    char c;
+    f.seekg(2);
+    f.get(c);
+    f.seekp(2);
+    f.put(static_cast<char>(c ^ 0x10));  // inside user 1's stripe: the first value of the file
+  }
+  s = Open(dir_ / "store");
+  uih_batch* b = nullptr;
+  EXPECT_EQ(uih_store_read(s, 1, 1, INT64_MIN, INT64_MAX, UIH_TIER_IMMUTABLE, 0, &b, &err), UIH_ERR_CORRUPTION);
+  EXPECT_NE(std::string(uih_error_message(&err)).find(sst), std::string::npos) << uih_error_message(&err);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("offset"), std::string::npos) << uih_error_message(&err);
+  ASSERT_EQ(uih_store_read(s, 2, 1, INT64_MIN, INT64_MAX, UIH_TIER_IMMUTABLE, 0, &b, &err), UIH_OK)
+      << uih_error_message(&err);
+  EXPECT_EQ(b->count, 1u);
+  uih_batch_free(b);
+  uih_store_close(s);
 }
 
 // Progress: every phase reports, its counts never go back, each ends at

@@ -1,0 +1,127 @@
+// GenerationFiles (generation_files.h): a generation's files opened with
+// UihTableReader, and a user's stripes in a group read as one span per file.
+#include "generation_files.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstring>
+
+#include "options/cf_options.h"
+#include "rocksdb/file_system.h"
+#include "status.h"
+#include "table/table_builder.h"
+
+namespace uih {
+
+using namespace rocksdb;
+
+Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<GenerationFiles>* out) {
+  ColumnFamilyMetaData meta;
+  db->GetColumnFamilyMetaData(cf, &meta);
+  const Options options = db->GetOptions(cf);
+  const ImmutableOptions ioptions(options);
+  const InternalKeyComparator icmp(BytewiseComparator());
+  const EnvOptions env_options;
+  const std::shared_ptr<const SliceTransform> no_prefix;
+  const std::shared_ptr<FileSystem>& fs = FileSystem::Default();
+  std::unique_ptr<GenerationFiles> g(new GenerationFiles);
+  for (const LevelMetaData& level : meta.levels) {
+    for (const SstFileMetaData& f : level.files) {
+      std::string path = f.directory + "/" + f.relative_filename;
+      std::unique_ptr<FSRandomAccessFile> raf;
+      IOStatus io = fs->NewRandomAccessFile(path, FileOptions(env_options), &raf, nullptr);
+      if (!io.ok()) return io;
+      std::unique_ptr<RandomAccessFileReader> reader(new RandomAccessFileReader(std::move(raf), path));
+      TableReaderOptions tro(ioptions, no_prefix, env_options, icmp, /*skip_filters=*/false, /*immortal=*/false,
+                             /*force_direct_prefetch=*/false, level.level, nullptr, 0, "", f.file_number, {},
+                             f.largest_seqno);
+      File file{f.smallestkey, f.largestkey, std::unique_ptr<UihTableReader>(new UihTableReader({}, std::move(reader)))};
+      Status s = file.reader->Open(tro, f.size);
+      if (!s.ok()) return s;
+      g->files_.push_back(std::move(file));
+    }
+  }
+  std::sort(g->files_.begin(), g->files_.end(), [](const File& a, const File& b) { return a.smallest < b.smallest; });
+  for (size_t i = 1; i < g->files_.size(); i++)
+    if (g->files_[i - 1].largest >= g->files_[i].smallest)
+      return Status::Corruption("generation files " + g->files_[i - 1].reader->file()->file_name() + " and " +
+                                g->files_[i].reader->file()->file_name() + " overlap");
+  *out = std::move(g);
+  return Status::OK();
+}
+
+int GenerationFiles::Stripes(uint64_t user, uint16_t group, int64_t from, int64_t to, const Visit& visit,
+                             uih_error* err) const {
+  if (from > to) return UIH_OK;
+  uint8_t prefix[UIH_KEY_GROUP_PREFIX_SIZE], lo[UIH_KEY_SIZE], hi[UIH_KEY_SIZE];
+  uih_key_group_prefix(user, group, prefix);
+  uih_key k{user, group, from};
+  uih_key_encode(&k, lo);
+  // Keys up to (user, group, to), exclusive bound: the key of to + 1, or
+  // past the prefix when to is the last timestamp.
+  size_t hilen = UIH_KEY_SIZE;
+  if (to < INT64_MAX) {
+    k.ts = to + 1;
+    uih_key_encode(&k, hi);
+  } else {
+    memcpy(hi, prefix, sizeof prefix);
+    hilen = uih_key_prefix_successor(hi, sizeof prefix) ? sizeof prefix : 0;
+  }
+  const std::string first(reinterpret_cast<const char*>(prefix), sizeof prefix);
+  const std::string bound(reinterpret_cast<const char*>(hi), hilen);
+  for (const File& f : files_) {
+    if (f.largest < first) continue;
+    if (hilen && f.smallest >= bound) break;
+    int rc = FileStripes(f, prefix, lo, hilen ? hi : nullptr, hilen, visit, err);
+    if (rc != UIH_OK) return rc;
+  }
+  return UIH_OK;
+}
+
+int GenerationFiles::FileStripes(const File& f, const uint8_t* prefix, const uint8_t* lo, const uint8_t* hi,
+                                 size_t hilen, const Visit& visit, uih_error* err) const {
+  const UihTableReader& r = *f.reader;
+  CallCursor cc(r.index());
+  uih_table_cursor& c = cc.c;
+  // The stripe holding `lo`'s timestamp starts at or before it; when none
+  // of this history does here, the span starts at the history's first.
+  uih_table_cursor_seek_prev(&c, lo, UIH_KEY_SIZE, 0);
+  uint8_t start[UIH_KEY_SIZE];
+  size_t startlen = UIH_KEY_GROUP_PREFIX_SIZE;
+  memcpy(start, prefix, UIH_KEY_GROUP_PREFIX_SIZE);
+  if (uih_table_cursor_valid(&c) && c.klen == UIH_KEY_SIZE && memcmp(c.key, prefix, UIH_KEY_GROUP_PREFIX_SIZE) == 0) {
+    memcpy(start, c.key, UIH_KEY_SIZE);
+    startlen = UIH_KEY_SIZE;
+  }
+  uih_table_span span;
+  uih_table_span_keys(&c, start, startlen, hi, hilen, &span);
+  if (span.first == span.end) return UIH_OK;
+  // One read for the span; a buffer per thread, kept at its largest.
+  thread_local std::string buf;
+  buf.resize(span.length);
+  Slice bytes;
+  IOStatus io = ReadExact(r.file(), span.offset, span.length, buf.data(), &bytes);
+  if (!io.ok()) return uih_error_set(err, FromStatus(io), "%s", io.ToString().c_str());
+  const std::string& name = r.file()->file_name();
+  uih_table_cursor_goto(&c, span.first);
+  for (; c.pos < span.end; uih_table_cursor_next(&c)) {
+    const uint8_t* value = reinterpret_cast<const uint8_t*>(bytes.data()) + (c.voff - span.offset);
+    if (uih_table_value_check(value, c.vlen, c.voff, err) != UIH_OK) {
+      uih_error_prefix(err, "%s: ", name.c_str());
+      return UIH_ERR_CORRUPTION;
+    }
+    if (UihTableReader::ExtractType(c) != kTypeValue)
+      return uih_error_set(err, UIH_ERR_CORRUPTION, "%s: entry %" PRIu64 " is of type %u, a generation holds values only",
+                           name.c_str(), c.pos, static_cast<unsigned>(UihTableReader::ExtractType(c)));
+    uih_key key;
+    if (uih_key_decode(c.key, c.klen, &key, err) != UIH_OK) {
+      uih_error_prefix(err, "%s: entry %" PRIu64 ": ", name.c_str(), c.pos);
+      return UIH_ERR_CORRUPTION;
+    }
+    int rc = visit(key, value, c.vlen);
+    if (rc != UIH_OK) return rc;
+  }
+  return UIH_OK;
+}
+
+}  // namespace uih
