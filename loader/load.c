@@ -404,7 +404,7 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
     if (j) rc = uih_store_writer_erase_user(j->writer, erased[k], err);
   }
   free(by_shard);
-  if (rc == UIH_OK) rc = merge_all(l, err);
+  if (rc == UIH_OK && (rc = merge_all(l, err)) != UIH_OK) uih_error_prefix(err, "load: no shard published: ");
   if (rc != UIH_OK) return rc;
 
   /* Every shard's files are written: publish them, one after another. */

@@ -449,6 +449,8 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
     if (rc != UIH_OK)
       uih_error_prefix(err, "shard %u: user %" PRIu64 " group '%s': ", m->shard, s.user, s.group->name);
   }
+  if (rc == UIH_OK && (rc = uih_store_writer_finish(m->writer, err)) != UIH_OK) /* a full disk fails here, */
+    uih_error_prefix(err, "shard %u: ", m->shard);                              /* before any shard publishes */
   if (stream) m->record.duplicates += ld_stream_repeats(stream);
   ld_stream_close(stream);
   uih_store_scan_close(scan);

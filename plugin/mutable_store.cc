@@ -4,16 +4,17 @@
 
 #include <sys/stat.h>
 
-#include <cerrno>
-
 #include <algorithm>
-#include <cstdarg>
+#include <cerrno>
 #include <cinttypes>
+#include <cstdarg>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "logger.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/slice_transform.h"
@@ -165,7 +166,13 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
   DBOptions dbo;
   dbo.create_if_missing = o.create_if_missing != 0 && !o.read_only;
   dbo.create_missing_column_families = !o.read_only;
-  if (o.read_only) dbo.info_log = std::make_shared<uih::SilentLogger>();
+  if (o.read_only) {
+    dbo.info_log = std::make_shared<uih::SilentLogger>();
+  } else {
+    std::error_code ec;  // RocksDB creates the directory too; the LOG goes in it
+    if (dbo.create_if_missing) std::filesystem::create_directories(m->path, ec);
+    dbo.info_log = std::make_shared<uih::LogFile>(m->path);
+  }
   Status s;
   if (o.db_options && *o.db_options) {
     DBOptions base = dbo;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "c_api.h"
+#include "logger.h"
 #include "rocksdb/db.h"
 #include "rocksdb/write_batch.h"
 #include "status.h"
@@ -261,6 +262,7 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
   const bool ro = s->opts.read_only != 0;
   DBOptions dbo;
   if (ro) dbo.info_log = std::make_shared<uih::SilentLogger>();
+  else dbo.info_log = std::make_shared<uih::LogFile>(sh->path);
   std::vector<std::string> names;
   Status st = DB::ListColumnFamilies(dbo, sh->path, &names);
   if (!st.ok()) return Fail(err, sh->path, st, "opening shard " + std::to_string(index));

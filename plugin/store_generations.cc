@@ -320,6 +320,13 @@ int uih_store_writer_add(uih_store_writer* w, const uint8_t* key, size_t key_len
   return uih::CallC(err, "uih_store_writer_add", [&] { return WriterAdd(w, key, key_len, value, value_len, err); });
 }
 
+int uih_store_writer_finish(uih_store_writer* w, uih_error* err) {
+  return uih::CallC(err, "uih_store_writer_finish", [&] {
+    if (w == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_writer_finish: NULL argument");
+    return FinishFile(w, err);
+  });
+}
+
 int uih_store_writer_publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
   int rc = uih::CallC(err, "uih_store_writer_publish", [&] {
     if (w == nullptr || g == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_writer_publish: NULL argument");

@@ -3,7 +3,6 @@
 // generations' column families.
 #pragma once
 
-#include <cstdarg>
 #include <cstdint>
 #include <string>
 
@@ -41,13 +40,6 @@ inline bool IsGenerationCf(const std::string& name) {
 
 // A generation's column family: UihTable files, ingested, never compacted.
 rocksdb::ColumnFamilyOptions GenerationCfOptions();
-
-// A logger that writes nothing: a read-only open creates no LOG file.
-class SilentLogger : public rocksdb::Logger {
- public:
-  using rocksdb::Logger::Logv;
-  void Logv(const char*, va_list) override {}
-};
 
 // UIH_ERR_NOT_FOUND for a path that holds no store (a store, or a mutable
 // store), saying why: "not a uihstore store: PATH: why".

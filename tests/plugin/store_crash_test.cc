@@ -1,9 +1,11 @@
 // The store under the loads a user runs for real: a load killed (SIGKILL)
 // at chosen points of every phase and at random moments leaves every shard
 // on a complete generation and a rerun converges on the bytes of one clean
-// run; sixteen reader threads read across publishes and retirements; a
-// scan keeps its generation after it is retired; the same loads into two
-// stores give byte-identical files.
+// run; a full disk (files capped with RLIMIT_FSIZE) fails a load with its
+// message and leaves the previous generation serving; sixteen reader
+// threads read across publishes and retirements; a scan keeps its
+// generation after it is retired; the same loads into two stores give
+// byte-identical files.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,12 +14,14 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "logger.h"
 #include "plugin/store_fixture.h"
 #include "rocksdb/db.h"
 #include "store_layout.h"
@@ -56,13 +60,17 @@ Generation ScanAll(uih_store* s) {
 }
 
 // Runs the child load; kills it after `delay_ms` (< 0: never). Returns its
-// wait status.
+// wait status. With `file_limit`, no file the child writes may grow past
+// it; with `stderr_to`, its messages go to that file.
 int RunChild(const std::string& store, int64_t through, const std::string& phase, int at,
-             const std::string& input, int delay_ms) {
+             const std::string& input, int delay_ms, uint64_t memory = 1048576, uint64_t file_limit = 0,
+             const std::string& stderr_to = "") {
   pid_t pid = fork();
   if (pid == 0) {
-    execl(UIH_LOAD_CHILD, UIH_LOAD_CHILD, store.c_str(), std::to_string(through).c_str(), "1048576", "2",
-          phase.c_str(), std::to_string(at).c_str(), input.c_str(), (char*)nullptr);
+    if (file_limit) setenv("UIH_TEST_FILE_LIMIT", std::to_string(file_limit).c_str(), 1);
+    if (!stderr_to.empty() && !freopen(stderr_to.c_str(), "w", stderr)) _exit(126);
+    execl(UIH_LOAD_CHILD, UIH_LOAD_CHILD, store.c_str(), std::to_string(through).c_str(),
+          std::to_string(memory).c_str(), "2", phase.c_str(), std::to_string(at).c_str(), input.c_str(), (char*)nullptr);
     _exit(127);
   }
   if (delay_ms >= 0) {
@@ -150,6 +158,64 @@ TEST_F(StoreTest, AKilledLoadLeavesCompleteGenerationsAndARerunConverges) {
     fs::remove_all(store);
   }
   EXPECT_GE(partial, 3) << "kills between shards' publishes were exercised";
+}
+
+// A full disk or an I/O error during a load: every write past a file size
+// limit fails (EFBIG, as ENOSPC would), at the store's open, while sorted
+// runs spill, while table files are written. The load fails with a message
+// naming the file and the system's reason, exits (no crash), and leaves the
+// previous generation current and intact in every shard; once there is
+// room, the same load gives the clean run's bytes.
+TEST_F(StoreTest, AFullDiskFailsTheLoadAndLeavesThePreviousGenerationServing) {
+  std::mt19937_64 rng(29);
+  std::string day0 = dir_ / "day0.csv", day1 = dir_ / "day1.csv";
+  WriteFile(day0, Day(rng, 0, 40000, 2000));
+  WriteFile(day1, Day(rng, 1, 40000, 2000));
+  const int64_t through0 = kBase + kDay, through1 = kBase + 2 * kDay;
+  uih_error err{};
+  uih_store* s = Init("base", kShards);
+  ASSERT_EQ(Load(s, {day0}, through0, 0, &err), UIH_OK) << uih_error_message(&err);
+  Generation before = ScanAll(s);
+  uih_store_close(s);
+  fs::copy(dir_ / "base", dir_ / "clean", fs::copy_options::recursive);
+  ASSERT_EQ(RunChild(dir_ / "clean", through1, "-", 0, day1, -1), 0);
+  s = Open(dir_ / "clean");
+  Generation after = ScanAll(s);
+  uih_store_close(s);
+
+  struct Case {
+    uint64_t memory, limit;
+  };
+  // 4 KiB: even the store's open cannot write its options; 64 KiB with
+  // 1 MiB of sort memory: the first sorted run; 64 KiB and 128 KiB with
+  // no spill: the table files.
+  const Case cases[] = {{64 << 20, 4 << 10}, {1 << 20, 64 << 10}, {64 << 20, 64 << 10}, {64 << 20, 128 << 10}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE("memory " + std::to_string(c.memory) + ", files up to " + std::to_string(c.limit) + " bytes");
+    std::string store = dir_ / "full", log = dir_ / "full.err";
+    fs::remove_all(store);
+    fs::copy(dir_ / "base", store, fs::copy_options::recursive);
+    int status = RunChild(store, through1, "-", 0, day1, -1, c.memory, c.limit, log);
+    ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    std::ifstream in(log);
+    std::string message((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+    EXPECT_NE(message.find(store), std::string::npos) << "names where: " << message;
+    s = Open(store);
+    ASSERT_NE(s, nullptr);
+    for (uint32_t sh = 0; sh < kShards; sh++) {
+      uint32_t cur;
+      size_t n;
+      ASSERT_EQ(uih_store_generations(s, sh, nullptr, 0, &n, &cur, &err), UIH_OK);
+      EXPECT_EQ(cur, 1u) << "shard " << sh;
+    }
+    EXPECT_EQ(ScanAll(s), before);
+    EXPECT_FALSE(fs::exists(store + "/tmp"));
+    ASSERT_EQ(Load(s, {day1}, through1, 0, &err), UIH_OK) << uih_error_message(&err);
+    EXPECT_EQ(ScanAll(s), after);
+    uih_store_close(s);
+  }
 }
 
 // Sixteen threads read while loads publish and retire generations: no

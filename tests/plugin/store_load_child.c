@@ -3,8 +3,12 @@
  * "-", kills itself (SIGKILL) at the AT-th progress report of that phase
  * ("read", "merge" or "publish"). Exit 0 when the load completed, 1 on an
  * error (printed).
- *   store_load_child STORE THROUGH MEMORY THREADS PHASE AT FILE... */
+ *   store_load_child STORE THROUGH MEMORY THREADS PHASE AT FILE...
+ * With UIH_TEST_FILE_LIMIT=N in the environment, no file it writes may
+ * grow past N bytes (RLIMIT_FSIZE; writes beyond fail with EFBIG, as they
+ * would with ENOSPC on a full disk). */
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +30,15 @@ int main(int argc, char **argv) {
   if (argc < 8) {
     fprintf(stderr, "usage: %s STORE THROUGH MEMORY THREADS PHASE AT FILE...\n", argv[0]);
     return 2;
+  }
+  const char *limit = getenv("UIH_TEST_FILE_LIMIT");
+  if (limit) {
+    struct rlimit r = {(rlim_t)strtoull(limit, NULL, 10), (rlim_t)strtoull(limit, NULL, 10)};
+    signal(SIGXFSZ, SIG_IGN); /* a failed write, not a killed process */
+    if (setrlimit(RLIMIT_FSIZE, &r) != 0) {
+      perror("setrlimit");
+      return 2;
+    }
   }
   kill_at k = {argv[5], atol(argv[6]), 0};
   uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;

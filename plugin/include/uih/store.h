@@ -153,6 +153,10 @@ int uih_store_writer_open(uih_store *s, uint32_t shard, uih_store_writer **out, 
 uint32_t uih_store_writer_generation(const uih_store_writer *w);
 int uih_store_writer_add(uih_store_writer *w, const uint8_t *key, size_t key_len, const uint8_t *value,
                          size_t value_len, uih_error *err);
+/* Ends the table file being written (its bytes synced), so that a full
+ * disk or an I/O error shows here, before any publish; an add after it
+ * starts a new file. Publishing finishes the last file too. */
+int uih_store_writer_finish(uih_store_writer *w, uih_error *err);
 /* Erases every event of `user_id` in the shard's mutable tier, in the
  * write that publishes the generation (right to delete). */
 int uih_store_writer_erase_user(uih_store_writer *w, uint64_t user_id, uih_error *err);
