@@ -27,9 +27,38 @@ static void enc_bss(uih_wbuf *out, const uint64_t *v, size_t m) {
     for (size_t b = 0; b < 4; b++) dst[b * m + k] = (uint8_t)(v[k] >> (8 * b));
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
+/* Sorts v[0..m) ascending with tmp[0..m) as scratch: insertion sort when
+ * short, else an LSD radix sort on bytes that skips the bytes in which all
+ * values agree (ids of one range differ in a few low bytes). */
+static void sort_u64(uint64_t *v, uint64_t *tmp, size_t m) {
+  if (m <= 32) {
+    for (size_t i = 1; i < m; i++) {
+      uint64_t x = v[i];
+      size_t j = i;
+      for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+      v[j] = x;
+    }
+    return;
+  }
+  uint64_t any = 0, all = ~(uint64_t)0;
+  for (size_t i = 0; i < m; i++) any |= v[i], all &= v[i];
+  const uint64_t differ = any ^ all;
+  uint64_t *src = v, *dst = tmp;
+  for (unsigned shift = 0; shift < 64; shift += 8) {
+    if (((differ >> shift) & 0xff) == 0) continue;
+    size_t count[256] = {0};
+    for (size_t i = 0; i < m; i++) count[(src[i] >> shift) & 0xff]++;
+    for (size_t d = 0, sum = 0; d < 256; d++) {
+      size_t c = count[d];
+      count[d] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < m; i++) dst[count[(src[i] >> shift) & 0xff]++] = src[i];
+    uint64_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != v) memcpy(v, src, m * sizeof *v);
 }
 
 /* Binary search in the sorted distinct values. */
@@ -46,7 +75,7 @@ static uint64_t dict_code(const uint64_t *dict, size_t k, uint64_t v) {
 static void enc_dict(uih_wbuf *out, const uint64_t *v, size_t m, uih_seq_kind kind, uint64_t *dict,
                      uint64_t *codes) {
   memcpy(dict, v, m * sizeof *v);
-  qsort(dict, m, sizeof *dict, cmp_u64);
+  sort_u64(dict, codes, m); /* codes is scratch until the codes are made */
   size_t k = 0;
   for (size_t i = 0; i < m; i++)
     if (k == 0 || dict[i] != dict[k - 1]) dict[k++] = dict[i];

@@ -391,11 +391,9 @@ static uint64_t min_load(uint64_t z, int is_signed) {
   return ((z >> 1) ^ (0 - (z & 1))) ^ UIH_SIGN64;
 }
 
-/* Bytes a block costs with low width `w`, given how many values need each
- * bit length (hist[b] = values with uih_bits(v - min) == b). */
-static size_t block_cost(const size_t hist[65], size_t cnt, unsigned w, unsigned hw) {
-  size_t nexc = 0;
-  for (unsigned b = w + 1; b <= 64; b++) nexc += hist[b];
+/* Bytes a block costs with low width `w`, given nexc values wider than w
+ * (exceptions) whose high bits take hw - w bits each. */
+static size_t block_cost(size_t nexc, size_t cnt, unsigned w, unsigned hw) {
   size_t cost = (cnt * w + 7) / 8;
   if (nexc) cost += 1 + nexc + (nexc * (hw - w) + 7) / 8;
   return cost;
@@ -414,16 +412,20 @@ static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_si
     hw = b > hw ? b : hw;
   }
   /* Patched FOR: the low width minimizing the block's size; values wider
-   * than it become exceptions that store their high bits apart. Ties go to
-   * the wider width (fewer exceptions, faster decoding). */
+   * than it become exceptions that store their high bits apart. A tie with
+   * the full width goes to it (no exceptions, faster decoding); other ties
+   * to the narrowest width. */
   unsigned w = hw;
-  size_t best = block_cost(hist, cnt, hw, hw);
-  for (unsigned cand = 0; cand < hw; cand++) {
-    size_t cost = block_cost(hist, cnt, cand, hw);
-    if (cost < best) best = cost, w = cand;
+  size_t nexc = 0, best = SIZE_MAX, best_exc = 0;
+  unsigned best_w = hw;
+  /* Downwards from hw, the values wider than cand accumulate. */
+  size_t wider = 0;
+  for (unsigned cand = hw; cand-- > 0;) {
+    wider += hist[cand + 1];
+    size_t cost = block_cost(wider, cnt, cand, hw);
+    if (cost <= best) best = cost, best_w = cand, best_exc = wider;
   }
-  size_t nexc = 0;
-  for (unsigned b = w + 1; b <= hw; b++) nexc += hist[b];
+  if (best < block_cost(0, cnt, hw, hw)) w = best_w, nexc = best_exc;
   uih_wbuf_varint(out, min_store(lo, is_signed));
   uih_wbuf_u8(out, (uint8_t)w);
   uih_wbuf_u8(out, (uint8_t)nexc);
