@@ -28,6 +28,7 @@
 #include "uih/io.h"
 #include "uih/key.h"
 #include "uih/schema.h"
+#include "uih/snapshot.h"
 #include "uih/stripe.h"
 #include "uih/table.h"
 

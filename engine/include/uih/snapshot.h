@@ -1,0 +1,132 @@
+/* uihstore — snapshot records: what an inference service logs per example
+ * so that training can rebuild, exactly, the sequences its model saw.
+ *
+ * Per feature group the model read, a sequence is the newest events of
+ * the immutable tier below the watermark (the "immutable part") followed by
+ * the mutable tier's events from the watermark up to the request (logged
+ * whole). The record names the immutable part by its window instead of
+ * copying it: training takes the events with start_ts <= ts <= end_ts whose
+ * arrival generation is at most `generation`, newest `length` of them.
+ *
+ * Identity checksums: an event's identity is its timestamp and the values
+ * of its group's id-typed traits (absent ones as absent), in trait id
+ * order; identities are chained from the newest event of the immutable part
+ * to the oldest, h(k) = XXH3-64(identity of event k, seed h(k-1)), h(0) = 0.
+ * The record keeps the low 32 bits of h at up to four checkpoints — the
+ * whole part (length), then length / 4, / 16, / 64 while at least
+ * UIH_SNAPSHOT_CHECK_MIN — so a projection to the newest N events reads
+ * and verifies only the newest c events, c the smallest checkpoint >= N
+ * (or the mutable events alone when they are N or more), and verifying
+ * costs the timestamp and id columns whatever traits the projection wants.
+ *
+ * Binary form, version 1 (varints are LEB128; zigzag varints map signed
+ * values to unsigned ones, 0 -1 1 -2 ... to 0 1 2 3 ...):
+ *
+ *   field                      encoding
+ *   -------------------------- ---------------------------------------------
+ *   version                    u8, 1
+ *   user id                    varint
+ *   request ts                 zigzag varint
+ *   schema version             varint: the version whose traits the
+ *                              identities and the mutable events use
+ *   group count g              u8, 1..UIH_SNAPSHOT_GROUPS_MAX
+ *   g groups, ids ascending:
+ *     group id                 varint (1..65535)
+ *     length                   varint: events in the immutable part
+ *     when length > 0:
+ *       generation             varint (>= 1): the shard's current
+ *                              generation at the request
+ *       request ts - end ts    varint (end_ts <= request ts)
+ *       end ts - start ts      varint
+ *       checksums              u32 little-endian each, one per checkpoint
+ *                              (uih_snapshot_checkpoints(length))
+ *     mutable bytes m          varint (0: no mutable events)
+ *     mutable events           m bytes: one stripe (uih/stripe.h) of the
+ *                              group's traits in the schema version above
+ *   record checksum            u32 little-endian: low 32 bits of XXH3-64
+ *                              of every byte before it
+ *
+ * A group with an immutable part of 256 events costs 12-16 bytes besides
+ * its checksums (4-16 bytes) and its mutable events.
+ */
+#ifndef UIH_SNAPSHOT_H
+#define UIH_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uih/batch.h"
+#include "uih/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UIH_SNAPSHOT_FORMAT 1
+#define UIH_SNAPSHOT_GROUPS_MAX 32
+#define UIH_SNAPSHOT_CHECKS_MAX 4
+#define UIH_SNAPSHOT_CHECK_MIN 16
+
+typedef struct uih_snapshot_group {
+  uint16_t group;
+  uint32_t length;     /* immutable events; 0: none (the fields below it are 0) */
+  uint32_t generation; /* with length > 0: >= 1 */
+  int64_t start_ts, end_ts;
+  uint32_t check[UIH_SNAPSHOT_CHECKS_MAX]; /* at uih_snapshot_checkpoints(length) */
+  const uint8_t *mutable_events;          /* a stripe, or NULL */
+  size_t mutable_len;
+} uih_snapshot_group;
+
+typedef struct uih_snapshot_record {
+  uint64_t user_id;
+  int64_t request_ts;
+  uint32_t schema_version;
+  uint32_t ngroups;
+  uih_snapshot_group groups[UIH_SNAPSHOT_GROUPS_MAX];
+} uih_snapshot_record;
+
+/* The checkpoints of an immutable part of `length` events, largest first:
+ * length, then length / 4 while at least UIH_SNAPSHOT_CHECK_MIN, at most
+ * UIH_SNAPSHOT_CHECKS_MAX of them; returns how many (0 for length 0). */
+uint32_t uih_snapshot_checkpoints(uint32_t length, uint32_t out[UIH_SNAPSHOT_CHECKS_MAX]);
+
+/* The smallest checkpoint of `length` that covers the newest `n` events
+ * (length itself when n > length). */
+uint32_t uih_snapshot_checkpoint_for(uint32_t length, uint32_t n);
+
+/* Bytes the record takes (for a buffer of its size). */
+size_t uih_snapshot_record_size(const uih_snapshot_record *r);
+
+/* Encodes `r` into `out` (`cap` bytes); *len = its size. UIH_ERR_OUT_OF_RANGE
+ * when `cap` is short (*len still says how much is needed);
+ * UIH_ERR_INVALID_ARGUMENT for a record that breaks the rules above. */
+int uih_snapshot_record_encode(const uih_snapshot_record *r, uint8_t *out, size_t cap, size_t *len,
+                               uih_error *err);
+
+/* Decodes `len` untrusted bytes. The groups' mutable_events point into
+ * `buf` (keep it while using them); the stripes themselves are checked
+ * when decoded. UIH_ERR_CORRUPTION names the offset and what was expected;
+ * UIH_ERR_NOT_SUPPORTED a newer version. */
+int uih_snapshot_record_decode(const uint8_t *buf, size_t len, uih_snapshot_record *out, uih_error *err);
+
+/* The record as one line of text for people (no newline), e.g.
+ *   user 42 at 1700000000000, schema 1: group 1: 256 immutable events
+ *   [1699900000000, 1699999999999] of generation 7 (checks 256:1a2b3c4d
+ *   64:...), 3 mutable events in 61 bytes
+ * Returns the length it needs (snprintf's rule: output cut at `cap`). */
+size_t uih_snapshot_record_format(const uih_snapshot_record *r, char *out, size_t cap);
+
+/* ---- identities ------------------------------------------------------------ */
+
+/* The columns of `b` an identity reads: the timestamp's, then the group's
+ * id-typed traits' in trait id order (-1 where `b` lacks one: the identity
+ * cannot be computed from `b`). Returns how many (<= 1 + the group's traits). */
+uint32_t uih_snapshot_identity_columns(const uih_batch *b, int *cols, uint32_t cap);
+
+/* The chain value after row `row` of `b`, from `h` (0 before the newest). */
+uint64_t uih_snapshot_identity_next(uint64_t h, const uih_batch *b, const int *cols, uint32_t ncols, uint32_t row);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UIH_SNAPSHOT_H */

@@ -1,0 +1,41 @@
+/* Event identities and their chain (uih/snapshot.h): the timestamp and the
+ * group's active id-typed traits of each event, hashed newest first. */
+#include <xxhash.h>
+
+#include "uih/schema.h"
+#include "uih/snapshot.h"
+
+uint32_t uih_snapshot_identity_columns(const uih_batch *b, int *cols, uint32_t cap) {
+  const uih_group *g = b->group;
+  uint32_t n = 0;
+  if (n < cap) cols[n] = uih_batch_column_index(b, g->ts->id);
+  n++;
+  for (uint32_t i = 0; i < g->ntraits; i++) {
+    const uih_trait *t = &g->traits[i];
+    if (!uih_trait_active(t) || t->type != UIH_TYPE_ID) continue;
+    if (n < cap) cols[n] = uih_batch_column_index(b, t->id);
+    n++;
+  }
+  return n;
+}
+
+uint64_t uih_snapshot_identity_next(uint64_t h, const uih_batch *b, const int *cols, uint32_t ncols, uint32_t row) {
+  /* ts as 8 little-endian bytes, then per id trait a presence byte and,
+   * when present, 8 little-endian bytes; hashed with seed h, in pieces of
+   * up to sizeof buf (each piece's hash seeds the next) for wide groups. */
+  uint8_t buf[8 + 9 * 32];
+  size_t n = 0;
+  for (uint32_t i = 0; i < ncols; i++) {
+    if (n + 9 > sizeof buf) {
+      h = XXH3_64bits_withSeed(buf, n, h);
+      n = 0;
+    }
+    const uih_column *c = cols[i] >= 0 ? &b->columns[cols[i]] : NULL;
+    int has = c && uih_column_has(c, row);
+    if (i > 0) buf[n++] = (uint8_t)has;
+    if (!has && i > 0) continue;
+    uint64_t v = c ? uih_column_get_bits(c, row) : 0;
+    for (int k = 0; k < 8; k++) buf[n++] = (uint8_t)(v >> (8 * k));
+  }
+  return XXH3_64bits_withSeed(buf, n, h);
+}
