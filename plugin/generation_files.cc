@@ -78,6 +78,17 @@ int GenerationFiles::Stripes(uint64_t user, uint16_t group, int64_t from, int64_
   return UIH_OK;
 }
 
+int GenerationFiles::Collect(uint64_t user, uint16_t group, int64_t from, int64_t to, StripeSet* out,
+                             uih_error* err) const {
+  out->bytes.clear();
+  out->stripes.clear();
+  return Stripes(user, group, from, to, [out](const uih_key& k, const uint8_t* value, size_t len) {
+    out->stripes.push_back({k.ts, out->bytes.size(), len});
+    out->bytes.append(reinterpret_cast<const char*>(value), len);
+    return static_cast<int>(UIH_OK);
+  }, err);
+}
+
 int GenerationFiles::FileStripes(const File& f, const uint8_t* prefix, const uint8_t* lo, const uint8_t* hi,
                                  size_t hilen, const Visit& visit, uih_error* err) const {
   const UihTableReader& r = *f.reader;

@@ -36,6 +36,19 @@ class GenerationFiles {
   using Visit = std::function<int(const uih_key& key, const uint8_t* value, size_t len)>;
   int Stripes(uint64_t user, uint16_t group, int64_t from, int64_t to, const Visit& visit, uih_error* err) const;
 
+  // The same stripes copied into `out` (cleared first; its capacity is
+  // kept, so a caller reusing it allocates nothing once it has grown).
+  struct StripeSet {
+    struct Stripe {
+      int64_t start;  // the key's timestamp: the stripe's first event
+      size_t off, len;
+    };
+    std::string bytes;
+    std::vector<Stripe> stripes;
+    const uint8_t* at(const Stripe& s) const { return reinterpret_cast<const uint8_t*>(bytes.data()) + s.off; }
+  };
+  int Collect(uint64_t user, uint16_t group, int64_t from, int64_t to, StripeSet* out, uih_error* err) const;
+
   size_t count() const { return files_.size(); }
 
  private:

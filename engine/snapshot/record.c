@@ -29,6 +29,32 @@ uint32_t uih_snapshot_checkpoint_for(uint32_t length, uint32_t want) {
   return best;
 }
 
+int uih_snapshot_mutable_next(const uih_snapshot_group *g, size_t *at, const uint8_t **stripe, size_t *len) {
+  if (*at >= g->mutable_len) return 0;
+  uih_cursor c = uih_cursor_make(g->mutable_events + *at, g->mutable_len - *at);
+  uint64_t n = uih_cursor_varint(&c);
+  if (c.bad || n == 0 || n > uih_cursor_left(&c)) return -1;
+  *stripe = uih_cursor_take(&c, (size_t)n);
+  *len = (size_t)n;
+  *at = g->mutable_len - uih_cursor_left(&c);
+  return 1;
+}
+
+size_t uih_snapshot_mutable_put(uint8_t *out, size_t cap, size_t *at, const uint8_t *stripe, size_t len) {
+  uint8_t head[10];
+  size_t h = 0;
+  for (uint64_t v = len; ; v >>= 7) {
+    head[h++] = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
+    if (v < 0x80) break;
+  }
+  if (*at + h + len <= cap) {
+    memcpy(out + *at, head, h);
+    if (len) memcpy(out + *at + h, stripe, len);
+  }
+  *at += h + len;
+  return h + len;
+}
+
 static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static int64_t unzigzag(uint64_t z) { return (int64_t)(z >> 1) ^ -(int64_t)(z & 1); }
 
@@ -194,6 +220,14 @@ int uih_snapshot_record_decode(const uint8_t *buf, size_t len, uih_snapshot_reco
                             g->group, m, at, c.bad ? 0 : uih_cursor_left(&c));
     g->mutable_len = (size_t)m;
     g->mutable_events = m ? uih_cursor_take(&c, (size_t)m) : NULL;
+    size_t sat = 0, slen;
+    const uint8_t *sp;
+    int more;
+    while ((more = uih_snapshot_mutable_next(g, &sat, &sp, &slen)) == 1) {
+    }
+    if (more < 0)
+      return uih_corruption(err, "snapshot record: group %u: the mutable events at offset %zu are not length-prefixed "
+                            "stripes (at byte %zu of %zu)", g->group, at, sat, g->mutable_len);
   }
   if (uih_cursor_left(&c) != 0)
     return uih_corruption(err, "snapshot record: %zu bytes after the last group, at offset %zu", uih_cursor_left(&c),
@@ -223,13 +257,24 @@ size_t uih_snapshot_record_format(const uih_snapshot_record *r, char *out, size_
       for (uint32_t k = 0; k < n; k++) EMIT(" %u:%08x", cp[k], g->check[k]);
       EMIT(")");
     }
-    uih_stripe_info info;
+    uint64_t events = 0;
+    uint32_t stripes = 0;
+    int bad = 0, more;
+    size_t sat = 0, slen;
+    const uint8_t *sp;
+    while ((more = uih_snapshot_mutable_next(g, &sat, &sp, &slen)) == 1) {
+      uih_stripe_info info;
+      if (uih_stripe_read_info(sp, slen, &info, NULL) == UIH_OK) events += info.count;
+      else bad = 1;
+      stripes++;
+    }
     if (g->mutable_len == 0)
       EMIT(", no mutable events");
-    else if (uih_stripe_read_info(g->mutable_events, g->mutable_len, &info, NULL) == UIH_OK)
-      EMIT(", %u mutable events in %zu bytes", info.count, g->mutable_len);
+    else if (bad || more < 0)
+      EMIT(", %zu bytes of mutable events (not stripes)", g->mutable_len);
     else
-      EMIT(", %zu bytes of mutable events (not a stripe)", g->mutable_len);
+      EMIT(", %" PRIu64 " mutable events in %u stripe%s of %zu bytes", events, stripes, stripes == 1 ? "" : "s",
+           g->mutable_len);
   }
 #undef EMIT
   if (out && cap) out[at < cap ? at : cap - 1] = '\0';

@@ -83,7 +83,16 @@ class SnapshotTest : public ::testing::Test {
       }
       if (rng() % 2) {
         const uih_group* sg = uih_schema_group_at(schema_, static_cast<uint32_t>(rng() % 2));
-        keep->push_back(Stripe(rng, sg, 1 + static_cast<uint32_t>(rng() % 40), 1700000000000));
+        std::string blob;
+        for (uint32_t k = 1 + static_cast<uint32_t>(rng() % 3); k > 0; k--) {  // one to three stripes
+          std::string st = Stripe(rng, sg, 1 + static_cast<uint32_t>(rng() % 40), 1700000000000);
+          size_t at = blob.size();
+          blob.resize(at + st.size() + 10);
+          uih_snapshot_mutable_put(reinterpret_cast<uint8_t*>(blob.data()), blob.size(), &at,
+                                   reinterpret_cast<const uint8_t*>(st.data()), st.size());
+          blob.resize(at);
+        }
+        keep->push_back(blob);
         g.mutable_events = reinterpret_cast<const uint8_t*>(keep->back().data());
         g.mutable_len = keep->back().size();
       }
@@ -135,6 +144,7 @@ TEST_F(SnapshotTest, RandomRecordsRoundTripAtTheAnnouncedSize) {
     size_t tl = uih_snapshot_record_format(&back, text, sizeof text);
     EXPECT_EQ(tl, strlen(text));
     EXPECT_NE(std::string(text).find("user " + std::to_string(r.user_id)), std::string::npos) << text;
+    EXPECT_EQ(std::string(text).find("not stripes"), std::string::npos) << text;
   }
 }
 
@@ -182,6 +192,8 @@ TEST_F(SnapshotTest, WellSealedNonsenseIsRefused) {
       {{1, 1, 0, 1, 1, 1, 0, 9, 1, 2}, UIH_ERR_CORRUPTION, "9 mutable bytes"},
       {{1, 1, 0, 1, 1, 1, 0, 0, 7}, UIH_ERR_CORRUPTION, "1 bytes after the last group"},
       {{1, 1, 0, 1, 1, 1, 0x80}, UIH_ERR_CORRUPTION, "ends early"},
+      {{1, 1, 0, 1, 1, 1, 0, 3, 5, 1, 2}, UIH_ERR_CORRUPTION, "not length-prefixed"},
+      {{1, 1, 0, 1, 1, 1, 0, 2, 0, 0}, UIH_ERR_CORRUPTION, "not length-prefixed"},
   };
   // Case 8's request ts is 0 (zigzag 0), so "end 1 before it" stays in range;
   // make the request INT64_MIN (zigzag 2^64 - 1) for that one.

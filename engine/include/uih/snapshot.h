@@ -41,8 +41,11 @@
  *       checksums              u32 little-endian each, one per checkpoint
  *                              (uih_snapshot_checkpoints(length))
  *     mutable bytes m          varint (0: no mutable events)
- *     mutable events           m bytes: one stripe (uih/stripe.h) of the
- *                              group's traits in the schema version above
+ *     mutable events           m bytes: stripes (uih/stripe.h) of the
+ *                              group's traits in the schema version above,
+ *                              oldest events first, each a varint length
+ *                              and its bytes (a stripe holds at most the
+ *                              group's stripe_events)
  *   record checksum            u32 little-endian: low 32 bits of XXH3-64
  *                              of every byte before it
  *
@@ -73,7 +76,7 @@ typedef struct uih_snapshot_group {
   uint32_t generation; /* with length > 0: >= 1 */
   int64_t start_ts, end_ts;
   uint32_t check[UIH_SNAPSHOT_CHECKS_MAX]; /* at uih_snapshot_checkpoints(length) */
-  const uint8_t *mutable_events;          /* a stripe, or NULL */
+  const uint8_t *mutable_events;          /* length-prefixed stripes, or NULL */
   size_t mutable_len;
 } uih_snapshot_group;
 
@@ -93,6 +96,16 @@ uint32_t uih_snapshot_checkpoints(uint32_t length, uint32_t out[UIH_SNAPSHOT_CHE
 /* The smallest checkpoint of `length` that covers the newest `n` events
  * (length itself when n > length). */
 uint32_t uih_snapshot_checkpoint_for(uint32_t length, uint32_t n);
+
+/* The group's mutable stripes one by one: start with *at = 0; returns 1
+ * with the next stripe in *stripe, *len, 0 after the last. The framing of
+ * a decoded record is checked, so decoded records never fail here; -1 for
+ * bytes that are not length-prefixed stripes. */
+int uih_snapshot_mutable_next(const uih_snapshot_group *g, size_t *at, const uint8_t **stripe, size_t *len);
+
+/* Appends one stripe to a mutable blob being built in out[0..cap) at
+ * *at; returns the bytes it takes (written only when they fit). */
+size_t uih_snapshot_mutable_put(uint8_t *out, size_t cap, size_t *at, const uint8_t *stripe, size_t len);
 
 /* Bytes the record takes (for a buffer of its size). */
 size_t uih_snapshot_record_size(const uih_snapshot_record *r);

@@ -48,6 +48,7 @@
 #include "uih/generation.h"
 #include "uih/mutable.h"
 #include "uih/schema.h"
+#include "uih/snapshot.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -129,6 +130,40 @@ enum {
  * UIH_ERR_OUT_OF_RANGE: narrow it. */
 int uih_store_read(uih_store *s, uint64_t user_id, uint16_t group, int64_t from, int64_t to,
                    unsigned tier, uint32_t generation, uih_batch **batch, uih_error *err);
+
+/* ---- inference snapshots (uih/snapshot.h) --------------------------------- */
+
+/* What a model reads per feature group: up to max_length events (1..
+ * UIH_STRIPE_EVENTS_MAX), the newest ones. */
+typedef struct uih_snapshot_spec_group {
+  uint16_t group;
+  uint32_t max_length;
+} uih_snapshot_spec_group;
+
+typedef struct uih_snapshot_spec {
+  uint32_t ngroups; /* 1..UIH_SNAPSHOT_GROUPS_MAX, ids distinct */
+  uih_snapshot_spec_group groups[UIH_SNAPSHOT_GROUPS_MAX];
+} uih_snapshot_spec;
+
+/* Takes snapshots for one thread at a time: it holds every buffer a
+ * snapshot needs, so calls allocate nothing once they have grown to the
+ * largest sequences seen. Use one per serving thread; the store is
+ * shared. */
+typedef struct uih_snapshotter uih_snapshotter;
+int uih_snapshotter_create(uih_store *s, uih_snapshotter **out, uih_error *err);
+void uih_snapshotter_free(uih_snapshotter *sn); /* NULL is fine */
+
+/* The sequences a model gets for `user_id` at `request_ts`, and the record
+ * to log. Per spec group: the newest max_length events among the immutable
+ * tier's below the watermark (the shard's current generation) and the
+ * mutable tier's from the watermark up to request_ts, in time order, with
+ * every active trait of the store's schema; sequences[i] is spec group i's
+ * (count 0 when the user has none). The record (uih/snapshot.h) names the
+ * immutable part by generation and window, with identity checksums, and
+ * carries the mutable events. Both stay valid until the snapshotter's next
+ * call. */
+int uih_snapshot(uih_snapshotter *sn, uint64_t user_id, int64_t request_ts, const uih_snapshot_spec *spec,
+                 const uih_batch *const **sequences, const uint8_t **record, size_t *record_len, uih_error *err);
 
 /* ---- what the loader uses ------------------------------------------------- */
 
