@@ -106,6 +106,31 @@ int CatchUpWatermark(Shard* sh, uih_error* err) {
   return rc;
 }
 
+int SchemaAt(uih_store* s, uint32_t version, const uih_schema** out, uih_error* err) {
+  std::lock_guard<std::mutex> lock(s->schemas_mu);
+  auto it = s->schemas.find(version);
+  if (it != s->schemas.end() && it->second.schema) {
+    *out = it->second.schema;
+    return UIH_OK;
+  }
+  for (auto& sh : s->shards) {
+    std::string json;
+    Status st = sh->db->Get(ReadOptions(), sh->meta, SchemaKey(version), &json);
+    if (st.IsNotFound()) continue;
+    if (!st.ok()) return Fail(err, sh->path, st, "reading schema version " + std::to_string(version));
+    std::string origin = sh->path + ": schema version " + std::to_string(version);
+    uih_schema* schema = nullptr;
+    int rc = uih_schema_parse(json.data(), json.size(), origin.c_str(), &schema, err);
+    if (rc != UIH_OK) return rc;
+    SchemaVersion& v = s->schemas[version];
+    v.schema = schema;
+    v.json = std::move(json);
+    *out = schema;
+    return UIH_OK;
+  }
+  return uih_error_set(err, UIH_ERR_NOT_FOUND, "store %s: no shard holds schema version %u", s->dir.c_str(), version);
+}
+
 }  // namespace uih
 
 using uih::Fail;

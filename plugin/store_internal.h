@@ -148,6 +148,9 @@ int ShardAt(uih_store* s, uint32_t shard, Shard** out, uih_error* err);
 // A watermark behind the shard's current generation (a load killed
 // between publishing and advancing it) catches up.
 int CatchUpWatermark(Shard* sh, uih_error* err);
+// Schema version `version` of the store (kept until close): parsed from the
+// first shard that holds it. UIH_ERR_NOT_FOUND when none does.
+int SchemaAt(uih_store* s, uint32_t version, const uih_schema** out, uih_error* err);
 
 }  // namespace uih
 

@@ -172,7 +172,7 @@ int SnapshotGroup(uih_snapshotter* sn, Shard* sh, const std::shared_ptr<Generati
     rg->start_ts = ts[first];
     rg->end_ts = ts[first + nimm - 1];
     int cols[1 + UIH_TRAITS_MAX];
-    uint32_t ncols = uih_snapshot_identity_columns(wb, cols, 1 + UIH_TRAITS_MAX);
+    uint32_t ncols = uih_snapshot_identity_columns(nullptr, wb, cols, 1 + UIH_TRAITS_MAX);
     uint32_t cp[UIH_SNAPSHOT_CHECKS_MAX];
     uint32_t ncp = uih_snapshot_checkpoints(nimm, cp);
     uint64_t h = 0;

@@ -5,8 +5,8 @@
 #include "uih/schema.h"
 #include "uih/snapshot.h"
 
-uint32_t uih_snapshot_identity_columns(const uih_batch *b, int *cols, uint32_t cap) {
-  const uih_group *g = b->group;
+uint32_t uih_snapshot_identity_columns(const uih_group *version, const uih_batch *b, int *cols, uint32_t cap) {
+  const uih_group *g = version ? version : b->group;
   uint32_t n = 0;
   if (n < cap) cols[n] = uih_batch_column_index(b, g->ts->id);
   n++;

@@ -238,7 +238,7 @@ TEST_F(SnapshotTest, IdentitiesCoverTimestampAndIdTraitsOnly) {
     for (uint32_t c = 0; c < b->ncolumns; c++) uih_column_set_bits(&b->columns[c], static_cast<uint32_t>(r), 10 + r);
   }
   int cols[8];
-  uint32_t n = uih_snapshot_identity_columns(b, cols, 8);
+  uint32_t n = uih_snapshot_identity_columns(nullptr, b, cols, 8);
   ASSERT_EQ(n, 3u) << "ts, item, author";
   EXPECT_EQ(cols[0], uih_batch_column_index(b, 1));
   EXPECT_EQ(cols[1], uih_batch_column_index(b, 2));

@@ -16,6 +16,7 @@
 
 #include "plugin/store_fixture.h"
 #include "uih/key.h"
+#include "uih/materialize.h"
 #include "uih/snapshot.h"
 #include "uih/store.h"
 #include "uih/stripe.h"
@@ -62,7 +63,7 @@ std::vector<uint32_t> Checks(const uih_schema* schema, uint16_t group, const std
     if (e.liked >= 0) uih_column_set_bits(&b->columns[uih_batch_column_index(b, 3)], row, static_cast<uint64_t>(e.liked));
   }
   int cols[8];
-  uint32_t n = uih_snapshot_identity_columns(b, cols, 8);
+  uint32_t n = uih_snapshot_identity_columns(nullptr, b, cols, 8);
   uint32_t cp[UIH_SNAPSHOT_CHECKS_MAX];
   uint32_t ncp = uih_snapshot_checkpoints(static_cast<uint32_t>(evs.size()), cp);
   std::vector<uint32_t> out(ncp);
@@ -76,56 +77,78 @@ std::vector<uint32_t> Checks(const uih_schema* schema, uint16_t group, const std
   return out;
 }
 
-TEST_F(StoreTest, SnapshotsAreTheNewestEventsOfBothTiersAndTheirRecordNamesThem) {
-  std::mt19937_64 rng(17);
-  constexpr uint64_t kUsers = 60;
+// A store with day 0 loaded and day 1 in the mutable tier (with late
+// events below the watermark, which snapshots must not see), and the model
+// of both; day1_csv holds day 1 as loader input, for the next load.
+struct World {
+  std::mt19937_64 rng{17};
+  static constexpr uint64_t kUsers = 60;
   const int64_t through = kBase + kDay;
-  // Day 0 into the immutable tier; unique timestamps per user and group.
   std::map<std::pair<uint64_t, uint16_t>, std::vector<Ev>> imm, mut;
   std::set<std::tuple<uint64_t, uint16_t, int64_t>> used;
-  auto fresh = [&](uint64_t u, uint16_t g, int64_t lo, int64_t span) {
+  std::string day1_csv = "user_id,group,ts,item,liked\n";
+
+  int64_t Fresh(uint64_t u, uint16_t g, int64_t lo, int64_t span) {
     for (;;) {
       int64_t ts = lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(span));
       if (used.insert({u, g, ts}).second) return ts;
     }
-  };
-  std::string text = "user_id,group,ts,item,liked\n";
-  for (int i = 0; i < 3000; i++) {
-    uint64_t u = rng() % kUsers;
-    uint16_t g = rng() % 3 ? 1 : 2;
-    Ev e{fresh(u, g, kBase, kDay), rng() % 1000, g == 1 && rng() % 2 ? static_cast<int>(rng() % 2) : -1};
-    imm[{u, g}].push_back(e);
-    text += std::to_string(u) + (g == 1 ? ",a," : ",b,") + std::to_string(e.ts) + "," + std::to_string(e.item) + "," +
-            (e.liked >= 0 ? std::to_string(e.liked) : "") + "\n";
   }
-  std::string day0 = dir_ / "day0.csv";
-  WriteFile(day0, text);
+  static std::string Line(uint64_t u, uint16_t g, const Ev& e) {
+    return std::to_string(u) + (g == 1 ? ",a," : ",b,") + std::to_string(e.ts) + "," + std::to_string(e.item) + "," +
+           (e.liked >= 0 ? std::to_string(e.liked) : "") + "\n";
+  }
+  void Build(uih_store* s, const std::string& dir) {
+    std::string text = "user_id,group,ts,item,liked\n";
+    for (int i = 0; i < 3000; i++) {
+      uint64_t u = rng() % kUsers;
+      uint16_t g = rng() % 3 ? 1 : 2;
+      Ev e{Fresh(u, g, kBase, kDay), rng() % 1000, g == 1 && rng() % 2 ? static_cast<int>(rng() % 2) : -1};
+      imm[{u, g}].push_back(e);
+      text += Line(u, g, e);
+    }
+    std::string day0 = dir + "/day0.csv";
+    WriteFile(day0, text);
+    std::vector<const char*> in = {day0.c_str()};
+    uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+    o.through = through;
+    uih_error err{};
+    ASSERT_EQ(uih_load(s, in.data(), 1, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
+    for (auto& [k, v] : imm) std::sort(v.begin(), v.end(), [](const Ev& a, const Ev& b) { return a.ts < b.ts; });
+    const uih_schema* schema = uih_store_schema(s);
+    for (int i = 0; i < 1500; i++) {
+      uint64_t u = rng() % kUsers;
+      uint16_t g = rng() % 3 ? 1 : 2;
+      bool late = rng() % 10 == 0;
+      Ev e{late ? Fresh(u, g, kBase, kDay) : Fresh(u, g, through, kDay), rng() % 1000, g == 1 ? 1 : -1};
+      if (!late) mut[{u, g}].push_back(e);
+      day1_csv += Line(u, g, e);
+      uih_batch* b = nullptr;
+      ASSERT_EQ(uih_batch_create(uih_schema_group_by_id(schema, g), 1, nullptr, 0, &b, &err), UIH_OK);
+      uint32_t row;
+      ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
+      uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, static_cast<uint64_t>(e.ts));
+      uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, e.item);
+      if (e.liked >= 0) uih_column_set_bits(&b->columns[uih_batch_column_index(b, 3)], row, static_cast<uint64_t>(e.liked));
+      ASSERT_EQ(uih_mutable_append(uih_store_mutable(s, uih_shard_of(u, uih_store_shards(s))), u, b, 0, &err), UIH_OK)
+          << uih_error_message(&err);
+      uih_batch_free(b);
+    }
+    for (auto& [k, v] : mut) std::sort(v.begin(), v.end(), [](const Ev& a, const Ev& b) { return a.ts < b.ts; });
+  }
+};
+
+TEST_F(StoreTest, SnapshotsAreTheNewestEventsOfBothTiersAndTheirRecordNamesThem) {
+  World w;
   uih_store* s = Init("store", 2);
-  uih_error err{};
-  ASSERT_EQ(Load(s, {day0}, through, 0, &err), UIH_OK) << uih_error_message(&err);
-  for (auto& [k, v] : imm) std::sort(v.begin(), v.end(), [](const Ev& a, const Ev& b) { return a.ts < b.ts; });
-
-  // Day 1 into the mutable tier, with late events (ts before the watermark).
+  ASSERT_NO_FATAL_FAILURE(w.Build(s, dir_.path()));
+  auto& rng = w.rng;
+  auto& imm = w.imm;
+  auto& mut = w.mut;
+  const uint64_t kUsers = World::kUsers;
+  const int64_t through = w.through;
   const uih_schema* schema = uih_store_schema(s);
-  for (int i = 0; i < 1500; i++) {
-    uint64_t u = rng() % kUsers;
-    uint16_t g = rng() % 3 ? 1 : 2;
-    bool late = rng() % 10 == 0;
-    Ev e{late ? fresh(u, g, kBase, kDay) : fresh(u, g, through, kDay), rng() % 1000, g == 1 ? 1 : -1};
-    if (!late) mut[{u, g}].push_back(e);
-    uih_batch* b = nullptr;
-    ASSERT_EQ(uih_batch_create(uih_schema_group_by_id(schema, g), 1, nullptr, 0, &b, &err), UIH_OK);
-    uint32_t row;
-    ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
-    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, static_cast<uint64_t>(e.ts));
-    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, e.item);
-    if (e.liked >= 0) uih_column_set_bits(&b->columns[uih_batch_column_index(b, 3)], row, static_cast<uint64_t>(e.liked));
-    ASSERT_EQ(uih_mutable_append(uih_store_mutable(s, uih_shard_of(u, 2)), u, b, 0, &err), UIH_OK)
-        << uih_error_message(&err);
-    uih_batch_free(b);
-  }
-  for (auto& [k, v] : mut) std::sort(v.begin(), v.end(), [](const Ev& a, const Ev& b) { return a.ts < b.ts; });
-
+  uih_error err{};
   uih_snapshotter* sn = nullptr;
   ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
   int checked = 0, both = 0, mutable_only = 0;
@@ -202,6 +225,162 @@ TEST_F(StoreTest, SnapshotsAreTheNewestEventsOfBothTiersAndTheirRecordNamesThem)
   EXPECT_GT(both, 50) << "sequences from both tiers";
   EXPECT_GT(mutable_only, 5) << "sequences from the mutable tier alone";
   uih_snapshotter_free(sn);
+  uih_store_close(s);
+}
+
+// A group of a materialized batch as per-record event lists.
+std::vector<std::vector<Ev>> Sequences(const uih_materialized* m, uint32_t gi) {
+  const uih_mat_group* g = uih_materialized_group(m, gi);
+  std::vector<std::vector<Ev>> out(uih_materialized_records(m));
+  auto col = [&](uint16_t trait) -> const uih_mat_column* {
+    for (uint32_t c = 0; c < g->ncolumns; c++)
+      if (g->columns[c].trait == trait) return &g->columns[c];
+    return nullptr;
+  };
+  const uih_mat_column *ts = col(1), *item = col(2), *liked = col(3);
+  for (size_t i = 0; i < out.size(); i++)
+    for (uint64_t r = g->offsets[i]; r < g->offsets[i] + g->lengths[i]; r++) {
+      Ev e{static_cast<const int64_t*>(ts->values)[r], static_cast<const uint64_t*>(item->values)[r], -1};
+      if (liked && liked->present[r]) e.liked = static_cast<const uint8_t*>(liked->values)[r];
+      out[i].push_back(e);
+    }
+  return out;
+}
+
+// Training rebuilds what inference saw: records logged from snapshots on
+// day 1, after day 1 (its late events included) was loaded as generation 2,
+// rebuild bit for bit the sequences uih_snapshot returned, whole or
+// projected to fewer events and traits, for records of the same user served
+// together; a user erased since is a mismatch under every policy.
+TEST_F(StoreTest, MaterializedRecordsEqualWhatInferenceSaw) {
+  World w;
+  uih_store* s = Init("store", 2);
+  ASSERT_NO_FATAL_FAILURE(w.Build(s, dir_.path()));
+  uih_error err{};
+  uih_snapshotter* sn = nullptr;
+  ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
+  std::vector<std::string> records;
+  std::vector<std::vector<Ev>> seen_a, seen_b;  // per record, what the model got
+  std::vector<uint64_t> users;
+  for (int i = 0; i < 400; i++) {
+    uint64_t u = w.rng() % 12;  // few users: many records each
+    int64_t request = w.through + static_cast<int64_t>(w.rng() % kDay);
+    uih_snapshot_spec spec{2, {{1, 24}, {2, 6}}};
+    const uih_batch* const* seqs;
+    const uint8_t* rec;
+    size_t len;
+    ASSERT_EQ(uih_snapshot(sn, u, request, &spec, &seqs, &rec, &len, &err), UIH_OK) << uih_error_message(&err);
+    records.emplace_back(reinterpret_cast<const char*>(rec), len);
+    seen_a.push_back(Events(seqs[0]));
+    seen_b.push_back(Events(seqs[1]));
+    users.push_back(u);
+  }
+  uih_snapshotter_free(sn);
+  // Day 1 loaded: the mutable events move into generation 2 with the late ones.
+  std::string day1 = dir_ / "day1.csv";
+  WriteFile(day1, w.day1_csv);
+  ASSERT_EQ(Load(s, {day1}, w.through + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
+
+  std::vector<const uint8_t*> ptrs;
+  std::vector<size_t> lens;
+  for (auto& r : records) {
+    ptrs.push_back(reinterpret_cast<const uint8_t*>(r.data()));
+    lens.push_back(r.size());
+  }
+  // The whole sequences, every trait.
+  uih_projection whole{};
+  whole.ngroups = 2;
+  whole.groups[0].group = 1;
+  whole.groups[0].max_length = 24;
+  whole.groups[1].group = 2;
+  whole.groups[1].max_length = 6;
+  uih_materialized* m = nullptr;
+  uih_materialize_stats st{};
+  ASSERT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &whole, &m, &st, &err), UIH_OK)
+      << uih_error_message(&err);
+  EXPECT_EQ(st.mismatches, 0u);
+  EXPECT_LE(st.users, 12u) << "records of a user served together";
+  ASSERT_EQ(uih_materialized_records(m), records.size());
+  EXPECT_EQ(Sequences(m, 0), seen_a);
+  EXPECT_EQ(Sequences(m, 1), seen_b);
+  uih_materialized_free(m);
+
+  // Projected: the newest 5 of group a, ts and item only.
+  uih_projection shortp{};
+  shortp.ngroups = 1;
+  shortp.groups[0].group = 1;
+  shortp.groups[0].max_length = 5;
+  shortp.groups[0].ntraits = 2;
+  shortp.groups[0].traits[0] = 2;
+  shortp.groups[0].traits[1] = 1;
+  uih_materialize_stats st2{};
+  ASSERT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &shortp, &m, &st2, &err), UIH_OK)
+      << uih_error_message(&err);
+  const uih_mat_group* g = uih_materialized_group(m, 0);
+  ASSERT_EQ(g->ncolumns, 2u);
+  EXPECT_EQ(g->columns[0].trait, 2) << "the projection's trait order";
+  std::vector<std::vector<Ev>> got = Sequences(m, 0);
+  for (size_t i = 0; i < records.size(); i++) {
+    std::vector<Ev> want(seen_a[i].end() - std::min<std::ptrdiff_t>(5, static_cast<std::ptrdiff_t>(seen_a[i].size())),
+                         seen_a[i].end());
+    for (Ev& e : want) e.liked = -1;  // not projected
+    ASSERT_EQ(got[i], want) << "record " << i;
+  }
+  EXPECT_LT(st2.stripes_read, st.stripes_read) << "a short projection decodes fewer stripes";
+  uih_materialized_free(m);
+
+  // A user erased since: its records mismatch; the others still rebuild.
+  const uint64_t gone = users[0];
+  std::string del = dir_ / "forget.csv";
+  WriteFile(del, "user_id\n" + std::to_string(gone) + "\n");
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.deletes = del.c_str();
+  o.through = w.through + kDay;
+  ASSERT_EQ(uih_load(s, nullptr, 0, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
+  size_t gone_with_history = 0;
+  for (size_t i = 0; i < records.size(); i++) {
+    uih_snapshot_record r;
+    ASSERT_EQ(uih_snapshot_record_decode(ptrs[i], lens[i], &r, &err), UIH_OK);
+    bool any = false;
+    for (uint32_t k = 0; k < r.ngroups; k++) any |= r.groups[k].length > 0;
+    gone_with_history += users[i] == gone && any;
+  }
+  ASSERT_GT(gone_with_history, 0u);
+  for (uih_mismatch_policy policy : {UIH_MISMATCH_FLAG, UIH_MISMATCH_SKIP}) {
+    whole.on_mismatch = policy;
+    ASSERT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &whole, &m, &st, &err), UIH_OK)
+        << uih_error_message(&err);
+    EXPECT_EQ(st.mismatches, gone_with_history);
+    const uint8_t* flags = uih_materialized_flags(m);
+    std::vector<std::vector<Ev>> a = Sequences(m, 0);
+    for (size_t i = 0; i < records.size(); i++) {
+      if (users[i] != gone) {
+        EXPECT_EQ(flags[i] & UIH_RECORD_MISMATCH, 0) << i;
+        EXPECT_EQ(a[i], seen_a[i]) << i;
+      } else if (flags[i] & UIH_RECORD_MISMATCH) {
+        if (policy == UIH_MISMATCH_SKIP) EXPECT_TRUE(a[i].empty());
+        else EXPECT_NE(a[i], seen_a[i]);
+      }
+    }
+    uih_materialized_free(m);
+  }
+  whole.on_mismatch = UIH_MISMATCH_FAIL;
+  EXPECT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &whole, &m, &st, &err), UIH_ERR_CORRUPTION);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("user " + std::to_string(gone)), std::string::npos)
+      << uih_error_message(&err);
+  // A damaged record: unreadable under flag, an error under fail.
+  std::string bad = records[1];
+  bad[bad.size() / 2] ^= 0x40;
+  ptrs[1] = reinterpret_cast<const uint8_t*>(bad.data());
+  EXPECT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &whole, &m, &st, &err), UIH_ERR_CORRUPTION);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("record 1: snapshot record"), std::string::npos)
+      << uih_error_message(&err);
+  whole.on_mismatch = UIH_MISMATCH_FLAG;
+  ASSERT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &whole, &m, &st, &err), UIH_OK);
+  EXPECT_EQ(uih_materialized_flags(m)[1], UIH_RECORD_UNREADABLE);
+  EXPECT_EQ(uih_materialized_group(m, 0)->lengths[1], 0u);
+  EXPECT_EQ(st.unreadable, 1u);
+  uih_materialized_free(m);
   uih_store_close(s);
 }
 

@@ -131,10 +131,11 @@ size_t uih_snapshot_record_format(const uih_snapshot_record *r, char *out, size_
 
 /* ---- identities ------------------------------------------------------------ */
 
-/* The columns of `b` an identity reads: the timestamp's, then the group's
- * id-typed traits' in trait id order (-1 where `b` lacks one: the identity
- * cannot be computed from `b`). Returns how many (<= 1 + the group's traits). */
-uint32_t uih_snapshot_identity_columns(const uih_batch *b, int *cols, uint32_t cap);
+/* The columns of `b` an identity reads: the timestamp's, then those of the
+ * id-typed traits active in `version` (the group as of the record's schema
+ * version; NULL: b's group) in trait id order, -1 where `b` lacks one.
+ * Returns how many (<= 1 + the group's traits). */
+uint32_t uih_snapshot_identity_columns(const uih_group *version, const uih_batch *b, int *cols, uint32_t cap);
 
 /* The chain value after row `row` of `b`, from `h` (0 before the newest). */
 uint64_t uih_snapshot_identity_next(uint64_t h, const uih_batch *b, const int *cols, uint32_t ncols, uint32_t row);

@@ -1,0 +1,112 @@
+/* uihstore — training-time reconstruction: snapshot records in, exactly the
+ * sequences the model saw out, projected to what a training job wants.
+ *
+ * For each record and projected group: the events of the user's shard's
+ * current generation with start_ts <= ts <= end_ts and arrival generation
+ * at most the record's, the newest `length` of them (the immutable part),
+ * followed by the mutable events the record carries; of that, the newest
+ * max_length events, with the projection's traits. The immutable part is
+ * verified against the record's identity checksums at the smallest
+ * checkpoint that covers what the projection reads (uih/snapshot.h), so a
+ * short projection reads only the stripes holding its last events, and
+ * verification reads only timestamps and id traits beyond what is asked.
+ * A record whose part does not verify (its user erased since, events
+ * scrubbed or expired, a bug) is a mismatch, handled by the projection's
+ * policy; never a silent difference.
+ *
+ * Records of the same user in a batch are served together: one read of the
+ * user's stripes and one decode of the union of their windows (data
+ * affinity). Output, per projected group: per trait one array of values for
+ * the whole batch, and per record the rows [offset, offset + length) of it
+ * that are its sequence, in time order.
+ *
+ * Implemented and installed with libuih_rocksdb. No C++ exception leaves
+ * these functions.
+ */
+#ifndef UIH_MATERIALIZE_H
+#define UIH_MATERIALIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uih/error.h"
+#include "uih/snapshot.h"
+#include "uih/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UIH_PROJECTION_TRAITS_MAX 64
+
+typedef enum uih_mismatch_policy {
+  UIH_MISMATCH_FAIL = 0, /* the batch fails with UIH_ERR_CORRUPTION naming the first such record */
+  UIH_MISMATCH_SKIP = 1, /* the record's sequences come back empty, flagged */
+  UIH_MISMATCH_FLAG = 2  /* the record's sequences come back as rebuilt, flagged */
+} uih_mismatch_policy;
+
+typedef struct uih_projection_group {
+  uint16_t group;
+  uint32_t max_length; /* newest events per record, 1..UIH_STRIPE_EVENTS_MAX */
+  uint32_t ntraits;    /* 0: every active trait of the store's schema */
+  uint16_t traits[UIH_PROJECTION_TRAITS_MAX]; /* trait ids; UIH_TRAIT_ARRIVAL allowed */
+} uih_projection_group;
+
+typedef struct uih_projection {
+  uint32_t ngroups; /* 1..UIH_SNAPSHOT_GROUPS_MAX, ids distinct */
+  uih_projection_group groups[UIH_SNAPSHOT_GROUPS_MAX];
+  uih_mismatch_policy on_mismatch;
+} uih_projection;
+
+/* One projected trait of one group for the whole batch. */
+typedef struct uih_mat_column {
+  uint16_t trait;
+  int type;               /* uih_type */
+  const void *values;     /* rows * uih_type_width(type) bytes; absent values are 0 */
+  const uint8_t *present; /* rows bytes: 1 where the event has a value */
+} uih_mat_column;
+
+typedef struct uih_mat_group {
+  uint16_t group;
+  uint64_t rows;
+  uint32_t ncolumns;
+  const uih_mat_column *columns; /* in the projection's trait order */
+  const uint64_t *offsets;       /* per record: its first row */
+  const uint32_t *lengths;       /* per record: its events */
+} uih_mat_group;
+
+/* Per record, bits: */
+enum {
+  UIH_RECORD_MISMATCH = 1 << 0,   /* its immutable part did not verify (group bits below say where) */
+  UIH_RECORD_NO_GROUP = 1 << 1,   /* a projected group is not in the record: empty there */
+  UIH_RECORD_UNREADABLE = 1 << 2, /* the record itself did not decode: empty everywhere */
+};
+
+typedef struct uih_materialize_stats {
+  uint64_t records, users, mismatches, unreadable;
+  uint64_t events;        /* rows output, all groups */
+  uint64_t stripes_read;  /* stripes decoded */
+  uint64_t bytes_read;    /* stripe bytes read from the generation's files */
+} uih_materialize_stats;
+
+typedef struct uih_materialized uih_materialized;
+
+/* Rebuilds the `n` records (records[i] of lens[i] bytes, e.g. as logged by
+ * uih_snapshot) for `projection`. On success *out owns every array
+ * (uih_materialized_free). A record that does not decode is
+ * UIH_ERR_CORRUPTION under UIH_MISMATCH_FAIL, else flagged unreadable. */
+int uih_materialize(uih_store *s, const uint8_t *const *records, const size_t *lens, size_t n,
+                    const uih_projection *projection, uih_materialized **out, uih_materialize_stats *stats,
+                    uih_error *err);
+
+size_t uih_materialized_records(const uih_materialized *m);
+/* Projected group i (the projection's order). */
+const uih_mat_group *uih_materialized_group(const uih_materialized *m, uint32_t i);
+/* Per record: UIH_RECORD_* bits. */
+const uint8_t *uih_materialized_flags(const uih_materialized *m);
+void uih_materialized_free(uih_materialized *m); /* NULL is fine */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UIH_MATERIALIZE_H */

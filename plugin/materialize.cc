@@ -1,0 +1,500 @@
+// uih/materialize.h: snapshot records in, the sequences their models saw
+// out. Records are served user by user (data affinity): per user and group
+// one read of the stripes holding the union of the records' windows,
+// decoded newest first only as far as the records need; each record's
+// immutable part verified at its checkpoint; then every record's rows are
+// written in record order into one array per trait.
+#include "uih/materialize.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cinttypes>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "c_api.h"
+#include "store_internal.h"
+#include "uih/key.h"
+#include "uih/stripe.h"
+
+using uih::Generation;
+using uih::GenerationFiles;
+using uih::Shard;
+
+namespace {
+
+struct Batch {
+  uih_batch* b = nullptr;
+  Batch() = default;
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  ~Batch() { uih_batch_free(b); }
+};
+
+struct OutColumn {
+  uint16_t trait = 0;
+  uih_type type = UIH_TYPE_INT64;
+  size_t width = 8;
+  std::vector<uint8_t> values, present;
+};
+
+struct OutGroup {
+  std::vector<OutColumn> cols;
+  std::vector<uih_mat_column> views;
+  std::vector<uint64_t> offsets;
+  std::vector<uint32_t> lengths;
+  uih_mat_group view{};
+};
+
+// Where one record's sequence in one group comes from: rows of a window
+// (its immutable part) and rows of its mutable batch.
+struct Pick {
+  const uih_batch* window = nullptr;
+  std::vector<uint32_t> rows;  // ascending
+  const uih_batch* mut = nullptr;
+  uint32_t mut_from = 0, mut_to = 0;
+};
+
+}  // namespace
+
+struct uih_materialized {
+  size_t n = 0;
+  std::vector<OutGroup> groups;
+  std::vector<uint8_t> flags;
+};
+
+namespace {
+
+int Fail(uih_error* err, int code, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+int Fail(uih_error* err, int code, const char* fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return uih_error_set(err, code, "materialize: %s", msg);
+}
+
+class Materializer {
+ public:
+  Materializer(uih_store* s, const uih_projection* p, uih_materialize_stats* st) : s_(s), p_(p), st_(st) {}
+  ~Materializer() { uih_stripe_decoder_free(dec_); }
+
+  int Run(const uint8_t* const* records, const size_t* lens, size_t n, uih_materialized* out, uih_error* err);
+
+ private:
+  int CheckProjection(uih_error* err);
+  int ServeUser(const std::vector<size_t>& idx, uih_error* err);
+  int ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard* sh, const std::shared_ptr<Generation>& gen,
+                 uih_error* err);
+  int DecodeMutable(size_t rec, uint32_t gi, const uih_snapshot_group& rg, uih_error* err);
+  int Mismatch(size_t rec, uint32_t gi, const char* why, uih_error* err);
+  void Write(uih_materialized* out);
+
+  uih_store* s_;
+  const uih_projection* p_;
+  uih_materialize_stats* st_;
+  uih_stripe_decoder* dec_ = nullptr;
+  const uih_schema* schema_ = nullptr;
+  std::vector<const uih_group*> groups_;        // per projected group, the store's schema
+  std::vector<std::vector<uint16_t>> reads_;    // per projected group: traits a window holds
+  std::vector<uih_snapshot_record> recs_;
+  std::vector<uint8_t> flags_;
+  std::vector<std::vector<Pick>> picks_;        // [record][group]
+  std::vector<std::unique_ptr<Batch>> keep_;    // windows and mutable batches the picks point into
+  GenerationFiles::StripeSet stripes_;
+};
+
+int Materializer::CheckProjection(uih_error* err) {
+  schema_ = s_->schema.load();
+  if (p_->ngroups == 0 || p_->ngroups > UIH_SNAPSHOT_GROUPS_MAX)
+    return Fail(err, UIH_ERR_INVALID_ARGUMENT, "%u groups projected, expected 1..%d", p_->ngroups,
+                UIH_SNAPSHOT_GROUPS_MAX);
+  if (p_->on_mismatch < UIH_MISMATCH_FAIL || p_->on_mismatch > UIH_MISMATCH_FLAG)
+    return Fail(err, UIH_ERR_INVALID_ARGUMENT, "mismatch policy %d, expected 0 (fail), 1 (skip) or 2 (flag)",
+                static_cast<int>(p_->on_mismatch));
+  for (uint32_t i = 0; i < p_->ngroups; i++) {
+    const uih_projection_group& pg = p_->groups[i];
+    const uih_group* g = uih_schema_group_by_id(schema_, pg.group);
+    if (g == nullptr)
+      return Fail(err, UIH_ERR_NOT_FOUND, "the store's schema (version %u) has no group with id %u",
+                  uih_schema_version(schema_), pg.group);
+    for (uint32_t j = 0; j < i; j++)
+      if (p_->groups[j].group == pg.group) return Fail(err, UIH_ERR_INVALID_ARGUMENT, "group %s projected twice", g->name);
+    if (pg.max_length == 0 || pg.max_length > UIH_STRIPE_EVENTS_MAX)
+      return Fail(err, UIH_ERR_INVALID_ARGUMENT, "group %s: max_length %u, expected 1..%d", g->name, pg.max_length,
+                  UIH_STRIPE_EVENTS_MAX);
+    if (pg.ntraits > UIH_PROJECTION_TRAITS_MAX)
+      return Fail(err, UIH_ERR_INVALID_ARGUMENT, "group %s: %u traits, at most %d", g->name, pg.ntraits,
+                  UIH_PROJECTION_TRAITS_MAX);
+    // A window holds every trait of the group (old records may identify
+    // events by traits dropped since) and the arrival generation; the
+    // projection picks its traits from it.
+    std::vector<uint16_t> ids;
+    for (uint32_t t = 0; t < g->ntraits; t++) ids.push_back(g->traits[t].id);
+    ids.push_back(UIH_TRAIT_ARRIVAL);
+    for (uint32_t t = 0; t < pg.ntraits; t++) {
+      const uih_trait* tr = uih_group_trait_by_id(g, pg.traits[t]);
+      if (tr == nullptr || (tr->id != UIH_TRAIT_ARRIVAL && !uih_trait_active(tr)))
+        return Fail(err, UIH_ERR_NOT_FOUND, "group %s has no active trait with id %u", g->name, pg.traits[t]);
+      for (uint32_t u = 0; u < t; u++)
+        if (pg.traits[u] == pg.traits[t])
+          return Fail(err, UIH_ERR_INVALID_ARGUMENT, "group %s: trait %u projected twice", g->name, pg.traits[t]);
+    }
+    groups_.push_back(g);
+    reads_.push_back(std::move(ids));
+  }
+  return UIH_OK;
+}
+
+int Materializer::Mismatch(size_t rec, uint32_t gi, const char* why, uih_error* err) {
+  flags_[rec] |= UIH_RECORD_MISMATCH;
+  if (p_->on_mismatch == UIH_MISMATCH_FAIL)
+    return Fail(err, UIH_ERR_CORRUPTION, "record %zu (user %" PRIu64 ", request %" PRId64 "), group %s: %s", rec,
+                recs_[rec].user_id, recs_[rec].request_ts, groups_[gi]->name, why);
+  return UIH_OK;
+}
+
+// The record's mutable events of the group, decoded into a batch of their own.
+int Materializer::DecodeMutable(size_t rec, uint32_t gi, const uih_snapshot_group& rg, uih_error* err) {
+  Pick& pick = picks_[rec][gi];
+  const uih_group* g = groups_[gi];
+  uint64_t total = 0;
+  size_t at = 0, len;
+  const uint8_t* stripe;
+  while (uih_snapshot_mutable_next(&rg, &at, &stripe, &len) == 1) {
+    uih_stripe_info info;
+    int rc = uih_stripe_read_info(stripe, len, &info, err);
+    if (rc == UIH_OK && info.group != g->id)
+      rc = uih_error_set(err, UIH_ERR_CORRUPTION, "a mutable stripe of group %u in group %u's place", info.group, g->id);
+    if (rc != UIH_OK) return rc;
+    total += info.count;
+  }
+  if (total == 0) return UIH_OK;
+  if (total > UIH_STRIPE_EVENTS_MAX)
+    return uih_error_set(err, UIH_ERR_CORRUPTION, "%" PRIu64 " mutable events, at most %d", total, UIH_STRIPE_EVENTS_MAX);
+  auto all = std::make_unique<Batch>(), one = std::make_unique<Batch>();
+  int rc = uih_batch_create(g, static_cast<uint32_t>(total), reads_[gi].data(), static_cast<uint32_t>(reads_[gi].size()),
+                            &all->b, err);
+  if (rc == UIH_OK)
+    rc = uih_batch_create(g, static_cast<uint32_t>(total), reads_[gi].data(), static_cast<uint32_t>(reads_[gi].size()),
+                          &one->b, err);
+  at = 0;
+  while (rc == UIH_OK && uih_snapshot_mutable_next(&rg, &at, &stripe, &len) == 1) {
+    rc = uih_stripe_decode(dec_, stripe, len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM, one->b, err);
+    for (uint32_t r = 0; rc == UIH_OK && r < one->b->count; r++) rc = uih_batch_copy_row(all->b, one->b, r, err);
+  }
+  if (rc != UIH_OK) return rc;
+  const uint32_t m = all->b->count, keep = std::min(m, p_->groups[gi].max_length);
+  pick.mut = all->b;
+  pick.mut_from = m - keep;
+  pick.mut_to = m;
+  keep_.push_back(std::move(all));
+  return UIH_OK;
+}
+
+int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard* sh,
+                             const std::shared_ptr<Generation>& gen, uih_error* err) {
+  const uih_group* g = groups_[gi];
+  const uint32_t max = p_->groups[gi].max_length;
+  // Per record: its group in the record, and the immutable events it needs.
+  struct Need {
+    size_t rec;
+    const uih_snapshot_group* rg;
+    uint32_t want, check;  // events output from the part; events verified (a checkpoint)
+    std::vector<uint32_t> rows;  // newest first, while collecting
+  };
+  std::vector<Need> needs;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t rec : idx) {
+    if (flags_[rec] & UIH_RECORD_UNREADABLE) continue;
+    const uih_snapshot_record& r = recs_[rec];
+    const uih_snapshot_group* rg = nullptr;
+    for (uint32_t k = 0; k < r.ngroups; k++)
+      if (r.groups[k].group == g->id) rg = &r.groups[k];
+    if (rg == nullptr) {
+      flags_[rec] |= UIH_RECORD_NO_GROUP;
+      continue;
+    }
+    int rc = DecodeMutable(rec, gi, *rg, err);
+    if (rc != UIH_OK) {
+      uih_error_prefix(err, "materialize: record %zu (user %" PRIu64 "), group %s: ", rec, r.user_id, g->name);
+      return rc;
+    }
+    const Pick& pick = picks_[rec][gi];
+    const uint32_t m = pick.mut_to - pick.mut_from;
+    const uint32_t want = std::min(max - m, rg->length);
+    if (want == 0) continue;
+    needs.push_back({rec, rg, want, uih_snapshot_checkpoint_for(rg->length, want), {}});
+    lo = std::min(lo, rg->start_ts);
+    hi = std::max(hi, rg->end_ts);
+  }
+  if (needs.empty()) return UIH_OK;
+  if (!gen) {
+    for (Need& nd : needs) {
+      int rc = Mismatch(nd.rec, gi, "the shard has no generation", err);
+      if (rc != UIH_OK) return rc;
+    }
+    return UIH_OK;
+  }
+  const GenerationFiles* files = nullptr;
+  rocksdb::Status st = gen->Files(&files);
+  if (!st.ok())
+    return uih::Fail(err, sh->path, st, "opening generation " + std::to_string(gen->record.generation) + "'s files");
+  const uint64_t user = recs_[needs[0].rec].user_id;
+  int rc = files->Collect(user, g->id, lo, hi, &stripes_, err);
+  if (rc != UIH_OK) return rc;
+  st_->bytes_read += stripes_.bytes.size();
+  // Newest stripe first, each decoded into its own batch, until every
+  // record has its `check` newest events or the stripes end.
+  std::vector<std::unique_ptr<Batch>> decoded;  // newest first
+  const auto& list = stripes_.stripes;
+  auto satisfied = [&] {
+    for (const Need& nd : needs)
+      if (nd.rows.size() < nd.check) return false;
+    return true;
+  };
+  // Rows are numbered in the window that is assembled below: a stripe's
+  // rows come after every older stripe's. Collect (stripe, row) first.
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> found(needs.size());
+  for (size_t i = list.size(); i-- > 0 && !satisfied();) {
+    auto b = std::make_unique<Batch>();
+    uih_stripe_info info;
+    rc = uih_stripe_read_info(stripes_.at(list[i]), list[i].len, &info, err);
+    if (rc == UIH_OK)
+      rc = uih_batch_create(g, std::max<uint32_t>(info.count, 1), reads_[gi].data(),
+                            static_cast<uint32_t>(reads_[gi].size()), &b->b, err);
+    if (rc == UIH_OK)
+      rc = uih_stripe_decode(dec_, stripes_.at(list[i]), list[i].len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM,
+                             b->b, err);
+    if (rc != UIH_OK) {
+      uih_error_prefix(err, "store %s: generation %u: stripe of user %" PRIu64 " group %u at ts %" PRId64 ": ",
+                       sh->path.c_str(), gen->record.generation, user, g->id, list[i].start);
+      return rc;
+    }
+    st_->stripes_read++;
+    const uih_batch* sb = b->b;
+    const int64_t* ts = static_cast<const int64_t*>(sb->columns[uih_batch_column_index(sb, g->ts->id)].values);
+    const uih_column* arr = &sb->columns[uih_batch_column_index(sb, UIH_TRAIT_ARRIVAL)];
+    const uint32_t slot = static_cast<uint32_t>(decoded.size());
+    for (size_t k = 0; k < needs.size(); k++) {
+      Need& nd = needs[k];
+      for (uint32_t r = sb->count; r-- > 0 && nd.rows.size() < nd.check;)
+        if (ts[r] >= nd.rg->start_ts && ts[r] <= nd.rg->end_ts &&
+            uih_column_get_bits(arr, r) <= nd.rg->generation) {
+          nd.rows.push_back(r);
+          found[k].push_back({slot, r});
+        }
+    }
+    decoded.push_back(std::move(b));
+  }
+  // The window: the decoded stripes oldest first; slot s starts at base[s].
+  uint64_t total = 0;
+  std::vector<uint32_t> base(decoded.size());
+  for (size_t s = decoded.size(); s-- > 0;) {
+    base[s] = static_cast<uint32_t>(total);
+    total += decoded[s]->b->count;
+  }
+  if (total > UIH_STRIPE_EVENTS_MAX)
+    return Fail(err, UIH_ERR_OUT_OF_RANGE, "user %" PRIu64 " group %s: %" PRIu64 " events to serve, at most %d", user,
+                g->name, total, UIH_STRIPE_EVENTS_MAX);
+  auto window = std::make_unique<Batch>();
+  rc = uih_batch_create(g, static_cast<uint32_t>(std::max<uint64_t>(total, 1)), reads_[gi].data(),
+                        static_cast<uint32_t>(reads_[gi].size()), &window->b, err);
+  for (size_t s = decoded.size(); rc == UIH_OK && s-- > 0;)
+    for (uint32_t r = 0; rc == UIH_OK && r < decoded[s]->b->count; r++)
+      rc = uih_batch_copy_row(window->b, decoded[s]->b, r, err);
+  if (rc != UIH_OK) return rc;
+  // Verify each record at its checkpoint, then keep its newest `want`.
+  for (size_t k = 0; k < needs.size(); k++) {
+    Need& nd = needs[k];
+    const uih_snapshot_record& r = recs_[nd.rec];
+    const uih_schema* version = nullptr;
+    rc = uih::SchemaAt(s_, r.schema_version, &version, err);
+    if (rc == UIH_ERR_NOT_FOUND) {
+      rc = Mismatch(nd.rec, gi, "its schema version is not in the store", err);
+      if (rc != UIH_OK) return rc;
+      continue;
+    }
+    if (rc != UIH_OK) return rc;
+    const uih_group* vg = uih_schema_group_by_id(version, g->id);
+    int cols[1 + UIH_TRAITS_MAX];
+    uint32_t ncols = uih_snapshot_identity_columns(vg, window->b, cols, 1 + UIH_TRAITS_MAX);
+    uint32_t cp[UIH_SNAPSHOT_CHECKS_MAX];
+    uint32_t ncp = uih_snapshot_checkpoints(nd.rg->length, cp), at = 0;
+    while (at < ncp && cp[at] != nd.check) at++;
+    if (nd.rows.size() < nd.check) {
+      char why[128];
+      snprintf(why, sizeof why, "%zu of the %u newest events of its window are there", nd.rows.size(), nd.check);
+      rc = Mismatch(nd.rec, gi, why, err);
+      if (rc != UIH_OK) return rc;
+    } else {
+      uint64_t h = 0;
+      for (const auto& [slot, row] : found[k]) h = uih_snapshot_identity_next(h, window->b, cols, ncols, base[slot] + row);
+      if (vg == nullptr || at == ncp || static_cast<uint32_t>(h) != nd.rg->check[at]) {
+        char why[128];
+        snprintf(why, sizeof why, "the identities of its %u newest events give %08x, the record says %08x", nd.check,
+                 static_cast<uint32_t>(h), at < ncp ? nd.rg->check[at] : 0);
+        rc = Mismatch(nd.rec, gi, why, err);
+        if (rc != UIH_OK) return rc;
+      }
+    }
+    Pick& pick = picks_[nd.rec][gi];
+    pick.window = window->b;
+    const size_t take = std::min<size_t>(nd.want, found[k].size());
+    for (size_t j = take; j-- > 0;) pick.rows.push_back(base[found[k][j].first] + found[k][j].second);
+  }
+  keep_.push_back(std::move(window));
+  return UIH_OK;
+}
+
+int Materializer::ServeUser(const std::vector<size_t>& idx, uih_error* err) {
+  const uint64_t user = recs_[idx[0]].user_id;
+  Shard* sh = s_->shards[uih_shard_of(user, static_cast<uint32_t>(s_->shards.size()))].get();
+  std::shared_ptr<Generation> gen = sh->Get(0);
+  st_->users++;
+  for (uint32_t gi = 0; gi < p_->ngroups; gi++) {
+    int rc = ServeGroup(idx, gi, sh, gen, err);
+    if (rc != UIH_OK) return rc;
+  }
+  return UIH_OK;
+}
+
+void Materializer::Write(uih_materialized* out) {
+  out->n = recs_.size();
+  out->flags = flags_;
+  out->groups.resize(p_->ngroups);
+  for (uint32_t gi = 0; gi < p_->ngroups; gi++) {
+    const uih_projection_group& pg = p_->groups[gi];
+    const uih_group* g = groups_[gi];
+    OutGroup& og = out->groups[gi];
+    std::vector<uint16_t> traits(pg.traits, pg.traits + pg.ntraits);
+    if (traits.empty())
+      for (uint32_t t = 0; t < g->ntraits; t++)
+        if (uih_trait_active(&g->traits[t])) traits.push_back(g->traits[t].id);
+    uint64_t rows = 0;
+    og.offsets.resize(recs_.size());
+    og.lengths.resize(recs_.size());
+    for (size_t i = 0; i < recs_.size(); i++) {
+      const Pick& pk = picks_[i][gi];
+      const bool skip = (flags_[i] & UIH_RECORD_MISMATCH) && p_->on_mismatch == UIH_MISMATCH_SKIP;
+      og.offsets[i] = rows;
+      og.lengths[i] = skip ? 0 : static_cast<uint32_t>(pk.rows.size() + (pk.mut_to - pk.mut_from));
+      rows += og.lengths[i];
+    }
+    og.cols.resize(traits.size());
+    for (size_t c = 0; c < traits.size(); c++) {
+      OutColumn& oc = og.cols[c];
+      oc.trait = traits[c];
+      oc.type = uih_group_trait_by_id(g, traits[c])->type;
+      oc.width = uih_type_width(oc.type);
+      oc.values.assign(rows * oc.width, 0);
+      oc.present.assign(rows, 0);
+    }
+    for (size_t i = 0; i < recs_.size(); i++) {
+      if (og.lengths[i] == 0) continue;
+      const Pick& pk = picks_[i][gi];
+      uint64_t row = og.offsets[i];
+      auto put = [&](const uih_batch* b, uint32_t r) {
+        for (OutColumn& oc : og.cols) {
+          int c = uih_batch_column_index(b, oc.trait);
+          if (c < 0 || !uih_column_has(&b->columns[c], r)) continue;
+          uint64_t bits = uih_column_get_bits(&b->columns[c], r);
+          for (size_t k = 0; k < oc.width; k++) oc.values[row * oc.width + k] = static_cast<uint8_t>(bits >> (8 * k));
+          oc.present[row] = 1;
+        }
+        row++;
+      };
+      for (uint32_t r : pk.rows) put(pk.window, r);
+      for (uint32_t r = pk.mut_from; r < pk.mut_to; r++) put(pk.mut, r);
+    }
+    og.views.resize(og.cols.size());
+    for (size_t c = 0; c < og.cols.size(); c++)
+      og.views[c] = {og.cols[c].trait, static_cast<int>(og.cols[c].type), og.cols[c].values.data(),
+                     og.cols[c].present.data()};
+    og.view = {g->id, rows, static_cast<uint32_t>(og.views.size()), og.views.data(), og.offsets.data(),
+               og.lengths.data()};
+    st_->events += rows;
+  }
+}
+
+int Materializer::Run(const uint8_t* const* records, const size_t* lens, size_t n, uih_materialized* out,
+                      uih_error* err) {
+  int rc = CheckProjection(err);
+  if (rc == UIH_OK) rc = uih_stripe_decoder_create(&dec_, err);
+  if (rc != UIH_OK) return rc;
+  recs_.resize(n);
+  flags_.assign(n, 0);
+  picks_.assign(n, std::vector<Pick>(p_->ngroups));
+  st_->records = n;
+  for (size_t i = 0; i < n; i++) {
+    uih_error local{};
+    if (records[i] != nullptr && uih_snapshot_record_decode(records[i], lens[i], &recs_[i], &local) == UIH_OK) continue;
+    if (records[i] == nullptr) uih_error_set(&local, UIH_ERR_INVALID_ARGUMENT, "NULL record");
+    if (p_->on_mismatch == UIH_MISMATCH_FAIL)
+      return Fail(err, UIH_ERR_CORRUPTION, "record %zu: %s", i, uih_error_message(&local));
+    flags_[i] |= UIH_RECORD_UNREADABLE;
+    recs_[i] = uih_snapshot_record{};
+    st_->unreadable++;
+  }
+  // Users in order of first appearance; each user's records together.
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    bool ua = flags_[a] & UIH_RECORD_UNREADABLE, ub = flags_[b] & UIH_RECORD_UNREADABLE;
+    if (ua != ub) return ub;
+    return recs_[a].user_id < recs_[b].user_id;
+  });
+  std::vector<size_t> idx;
+  for (size_t k = 0; k < n && rc == UIH_OK; k++) {
+    if (flags_[order[k]] & UIH_RECORD_UNREADABLE) break;
+    idx.push_back(order[k]);
+    if (k + 1 == n || (flags_[order[k + 1]] & UIH_RECORD_UNREADABLE) ||
+        recs_[order[k + 1]].user_id != recs_[order[k]].user_id) {
+      rc = ServeUser(idx, err);
+      idx.clear();
+    }
+  }
+  if (rc != UIH_OK) return rc;
+  for (uint8_t f : flags_) st_->mismatches += (f & UIH_RECORD_MISMATCH) != 0;
+  Write(out);
+  return UIH_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+int uih_materialize(uih_store* s, const uint8_t* const* records, const size_t* lens, size_t n,
+                    const uih_projection* projection, uih_materialized** out, uih_materialize_stats* stats,
+                    uih_error* err) {
+  return uih::CallC(err, "uih_materialize", [&]() -> int {
+    if (s == nullptr || projection == nullptr || out == nullptr || (n && (records == nullptr || lens == nullptr)))
+      return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "materialize: NULL argument");
+    uih_materialize_stats local{};
+    auto result = std::make_unique<uih_materialized>();
+    Materializer m(s, projection, &local);
+    int rc = m.Run(records, lens, n, result.get(), err);
+    if (rc != UIH_OK) return rc;
+    if (stats) *stats = local;
+    *out = result.release();
+    return UIH_OK;
+  });
+}
+
+size_t uih_materialized_records(const uih_materialized* m) { return m ? m->n : 0; }
+
+const uih_mat_group* uih_materialized_group(const uih_materialized* m, uint32_t i) {
+  return m && i < m->groups.size() ? &m->groups[i].view : nullptr;
+}
+
+const uint8_t* uih_materialized_flags(const uih_materialized* m) { return m ? m->flags.data() : nullptr; }
+
+void uih_materialized_free(uih_materialized* m) {
+  uih::CallCVoid([&] { delete m; });
+}
+
+}  // extern "C"
