@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -204,6 +206,69 @@ TEST_F(SnapshotTest, WellSealedNonsenseIsRefused) {
     EXPECT_EQ(uih_snapshot_record_decode(rec.data(), rec.size(), &r, &err_), c.rc) << c.message;
     EXPECT_NE(std::string(uih_error_message(&err_)).find(c.message), std::string::npos)
         << "want \"" << c.message << "\" in: " << uih_error_message(&err_);
+  }
+}
+
+// Logs: records appended come back in order with their offsets; a log cut
+// anywhere gives the whole records before the cut, then an error naming the
+// record and its offset (or a clean end when the cut falls between two).
+TEST_F(SnapshotTest, LogsReturnTheirRecordsAndNameWhereTheyAreCut) {
+  std::mt19937_64 rng(8);
+  std::vector<std::string> keep, recs;
+  FILE* f = tmpfile();
+  ASSERT_NE(f, nullptr);
+  std::vector<uint64_t> offsets;
+  for (int i = 0; i < 20; i++) {
+    uih_snapshot_record r = Random(rng, &keep);
+    std::string buf(uih_snapshot_record_size(&r), '\0');
+    size_t len;
+    ASSERT_EQ(uih_snapshot_record_encode(&r, reinterpret_cast<uint8_t*>(buf.data()), buf.size(), &len, &err_), UIH_OK);
+    offsets.push_back(static_cast<uint64_t>(ftell(f) == 0 ? 8 : ftell(f)));
+    ASSERT_EQ(uih_snapshot_log_append(f, reinterpret_cast<const uint8_t*>(buf.data()), len, &err_), UIH_OK);
+    recs.push_back(buf);
+  }
+  fflush(f);
+  std::string bytes(static_cast<size_t>(ftell(f)), '\0');
+  rewind(f);
+  ASSERT_EQ(fread(bytes.data(), 1, bytes.size(), f), bytes.size());
+  fclose(f);
+  ASSERT_EQ(bytes.compare(0, 8, "UIHSLOG1"), 0);
+  for (size_t cut = 0; cut <= bytes.size(); cut++) {
+    FILE* m = fmemopen(bytes.data(), cut, "rb");
+    ASSERT_NE(m, nullptr);
+    uih_snapshot_log* l = nullptr;
+    int rc = uih_snapshot_log_open(m, "t.log", &l, &err_);
+    if (cut < 8) {
+      EXPECT_EQ(rc, UIH_ERR_CORRUPTION);
+      EXPECT_NE(std::string(uih_error_message(&err_)).find("t.log: not a snapshot log"), std::string::npos);
+      fclose(m);
+      continue;
+    }
+    ASSERT_EQ(rc, UIH_OK);
+    size_t n = 0;
+    for (;;) {
+      const uint8_t* rec;
+      size_t len;
+      uint64_t off;
+      rc = uih_snapshot_log_next(l, &rec, &len, &off, &err_);
+      if (rc != UIH_OK || rec == nullptr) break;
+      ASSERT_LT(n, recs.size());
+      EXPECT_EQ(std::string(reinterpret_cast<const char*>(rec), len), recs[n]);
+      EXPECT_EQ(off, offsets[n]);
+      n++;
+    }
+    const bool between = std::find(offsets.begin(), offsets.end(), cut) != offsets.end() || cut == bytes.size();
+    if (between) {
+      EXPECT_EQ(rc, UIH_OK) << "cut at " << cut;
+    } else {
+      EXPECT_EQ(rc, UIH_ERR_CORRUPTION) << "cut at " << cut;
+      EXPECT_NE(std::string(uih_error_message(&err_)).find("t.log: record " + std::to_string(n) + " at byte " +
+                                                           std::to_string(offsets[n])),
+                std::string::npos)
+          << uih_error_message(&err_);
+    }
+    uih_snapshot_log_close(l);
+    fclose(m);
   }
 }
 

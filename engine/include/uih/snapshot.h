@@ -57,6 +57,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "uih/batch.h"
 #include "uih/error.h"
@@ -128,6 +129,28 @@ int uih_snapshot_record_decode(const uint8_t *buf, size_t len, uih_snapshot_reco
  *   64:...), 3 mutable events in 61 bytes
  * Returns the length it needs (snprintf's rule: output cut at `cap`). */
 size_t uih_snapshot_record_format(const uih_snapshot_record *r, char *out, size_t cap);
+
+/* ---- logs ------------------------------------------------------------------ */
+
+/* A snapshot log, what `uih snapshot` appends to and `uih materialize`
+ * reads: the 8 bytes "UIHSLOG1", then records, each a varint length
+ * (1..UIH_SNAPSHOT_RECORD_MAX) and the record's bytes. */
+#define UIH_SNAPSHOT_LOG_MAGIC "UIHSLOG1"
+#define UIH_SNAPSHOT_RECORD_MAX ((size_t)64 << 20)
+
+typedef struct uih_snapshot_log uih_snapshot_log;
+
+/* Reads the log `f` (its magic first; `name` names it in messages). */
+int uih_snapshot_log_open(FILE *f, const char *name, uih_snapshot_log **out, uih_error *err);
+/* The next record (*rec NULL after the last), valid until the next call;
+ * *offset = the byte where its length starts. A log that ends inside a
+ * record (a writer killed mid-write) is UIH_ERR_CORRUPTION naming the
+ * record's number and offset. The records themselves are not decoded. */
+int uih_snapshot_log_next(uih_snapshot_log *l, const uint8_t **rec, size_t *len, uint64_t *offset, uih_error *err);
+void uih_snapshot_log_close(uih_snapshot_log *l); /* NULL is fine; does not close f */
+
+/* Appends a record to the log `f`, the magic first when `f` is empty. */
+int uih_snapshot_log_append(FILE *f, const uint8_t *rec, size_t len, uih_error *err);
 
 /* ---- identities ------------------------------------------------------------ */
 

@@ -1,0 +1,111 @@
+/* Snapshot logs (uih/snapshot.h): a magic, then length-prefixed records. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error_internal.h"
+#include "uih/snapshot.h"
+
+struct uih_snapshot_log {
+  FILE *f;
+  char *name;
+  uint8_t *buf;
+  size_t cap;
+  uint64_t at;     /* bytes consumed */
+  uint64_t count;  /* records returned */
+};
+
+int uih_snapshot_log_open(FILE *f, const char *name, uih_snapshot_log **out, uih_error *err) {
+  *out = NULL;
+  if (!f) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "snapshot log: NULL file");
+  if (!name) name = "<log>";
+  char magic[8];
+  size_t got = fread(magic, 1, sizeof magic, f);
+  if (got != sizeof magic || memcmp(magic, UIH_SNAPSHOT_LOG_MAGIC, sizeof magic) != 0) {
+    if (ferror(f)) return uih_error_set(err, UIH_ERR_IO, "%s: reading: %s", name, strerror(errno));
+    return uih_corruption(err, "%s: not a snapshot log (its first 8 bytes are not \"%s\")", name,
+                          UIH_SNAPSHOT_LOG_MAGIC);
+  }
+  uih_snapshot_log *l = calloc(1, sizeof *l);
+  if (l) l->name = strdup(name);
+  if (!l || !l->name) {
+    free(l);
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "snapshot log: out of memory");
+  }
+  l->f = f;
+  l->at = sizeof magic;
+  *out = l;
+  return UIH_OK;
+}
+
+int uih_snapshot_log_next(uih_snapshot_log *l, const uint8_t **rec, size_t *len, uint64_t *offset, uih_error *err) {
+  *rec = NULL;
+  *len = 0;
+  *offset = l->at;
+  uint64_t n = 0;
+  unsigned shift = 0, bytes = 0;
+  for (;;) {
+    int c = fgetc(l->f);
+    if (c == EOF) {
+      if (ferror(l->f)) return uih_error_set(err, UIH_ERR_IO, "%s: reading at byte %" PRIu64 ": %s", l->name, l->at, strerror(errno));
+      if (bytes == 0) return UIH_OK; /* the end, between records */
+      return uih_corruption(err, "%s: record %" PRIu64 " at byte %" PRIu64 ": the log ends inside its length", l->name,
+                            l->count, *offset);
+    }
+    bytes++;
+    if (shift > 56 || (shift == 56 && (c & 0x80)))
+      return uih_corruption(err, "%s: record %" PRIu64 " at byte %" PRIu64 ": its length is not a varint", l->name,
+                            l->count, *offset);
+    n |= (uint64_t)(c & 0x7f) << shift;
+    shift += 7;
+    if (!(c & 0x80)) break;
+  }
+  if (n == 0 || n > UIH_SNAPSHOT_RECORD_MAX)
+    return uih_corruption(err, "%s: record %" PRIu64 " at byte %" PRIu64 ": length %" PRIu64 ", expected 1..%zu", l->name,
+                          l->count, *offset, n, UIH_SNAPSHOT_RECORD_MAX);
+  if (n > l->cap) {
+    uint8_t *b = realloc(l->buf, (size_t)n);
+    if (!b) return uih_error_set(err, UIH_ERR_NO_MEMORY, "snapshot log: out of memory (%" PRIu64 " bytes)", n);
+    l->buf = b;
+    l->cap = (size_t)n;
+  }
+  size_t got = fread(l->buf, 1, (size_t)n, l->f);
+  if (got != n) {
+    if (ferror(l->f)) return uih_error_set(err, UIH_ERR_IO, "%s: reading at byte %" PRIu64 ": %s", l->name, l->at, strerror(errno));
+    return uih_corruption(err,
+                          "%s: record %" PRIu64 " at byte %" PRIu64 ": the log ends %zu bytes into its %" PRIu64
+                          " (a writer stopped mid-record?)",
+                          l->name, l->count, *offset, got, n);
+  }
+  l->at += bytes + n;
+  l->count++;
+  *rec = l->buf;
+  *len = (size_t)n;
+  return UIH_OK;
+}
+
+void uih_snapshot_log_close(uih_snapshot_log *l) {
+  if (!l) return;
+  free(l->buf);
+  free(l->name);
+  free(l);
+}
+
+int uih_snapshot_log_append(FILE *f, const uint8_t *rec, size_t len, uih_error *err) {
+  if (!f || !rec || len == 0 || len > UIH_SNAPSHOT_RECORD_MAX)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "snapshot log: a record of %zu bytes", rec ? len : 0);
+  if (fseek(f, 0, SEEK_END) != 0) return uih_error_set(err, UIH_ERR_IO, "snapshot log: seeking: %s", strerror(errno));
+  long end = ftell(f);
+  if (end == 0 && fwrite(UIH_SNAPSHOT_LOG_MAGIC, 1, 8, f) != 8)
+    return uih_error_set(err, UIH_ERR_IO, "snapshot log: writing: %s", strerror(errno));
+  uint8_t head[10];
+  size_t h = 0;
+  for (uint64_t v = len;; v >>= 7) {
+    head[h++] = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
+    if (v < 0x80) break;
+  }
+  if (fwrite(head, 1, h, f) != h || fwrite(rec, 1, len, f) != len)
+    return uih_error_set(err, UIH_ERR_IO, "snapshot log: writing: %s", strerror(errno));
+  return UIH_OK;
+}
