@@ -28,5 +28,8 @@ int cmd_key(int argc, char **argv);
 int cmd_read(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
 int cmd_shard(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_materialize(int argc, char **argv);
+int cmd_log(int argc, char **argv);
 
 #endif /* UIH_CLI_H */

@@ -23,6 +23,14 @@ static void usage(FILE *out) {
           "                                      print a user's events as CSV\n"
           "  append --store DIR [--sync] [FILE...]\n"
           "                                      append CSV events to the mutable tier\n"
+          "  snapshot --store DIR --spec GROUP:LENGTH... --log FILE [--print] [REQUESTS]\n"
+          "                                      inference: a snapshot per request\n"
+          "                                      (user_id,request_ts), records logged\n"
+          "  materialize --store DIR --log FILE --project GROUP:LENGTH[:TRAIT+...]...\n"
+          "      [--on-mismatch fail|skip|flag] [--batch N] [--quiet]\n"
+          "                                      training: the logged records' sequences\n"
+          "                                      rebuilt and projected, as CSV\n"
+          "  log show FILE                       print a snapshot log's records\n"
           "  schema check FILE [--previous OLD]  validate a schema file (and its\n"
           "                                      evolution from OLD) and print it\n"
           "  gen --schema FILE --group NAME [--users N] [--seed S] [--days D]\n"
@@ -66,6 +74,9 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "load")) return cmd_load(argc - 2, argv + 2);
   if (!strcmp(cmd, "status")) return cmd_status(argc - 2, argv + 2);
   if (!strcmp(cmd, "read")) return cmd_read(argc - 2, argv + 2);
+  if (!strcmp(cmd, "snapshot")) return cmd_snapshot(argc - 2, argv + 2);
+  if (!strcmp(cmd, "materialize")) return cmd_materialize(argc - 2, argv + 2);
+  if (!strcmp(cmd, "log")) return cmd_log(argc - 2, argv + 2);
   fprintf(stderr, "uih: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return CLI_USAGE;
