@@ -1,9 +1,10 @@
 // uih/materialize.h: snapshot records in, the sequences their models saw
 // out. Records are served user by user (data affinity): per user and group
 // one read of the stripes holding the union of the records' windows,
-// decoded newest first only as far as the records need; each record's
-// immutable part verified at its checkpoint; then every record's rows are
-// written in record order into one array per trait.
+// decoded newest first, each into its own batch, only as far as the records
+// need; each record's immutable part verified at its checkpoint and kept as
+// runs of rows of those batches; then every record's runs are copied, column
+// by column, in record order into one array per trait.
 #include "uih/materialize.h"
 
 #include <algorithm>
@@ -49,13 +50,24 @@ struct OutGroup {
   uih_mat_group view{};
 };
 
-// Where one record's sequence in one group comes from: rows of a window
-// (its immutable part) and rows of its mutable batch.
+// Rows [from, to) of a decoded stripe.
+struct Seg {
+  const uih_batch* b;
+  uint32_t from, to;
+};
+
+// Where one record's sequence in one group comes from, oldest first: runs
+// of rows of decoded stripes (its immutable part), then of its mutable
+// stripes. Nothing is copied until the output is written.
 struct Pick {
-  const uih_batch* window = nullptr;
-  std::vector<uint32_t> rows;  // ascending
-  const uih_batch* mut = nullptr;
-  uint32_t mut_from = 0, mut_to = 0;
+  std::vector<Seg> segs;
+  uint32_t events = 0;
+  uint32_t mutable_events = 0;  // the newest of them are the record's mutable part
+  void Add(const uih_batch* b, uint32_t row) {  // rows come in ascending order
+    if (!segs.empty() && segs.back().b == b && segs.back().to == row) segs.back().to++;
+    else segs.push_back({b, row, row + 1});
+    events++;
+  }
 };
 
 }  // namespace
@@ -104,7 +116,7 @@ class Materializer {
   std::vector<uih_snapshot_record> recs_;
   std::vector<uint8_t> flags_;
   std::vector<std::vector<Pick>> picks_;        // [record][group]
-  std::vector<std::unique_ptr<Batch>> keep_;    // windows and mutable batches the picks point into
+  std::vector<std::unique_ptr<Batch>> keep_;    // decoded stripes the picks point into
   GenerationFiles::StripeSet stripes_;
 };
 
@@ -176,23 +188,30 @@ int Materializer::DecodeMutable(size_t rec, uint32_t gi, const uih_snapshot_grou
   if (total == 0) return UIH_OK;
   if (total > UIH_STRIPE_EVENTS_MAX)
     return uih_error_set(err, UIH_ERR_CORRUPTION, "%" PRIu64 " mutable events, at most %d", total, UIH_STRIPE_EVENTS_MAX);
-  auto all = std::make_unique<Batch>(), one = std::make_unique<Batch>();
-  int rc = uih_batch_create(g, static_cast<uint32_t>(total), reads_[gi].data(), static_cast<uint32_t>(reads_[gi].size()),
-                            &all->b, err);
-  if (rc == UIH_OK)
-    rc = uih_batch_create(g, static_cast<uint32_t>(total), reads_[gi].data(), static_cast<uint32_t>(reads_[gi].size()),
-                          &one->b, err);
+  // Each stripe into a batch of its own; the newest `keep` events are the
+  // record's (kept in the order logged: oldest first).
+  const uint32_t keep = static_cast<uint32_t>(std::min<uint64_t>(total, p_->groups[gi].max_length));
+  uint64_t seen = 0;
   at = 0;
-  while (rc == UIH_OK && uih_snapshot_mutable_next(&rg, &at, &stripe, &len) == 1) {
-    rc = uih_stripe_decode(dec_, stripe, len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM, one->b, err);
-    for (uint32_t r = 0; rc == UIH_OK && r < one->b->count; r++) rc = uih_batch_copy_row(all->b, one->b, r, err);
+  while (uih_snapshot_mutable_next(&rg, &at, &stripe, &len) == 1) {
+    uih_stripe_info info;
+    int rc = uih_stripe_read_info(stripe, len, &info, err);
+    uint64_t first = seen;
+    seen += info.count;
+    if (rc != UIH_OK) return rc;
+    if (seen <= total - keep) continue;  // older than the newest `keep`
+    auto one = std::make_unique<Batch>();
+    rc = uih_batch_create(g, std::max<uint32_t>(info.count, 1), reads_[gi].data(),
+                          static_cast<uint32_t>(reads_[gi].size()), &one->b, err);
+    if (rc == UIH_OK)
+      rc = uih_stripe_decode(dec_, stripe, len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM, one->b, err);
+    if (rc != UIH_OK) return rc;
+    uint32_t from = first >= total - keep ? 0 : static_cast<uint32_t>(total - keep - first);
+    pick.segs.push_back({one->b, from, one->b->count});
+    pick.events += one->b->count - from;
+    pick.mutable_events += one->b->count - from;
+    keep_.push_back(std::move(one));
   }
-  if (rc != UIH_OK) return rc;
-  const uint32_t m = all->b->count, keep = std::min(m, p_->groups[gi].max_length);
-  pick.mut = all->b;
-  pick.mut_from = m - keep;
-  pick.mut_to = m;
-  keep_.push_back(std::move(all));
   return UIH_OK;
 }
 
@@ -224,8 +243,7 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
       uih_error_prefix(err, "materialize: record %zu (user %" PRIu64 "), group %s: ", rec, r.user_id, g->name);
       return rc;
     }
-    const Pick& pick = picks_[rec][gi];
-    const uint32_t m = pick.mut_to - pick.mut_from;
+    const uint32_t m = picks_[rec][gi].mutable_events;
     const uint32_t want = std::min(max - m, rg->length);
     if (want == 0) continue;
     needs.push_back({rec, rg, want, uih_snapshot_checkpoint_for(rg->length, want), {}});
@@ -257,8 +275,7 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
       if (nd.rows.size() < nd.check) return false;
     return true;
   };
-  // Rows are numbered in the window that is assembled below: a stripe's
-  // rows come after every older stripe's. Collect (stripe, row) first.
+  // Each record's rows, newest first, as (stripe slot, row).
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> found(needs.size());
   for (size_t i = list.size(); i-- > 0 && !satisfied();) {
     auto b = std::make_unique<Batch>();
@@ -291,24 +308,9 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
     }
     decoded.push_back(std::move(b));
   }
-  // The window: the decoded stripes oldest first; slot s starts at base[s].
-  uint64_t total = 0;
-  std::vector<uint32_t> base(decoded.size());
-  for (size_t s = decoded.size(); s-- > 0;) {
-    base[s] = static_cast<uint32_t>(total);
-    total += decoded[s]->b->count;
-  }
-  if (total > UIH_STRIPE_EVENTS_MAX)
-    return Fail(err, UIH_ERR_OUT_OF_RANGE, "user %" PRIu64 " group %s: %" PRIu64 " events to serve, at most %d", user,
-                g->name, total, UIH_STRIPE_EVENTS_MAX);
-  auto window = std::make_unique<Batch>();
-  rc = uih_batch_create(g, static_cast<uint32_t>(std::max<uint64_t>(total, 1)), reads_[gi].data(),
-                        static_cast<uint32_t>(reads_[gi].size()), &window->b, err);
-  for (size_t s = decoded.size(); rc == UIH_OK && s-- > 0;)
-    for (uint32_t r = 0; rc == UIH_OK && r < decoded[s]->b->count; r++)
-      rc = uih_batch_copy_row(window->b, decoded[s]->b, r, err);
-  if (rc != UIH_OK) return rc;
   // Verify each record at its checkpoint, then keep its newest `want`.
+  // Every decoded stripe has the same columns: one set of identity columns
+  // per schema version.
   for (size_t k = 0; k < needs.size(); k++) {
     Need& nd = needs[k];
     const uih_snapshot_record& r = recs_[nd.rec];
@@ -321,8 +323,6 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
     }
     if (rc != UIH_OK) return rc;
     const uih_group* vg = uih_schema_group_by_id(version, g->id);
-    int cols[1 + UIH_TRAITS_MAX];
-    uint32_t ncols = uih_snapshot_identity_columns(vg, window->b, cols, 1 + UIH_TRAITS_MAX);
     uint32_t cp[UIH_SNAPSHOT_CHECKS_MAX];
     uint32_t ncp = uih_snapshot_checkpoints(nd.rg->length, cp), at = 0;
     while (at < ncp && cp[at] != nd.check) at++;
@@ -332,8 +332,10 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
       rc = Mismatch(nd.rec, gi, why, err);
       if (rc != UIH_OK) return rc;
     } else {
+      int cols[1 + UIH_TRAITS_MAX];
+      uint32_t ncols = vg ? uih_snapshot_identity_columns(vg, decoded[0]->b, cols, 1 + UIH_TRAITS_MAX) : 0;
       uint64_t h = 0;
-      for (const auto& [slot, row] : found[k]) h = uih_snapshot_identity_next(h, window->b, cols, ncols, base[slot] + row);
+      for (const auto& [slot, row] : found[k]) h = uih_snapshot_identity_next(h, decoded[slot]->b, cols, ncols, row);
       if (vg == nullptr || at == ncp || static_cast<uint32_t>(h) != nd.rg->check[at]) {
         char why[128];
         snprintf(why, sizeof why, "the identities of its %u newest events give %08x, the record says %08x", nd.check,
@@ -342,12 +344,17 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
         if (rc != UIH_OK) return rc;
       }
     }
+    // Its immutable part before its mutable one: oldest first.
     Pick& pick = picks_[nd.rec][gi];
-    pick.window = window->b;
+    std::vector<Seg> mut = std::move(pick.segs);
+    pick.segs.clear();
+    pick.events = 0;
     const size_t take = std::min<size_t>(nd.want, found[k].size());
-    for (size_t j = take; j-- > 0;) pick.rows.push_back(base[found[k][j].first] + found[k][j].second);
+    for (size_t j = take; j-- > 0;) pick.Add(decoded[found[k][j].first]->b, found[k][j].second);
+    pick.segs.insert(pick.segs.end(), mut.begin(), mut.end());
+    pick.events += pick.mutable_events;
   }
-  keep_.push_back(std::move(window));
+  for (auto& b : decoded) keep_.push_back(std::move(b));
   return UIH_OK;
 }
 
@@ -379,10 +386,9 @@ void Materializer::Write(uih_materialized* out) {
     og.offsets.resize(recs_.size());
     og.lengths.resize(recs_.size());
     for (size_t i = 0; i < recs_.size(); i++) {
-      const Pick& pk = picks_[i][gi];
       const bool skip = (flags_[i] & UIH_RECORD_MISMATCH) && p_->on_mismatch == UIH_MISMATCH_SKIP;
       og.offsets[i] = rows;
-      og.lengths[i] = skip ? 0 : static_cast<uint32_t>(pk.rows.size() + (pk.mut_to - pk.mut_from));
+      og.lengths[i] = skip ? 0 : picks_[i][gi].events;
       rows += og.lengths[i];
     }
     og.cols.resize(traits.size());
@@ -394,22 +400,27 @@ void Materializer::Write(uih_materialized* out) {
       oc.values.assign(rows * oc.width, 0);
       oc.present.assign(rows, 0);
     }
+    // Run by run, column by column: the values' bytes as the batch holds
+    // them (little-endian, the type's width), absent ones zeroed.
     for (size_t i = 0; i < recs_.size(); i++) {
       if (og.lengths[i] == 0) continue;
-      const Pick& pk = picks_[i][gi];
       uint64_t row = og.offsets[i];
-      auto put = [&](const uih_batch* b, uint32_t r) {
+      for (const Seg& sg : picks_[i][gi].segs) {
+        const uint32_t n = sg.to - sg.from;
         for (OutColumn& oc : og.cols) {
-          int c = uih_batch_column_index(b, oc.trait);
-          if (c < 0 || !uih_column_has(&b->columns[c], r)) continue;
-          uint64_t bits = uih_column_get_bits(&b->columns[c], r);
-          for (size_t k = 0; k < oc.width; k++) oc.values[row * oc.width + k] = static_cast<uint8_t>(bits >> (8 * k));
-          oc.present[row] = 1;
+          int c = uih_batch_column_index(sg.b, oc.trait);
+          if (c < 0) continue;
+          const uih_column* col = &sg.b->columns[c];
+          uint8_t* dst = oc.values.data() + row * oc.width;
+          memcpy(dst, static_cast<const uint8_t*>(col->values) + sg.from * oc.width, n * oc.width);
+          for (uint32_t r = 0; r < n; r++) {
+            const uint8_t has = static_cast<uint8_t>(uih_column_has(col, sg.from + r));
+            oc.present[row + r] = has;
+            if (!has) memset(dst + r * oc.width, 0, oc.width);
+          }
         }
-        row++;
-      };
-      for (uint32_t r : pk.rows) put(pk.window, r);
-      for (uint32_t r = pk.mut_from; r < pk.mut_to; r++) put(pk.mut, r);
+        row += n;
+      }
     }
     og.views.resize(og.cols.size());
     for (size_t c = 0; c < og.cols.size(); c++)
