@@ -50,8 +50,9 @@ Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<Gen
   return Status::OK();
 }
 
-int GenerationFiles::Stripes(uint64_t user, uint16_t group, int64_t from, int64_t to, const Visit& visit,
-                             uih_error* err) const {
+int GenerationFiles::Plan(uint64_t user, uint16_t group, int64_t from, int64_t to, std::vector<Extent>* out,
+                          uih_error* err) const {
+  out->clear();
   if (from > to) return UIH_OK;
   uint8_t prefix[UIH_KEY_GROUP_PREFIX_SIZE], lo[UIH_KEY_SIZE], hi[UIH_KEY_SIZE];
   uih_key_group_prefix(user, group, prefix);
@@ -72,25 +73,14 @@ int GenerationFiles::Stripes(uint64_t user, uint16_t group, int64_t from, int64_
   for (const File& f : files_) {
     if (f.largest < first) continue;
     if (hilen && f.smallest >= bound) break;
-    int rc = FileStripes(f, prefix, lo, hilen ? hi : nullptr, hilen, visit, err);
+    int rc = FilePlan(f, prefix, lo, hilen ? hi : nullptr, hilen, out, err);
     if (rc != UIH_OK) return rc;
   }
   return UIH_OK;
 }
 
-int GenerationFiles::Collect(uint64_t user, uint16_t group, int64_t from, int64_t to, StripeSet* out,
-                             uih_error* err) const {
-  out->bytes.clear();
-  out->stripes.clear();
-  return Stripes(user, group, from, to, [out](const uih_key& k, const uint8_t* value, size_t len) {
-    out->stripes.push_back({k.ts, out->bytes.size(), len});
-    out->bytes.append(reinterpret_cast<const char*>(value), len);
-    return static_cast<int>(UIH_OK);
-  }, err);
-}
-
-int GenerationFiles::FileStripes(const File& f, const uint8_t* prefix, const uint8_t* lo, const uint8_t* hi,
-                                 size_t hilen, const Visit& visit, uih_error* err) const {
+int GenerationFiles::FilePlan(const File& f, const uint8_t* prefix, const uint8_t* lo, const uint8_t* hi,
+                              size_t hilen, std::vector<Extent>* out, uih_error* err) const {
   const UihTableReader& r = *f.reader;
   CallCursor cc(r.index());
   uih_table_cursor& c = cc.c;
@@ -106,21 +96,8 @@ int GenerationFiles::FileStripes(const File& f, const uint8_t* prefix, const uin
   }
   uih_table_span span;
   uih_table_span_keys(&c, start, startlen, hi, hilen, &span);
-  if (span.first == span.end) return UIH_OK;
-  // One read for the span; a buffer per thread, kept at its largest.
-  thread_local std::string buf;
-  buf.resize(span.length);
-  Slice bytes;
-  IOStatus io = ReadExact(r.file(), span.offset, span.length, buf.data(), &bytes);
-  if (!io.ok()) return uih_error_set(err, FromStatus(io), "%s", io.ToString().c_str());
   const std::string& name = r.file()->file_name();
-  uih_table_cursor_goto(&c, span.first);
-  for (; c.pos < span.end; uih_table_cursor_next(&c)) {
-    const uint8_t* value = reinterpret_cast<const uint8_t*>(bytes.data()) + (c.voff - span.offset);
-    if (uih_table_value_check(value, c.vlen, c.voff, err) != UIH_OK) {
-      uih_error_prefix(err, "%s: ", name.c_str());
-      return UIH_ERR_CORRUPTION;
-    }
+  for (uih_table_cursor_goto(&c, span.first); c.pos < span.end; uih_table_cursor_next(&c)) {
     if (UihTableReader::ExtractType(c) != kTypeValue)
       return uih_error_set(err, UIH_ERR_CORRUPTION, "%s: entry %" PRIu64 " is of type %u, a generation holds values only",
                            name.c_str(), c.pos, static_cast<unsigned>(UihTableReader::ExtractType(c)));
@@ -129,10 +106,58 @@ int GenerationFiles::FileStripes(const File& f, const uint8_t* prefix, const uin
       uih_error_prefix(err, "%s: entry %" PRIu64 ": ", name.c_str(), c.pos);
       return UIH_ERR_CORRUPTION;
     }
-    int rc = visit(key, value, c.vlen);
-    if (rc != UIH_OK) return rc;
+    out->push_back({key.ts, &f, c.voff, c.vlen});
   }
   return UIH_OK;
+}
+
+int GenerationFiles::Read(const Extent* ex, size_t n, StripeSet* out, uih_error* err) const {
+  out->bytes.clear();
+  out->stripes.clear();
+  for (size_t i = 0; i < n;) {
+    // A run: the same file, each value right after the one before.
+    size_t j = i + 1;
+    while (j < n && ex[j].file == ex[i].file && ex[j].voff == ex[j - 1].voff + ex[j - 1].vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE)
+      j++;
+    const File& f = *static_cast<const File*>(ex[i].file);
+    const uint64_t begin = ex[i].voff, end = ex[j - 1].voff + ex[j - 1].vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+    const size_t at = out->bytes.size();
+    out->bytes.resize(at + (end - begin));
+    Slice bytes;
+    IOStatus io = ReadExact(f.reader->file(), begin, end - begin, out->bytes.data() + at, &bytes);
+    if (!io.ok()) return uih_error_set(err, FromStatus(io), "%s", io.ToString().c_str());
+    if (bytes.data() != out->bytes.data() + at) memcpy(out->bytes.data() + at, bytes.data(), bytes.size());
+    for (size_t k = i; k < j; k++) {
+      const size_t off = at + (ex[k].voff - begin);
+      if (uih_table_value_check(reinterpret_cast<const uint8_t*>(out->bytes.data()) + off, ex[k].vlen, ex[k].voff, err) !=
+          UIH_OK) {
+        uih_error_prefix(err, "%s: ", f.reader->file()->file_name().c_str());
+        return UIH_ERR_CORRUPTION;
+      }
+      out->stripes.push_back({ex[k].start, off, ex[k].vlen});
+    }
+    i = j;
+  }
+  return UIH_OK;
+}
+
+int GenerationFiles::Collect(uint64_t user, uint16_t group, int64_t from, int64_t to, StripeSet* out,
+                             uih_error* err) const {
+  thread_local std::vector<Extent> plan;
+  int rc = Plan(user, group, from, to, &plan, err);
+  return rc == UIH_OK ? Read(plan.data(), plan.size(), out, err) : rc;
+}
+
+int GenerationFiles::Stripes(uint64_t user, uint16_t group, int64_t from, int64_t to, const Visit& visit,
+                             uih_error* err) const {
+  thread_local StripeSet set;
+  int rc = Collect(user, group, from, to, &set, err);
+  for (size_t i = 0; rc == UIH_OK && i < set.stripes.size(); i++) {
+    const auto& st = set.stripes[i];
+    uih_key k{user, group, st.start};
+    rc = visit(k, set.at(st), st.len);
+  }
+  return rc;
 }
 
 }  // namespace uih

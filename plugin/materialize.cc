@@ -117,6 +117,7 @@ class Materializer {
   std::vector<uint8_t> flags_;
   std::vector<std::vector<Pick>> picks_;        // [record][group]
   std::vector<std::unique_ptr<Batch>> keep_;    // decoded stripes the picks point into
+  std::vector<GenerationFiles::Extent> plan_;
   GenerationFiles::StripeSet stripes_;
 };
 
@@ -263,50 +264,61 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
   if (!st.ok())
     return uih::Fail(err, sh->path, st, "opening generation " + std::to_string(gen->record.generation) + "'s files");
   const uint64_t user = recs_[needs[0].rec].user_id;
-  int rc = files->Collect(user, g->id, lo, hi, &stripes_, err);
+  // Where the union of the windows lies (the index alone), then its newest
+  // stripes read and decoded, newest first, each into its own batch, until
+  // every record has its `check` newest events or the stripes end. Reads go
+  // backwards in runs sized by what is still missing (doubling), so a short
+  // projection reads only the tail of a long history.
+  int rc = files->Plan(user, g->id, lo, hi, &plan_, err);
   if (rc != UIH_OK) return rc;
-  st_->bytes_read += stripes_.bytes.size();
-  // Newest stripe first, each decoded into its own batch, until every
-  // record has its `check` newest events or the stripes end.
   std::vector<std::unique_ptr<Batch>> decoded;  // newest first
-  const auto& list = stripes_.stripes;
-  auto satisfied = [&] {
-    for (const Need& nd : needs)
-      if (nd.rows.size() < nd.check) return false;
-    return true;
+  auto missing = [&] {
+    uint32_t most = 0;
+    for (const Need& nd : needs) most = std::max<uint32_t>(most, nd.check - static_cast<uint32_t>(std::min<size_t>(nd.rows.size(), nd.check)));
+    return most;
   };
   // Each record's rows, newest first, as (stripe slot, row).
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> found(needs.size());
-  for (size_t i = list.size(); i-- > 0 && !satisfied();) {
-    auto b = std::make_unique<Batch>();
-    uih_stripe_info info;
-    rc = uih_stripe_read_info(stripes_.at(list[i]), list[i].len, &info, err);
-    if (rc == UIH_OK)
-      rc = uih_batch_create(g, std::max<uint32_t>(info.count, 1), reads_[gi].data(),
-                            static_cast<uint32_t>(reads_[gi].size()), &b->b, err);
-    if (rc == UIH_OK)
-      rc = uih_stripe_decode(dec_, stripes_.at(list[i]), list[i].len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM,
-                             b->b, err);
-    if (rc != UIH_OK) {
-      uih_error_prefix(err, "store %s: generation %u: stripe of user %" PRIu64 " group %u at ts %" PRId64 ": ",
-                       sh->path.c_str(), gen->record.generation, user, g->id, list[i].start);
-      return rc;
+  size_t end = plan_.size(), run = 0;
+  while (end > 0 && missing() > 0) {
+    run = std::max<size_t>(run * 2, missing() / g->stripe_events + 1);
+    const size_t begin = end > run ? end - run : 0;
+    rc = files->Read(plan_.data() + begin, end - begin, &stripes_, err);
+    if (rc != UIH_OK) return rc;
+    st_->bytes_read += stripes_.bytes.size();
+    const auto& list = stripes_.stripes;
+    for (size_t i = list.size(); i-- > 0 && missing() > 0;) {
+      auto b = std::make_unique<Batch>();
+      uih_stripe_info info;
+      rc = uih_stripe_read_info(stripes_.at(list[i]), list[i].len, &info, err);
+      if (rc == UIH_OK)
+        rc = uih_batch_create(g, std::max<uint32_t>(info.count, 1), reads_[gi].data(),
+                              static_cast<uint32_t>(reads_[gi].size()), &b->b, err);
+      if (rc == UIH_OK)
+        rc = uih_stripe_decode(dec_, stripes_.at(list[i]), list[i].len, 0, UIH_DECODE_TO_END,
+                               UIH_DECODE_VERIFY_CHECKSUM, b->b, err);
+      if (rc != UIH_OK) {
+        uih_error_prefix(err, "store %s: generation %u: stripe of user %" PRIu64 " group %u at ts %" PRId64 ": ",
+                         sh->path.c_str(), gen->record.generation, user, g->id, list[i].start);
+        return rc;
+      }
+      st_->stripes_read++;
+      const uih_batch* sb = b->b;
+      const int64_t* ts = static_cast<const int64_t*>(sb->columns[uih_batch_column_index(sb, g->ts->id)].values);
+      const uih_column* arr = &sb->columns[uih_batch_column_index(sb, UIH_TRAIT_ARRIVAL)];
+      const uint32_t slot = static_cast<uint32_t>(decoded.size());
+      for (size_t k = 0; k < needs.size(); k++) {
+        Need& nd = needs[k];
+        for (uint32_t r = sb->count; r-- > 0 && nd.rows.size() < nd.check;)
+          if (ts[r] >= nd.rg->start_ts && ts[r] <= nd.rg->end_ts &&
+              uih_column_get_bits(arr, r) <= nd.rg->generation) {
+            nd.rows.push_back(r);
+            found[k].push_back({slot, r});
+          }
+      }
+      decoded.push_back(std::move(b));
     }
-    st_->stripes_read++;
-    const uih_batch* sb = b->b;
-    const int64_t* ts = static_cast<const int64_t*>(sb->columns[uih_batch_column_index(sb, g->ts->id)].values);
-    const uih_column* arr = &sb->columns[uih_batch_column_index(sb, UIH_TRAIT_ARRIVAL)];
-    const uint32_t slot = static_cast<uint32_t>(decoded.size());
-    for (size_t k = 0; k < needs.size(); k++) {
-      Need& nd = needs[k];
-      for (uint32_t r = sb->count; r-- > 0 && nd.rows.size() < nd.check;)
-        if (ts[r] >= nd.rg->start_ts && ts[r] <= nd.rg->end_ts &&
-            uih_column_get_bits(arr, r) <= nd.rg->generation) {
-          nd.rows.push_back(r);
-          found[k].push_back({slot, r});
-        }
-    }
-    decoded.push_back(std::move(b));
+    end = begin;
   }
   // Verify each record at its checkpoint, then keep its newest `want`.
   // Every decoded stripe has the same columns: one set of identity columns
