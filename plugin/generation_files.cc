@@ -68,11 +68,11 @@ int GenerationFiles::Plan(uint64_t user, uint16_t group, int64_t from, int64_t t
     memcpy(hi, prefix, sizeof prefix);
     hilen = uih_key_prefix_successor(hi, sizeof prefix) ? sizeof prefix : 0;
   }
-  const std::string first(reinterpret_cast<const char*>(prefix), sizeof prefix);
-  const std::string bound(reinterpret_cast<const char*>(hi), hilen);
+  const Slice first(reinterpret_cast<const char*>(prefix), sizeof prefix);  // no allocation per call
+  const Slice bound(reinterpret_cast<const char*>(hi), hilen);
   for (const File& f : files_) {
-    if (f.largest < first) continue;
-    if (hilen && f.smallest >= bound) break;
+    if (Slice(f.largest).compare(first) < 0) continue;
+    if (hilen && Slice(f.smallest).compare(bound) >= 0) break;
     int rc = FilePlan(f, prefix, lo, hilen ? hi : nullptr, hilen, out, err);
     if (rc != UIH_OK) return rc;
   }

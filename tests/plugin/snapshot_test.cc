@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/alloc_count.h"
 #include "plugin/store_fixture.h"
 #include "uih/key.h"
 #include "uih/materialize.h"
@@ -391,6 +392,64 @@ TEST_F(StoreTest, MaterializedRecordsEqualWhatInferenceSaw) {
   EXPECT_EQ(uih_materialized_group(m, 0)->lengths[1], 0u);
   EXPECT_EQ(st.unreadable, 1u);
   uih_materialized_free(m);
+  uih_store_close(s);
+}
+
+// After warm-up, a snapshot allocates nothing of its own: the snapshotter
+// keeps its buffers. What RocksDB allocates reading the mutable tier (merge
+// operands, the watermark's value) is measured alone and subtracted.
+TEST_F(StoreTest, SnapshotsAllocateNothingOfTheirOwnAfterWarmUp) {
+  if (uih_test_allocations() < 0) GTEST_SKIP() << "this build cannot count allocations";
+  World w;
+  uih_store* s = Init("store", 2);
+  ASSERT_NO_FATAL_FAILURE(w.Build(s, dir_.path()));
+  uih_error err{};
+  uih_snapshotter* sn = nullptr;
+  ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
+  uih_snapshot_spec spec{2, {{1, 24}, {2, 6}}};
+  const int64_t request = w.through + kDay / 2;
+  auto snapshots = [&] {
+    for (uint64_t u = 0; u < World::kUsers; u++) {
+      const uih_batch* const* seqs;
+      const uint8_t* rec;
+      size_t len;
+      ASSERT_EQ(uih_snapshot(sn, u, request, &spec, &seqs, &rec, &len, &err), UIH_OK);
+    }
+  };
+  uih_batch* b[2] = {nullptr, nullptr};
+  for (int g = 0; g < 2; g++)
+    ASSERT_EQ(uih_batch_create(uih_schema_group_by_id(uih_store_schema(s), static_cast<uint16_t>(g + 1)), 4096, nullptr,
+                               0, &b[g], &err),
+              UIH_OK);
+  auto rocksdb_part = [&] {  // the mutable tier's reads a snapshot makes
+    for (uint64_t u = 0; u < World::kUsers; u++) {
+      uih_mutable* m = uih_store_mutable(s, uih_shard_of(u, 2));
+      int64_t wm;
+      int has;
+      ASSERT_EQ(uih_mutable_watermark(m, &wm, &has, &err), UIH_OK);
+      for (int g = 0; g < 2; g++)
+        ASSERT_EQ(uih_mutable_read(m, u, static_cast<uint16_t>(g + 1), wm, request, &b[g], &err), UIH_OK);
+    }
+  };
+  for (int i = 0; i < 2; i++) {
+    snapshots();
+    rocksdb_part();
+  }
+  // Counts are the process's: a RocksDB background thread may allocate in
+  // between, so the least of three tries is what a snapshot adds.
+  int64_t ours = INT64_MAX, all = 0, theirs = 0;
+  for (int i = 0; i < 3; i++) {
+    int64_t t0 = uih_test_allocations();
+    rocksdb_part();
+    int64_t t1 = uih_test_allocations();
+    snapshots();
+    int64_t t2 = uih_test_allocations();
+    if (t2 - t1 - (t1 - t0) < ours) ours = t2 - t1 - (t1 - t0), all = t2 - t1, theirs = t1 - t0;
+  }
+  EXPECT_LE(ours, static_cast<int64_t>(World::kUsers) / 4)
+      << all << " allocations in " << World::kUsers << " snapshots, " << theirs << " of them RocksDB's reads";
+  for (uih_batch* x : b) uih_batch_free(x);
+  uih_snapshotter_free(sn);
   uih_store_close(s);
 }
 

@@ -146,9 +146,9 @@ typedef struct uih_snapshot_spec {
 } uih_snapshot_spec;
 
 /* Takes snapshots for one thread at a time: it holds every buffer a
- * snapshot needs, so calls allocate nothing once they have grown to the
- * largest sequences seen. Use one per serving thread; the store is
- * shared. */
+ * snapshot needs, so once they have grown to the largest sequences seen a
+ * call allocates nothing of its own (RocksDB's reads of the mutable tier
+ * still do, as any Get). Use one per serving thread; the store is shared. */
 typedef struct uih_snapshotter uih_snapshotter;
 int uih_snapshotter_create(uih_store *s, uih_snapshotter **out, uih_error *err);
 void uih_snapshotter_free(uih_snapshotter *sn); /* NULL is fine */
