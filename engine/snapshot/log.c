@@ -1,6 +1,7 @@
 /* Snapshot logs (uih/snapshot.h): a magic, then length-prefixed records. */
 #include <errno.h>
 #include <inttypes.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,8 @@ int uih_snapshot_log_open(FILE *f, const char *name, uih_snapshot_log **out, uih
   if (!name) name = "<log>";
   char magic[8];
   size_t got = fread(magic, 1, sizeof magic, f);
-  if (got != sizeof magic || memcmp(magic, UIH_SNAPSHOT_LOG_MAGIC, sizeof magic) != 0) {
+  const int empty = got == 0 && !ferror(f); /* nothing logged yet */
+  if (!empty && (got != sizeof magic || memcmp(magic, UIH_SNAPSHOT_LOG_MAGIC, sizeof magic) != 0)) {
     if (ferror(f)) return uih_error_set(err, UIH_ERR_IO, "%s: reading: %s", name, strerror(errno));
     return uih_corruption(err, "%s: not a snapshot log (its first 8 bytes are not \"%s\")", name,
                           UIH_SNAPSHOT_LOG_MAGIC);
@@ -34,7 +36,7 @@ int uih_snapshot_log_open(FILE *f, const char *name, uih_snapshot_log **out, uih
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "snapshot log: out of memory");
   }
   l->f = f;
-  l->at = sizeof magic;
+  l->at = empty ? 0 : sizeof magic;
   *out = l;
   return UIH_OK;
 }
@@ -107,5 +109,69 @@ int uih_snapshot_log_append(FILE *f, const uint8_t *rec, size_t len, uih_error *
   }
   if (fwrite(head, 1, h, f) != h || fwrite(rec, 1, len, f) != len)
     return uih_error_set(err, UIH_ERR_IO, "snapshot log: writing: %s", strerror(errno));
+  return UIH_OK;
+}
+
+/* The length varint of the record at `at` (size - at bytes left): 1 with
+ * *n and *bytes, 0 when the file ends inside it, -1 when it is not one. */
+static int read_length(FILE *f, uint64_t at, uint64_t size, uint64_t *n, unsigned *bytes) {
+  *n = 0;
+  *bytes = 0;
+  for (unsigned shift = 0;; shift += 7) {
+    if (at + *bytes == size) return 0;
+    int c = fgetc(f);
+    if (c == EOF) return -1;
+    (*bytes)++;
+    if (shift > 56 || (shift == 56 && (c & 0x80))) return -1;
+    *n |= (uint64_t)(c & 0x7f) << shift;
+    if (!(c & 0x80)) return 1;
+  }
+}
+
+int uih_snapshot_log_repair(FILE *f, const char *name, uint64_t *records, uint64_t *dropped, uih_error *err) {
+  *records = *dropped = 0;
+  if (!name) name = "<log>";
+  if (!f) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "snapshot log: NULL file");
+  if (fflush(f) != 0 || fseeko(f, 0, SEEK_END) != 0)
+    return uih_error_set(err, UIH_ERR_IO, "%s: seeking: %s", name, strerror(errno));
+  off_t end = ftello(f);
+  if (end < 0) return uih_error_set(err, UIH_ERR_IO, "%s: seeking: %s", name, strerror(errno));
+  const uint64_t size = (uint64_t)end;
+  uint64_t good = 0; /* the end of the last whole record (or of the magic) */
+  rewind(f);
+  char magic[8];
+  size_t got = fread(magic, 1, size < 8 ? (size_t)size : 8, f);
+  if (got != (size < 8 ? (size_t)size : 8))
+    return uih_error_set(err, UIH_ERR_IO, "%s: reading: %s", name, strerror(ferror(f) ? errno : EIO));
+  if (memcmp(magic, UIH_SNAPSHOT_LOG_MAGIC, got) != 0)
+    return uih_corruption(err, "%s: not a snapshot log (its first 8 bytes are not \"%s\")", name,
+                          UIH_SNAPSHOT_LOG_MAGIC);
+  if (size >= 8) {
+    for (good = 8;;) {
+      uint64_t n;
+      unsigned bytes;
+      int r = read_length(f, good, size, &n, &bytes);
+      if (r == 0) break; /* the file ends inside a length: torn */
+      if (r < 0 || n == 0 || n > UIH_SNAPSHOT_RECORD_MAX) {
+        if (ferror(f)) return uih_error_set(err, UIH_ERR_IO, "%s: reading at byte %" PRIu64 ": %s", name, good, strerror(errno));
+        return uih_corruption(err, "%s: record %" PRIu64 " at byte %" PRIu64 ": its length is not 1..%zu: not a torn "
+                              "tail, so nothing is cut", name, *records, good, UIH_SNAPSHOT_RECORD_MAX);
+      }
+      if (good + bytes + n > size) break; /* the file ends inside the record: torn */
+      good += bytes + n;
+      (*records)++;
+      if (good == size) break;
+      if (fseeko(f, (off_t)good, SEEK_SET) != 0)
+        return uih_error_set(err, UIH_ERR_IO, "%s: seeking: %s", name, strerror(errno));
+    }
+  }
+  if (size >= 8 && good == size) return fseeko(f, 0, SEEK_END) == 0 ? UIH_OK
+         : uih_error_set(err, UIH_ERR_IO, "%s: seeking: %s", name, strerror(errno));
+  /* A torn tail (or magic): cut back to the last whole record. */
+  if (size < 8) good = 0;
+  if (fflush(f) != 0 || ftruncate(fileno(f), (off_t)good) != 0 || fseeko(f, 0, SEEK_END) != 0)
+    return uih_error_set(err, UIH_ERR_IO, "%s: cutting its torn tail at byte %" PRIu64 ": %s", name, good,
+                         strerror(errno));
+  *dropped = size - good;
   return UIH_OK;
 }

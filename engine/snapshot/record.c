@@ -90,9 +90,9 @@ static int check_record(const uih_snapshot_record *r, uih_error *err) {
                          UIH_SNAPSHOT_GROUPS_MAX);
   for (uint32_t i = 0; i < r->ngroups; i++) {
     const uih_snapshot_group *g = &r->groups[i];
-    if (g->group == 0 || (i > 0 && g->group <= r->groups[i - 1].group))
+    if (i > 0 && g->group <= r->groups[i - 1].group)
       return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
-                           "snapshot record: group %u at position %u (ids must be >= 1 and ascending)", g->group, i);
+                           "snapshot record: group %u at position %u (ids must be ascending)", g->group, i);
     if (g->length > 0 && (g->generation == 0 || g->start_ts > g->end_ts || g->end_ts > r->request_ts))
       return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
                            "snapshot record: group %u: generation %u, window [%" PRId64 ", %" PRId64
@@ -152,10 +152,7 @@ int uih_snapshot_record_encode(const uih_snapshot_record *r, uint8_t *out, size_
 int uih_snapshot_record_decode(const uint8_t *buf, size_t len, uih_snapshot_record *out, uih_error *err) {
   if (buf == NULL || out == NULL) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "snapshot record: NULL argument");
   if (len < 5) return uih_corruption(err, "snapshot record: %zu bytes, at least 5 expected", len);
-  if (buf[0] > UIH_SNAPSHOT_FORMAT)
-    return uih_error_set(err, UIH_ERR_NOT_SUPPORTED, "snapshot record: version %u, this build reads up to %d", buf[0],
-                         UIH_SNAPSHOT_FORMAT);
-  if (buf[0] == 0) return uih_corruption(err, "snapshot record: version 0 at offset 0");
+  /* The checksum first: a damaged version byte is damage, not a newer version. */
   const size_t body = len - 4;
   uint32_t stored = (uint32_t)buf[body] | (uint32_t)buf[body + 1] << 8 | (uint32_t)buf[body + 2] << 16 |
                     (uint32_t)buf[body + 3] << 24;
@@ -163,6 +160,10 @@ int uih_snapshot_record_decode(const uint8_t *buf, size_t len, uih_snapshot_reco
   if (stored != want)
     return uih_corruption(err, "snapshot record: checksum at offset %zu is %08x, the bytes give %08x", body, stored,
                           want);
+  if (buf[0] > UIH_SNAPSHOT_FORMAT)
+    return uih_error_set(err, UIH_ERR_NOT_SUPPORTED, "snapshot record: version %u, this build reads up to %d", buf[0],
+                         UIH_SNAPSHOT_FORMAT);
+  if (buf[0] == 0) return uih_corruption(err, "snapshot record: version 0 at offset 0");
   uih_cursor c = uih_cursor_make(buf, body);
   (void)uih_cursor_u8(&c);
   uih_snapshot_record r;
@@ -185,9 +186,9 @@ int uih_snapshot_record_decode(const uint8_t *buf, size_t len, uih_snapshot_reco
     at = uih_cursor_offset(&c, buf);
     uint64_t id = uih_cursor_varint(&c), length = uih_cursor_varint(&c);
     if (c.bad) return uih_corruption(err, "snapshot record: group %u ends early, near offset %zu", i, at);
-    if (id == 0 || id > UINT16_MAX || (i > 0 && id <= r.groups[i - 1].group))
-      return uih_corruption(err, "snapshot record: group id %" PRIu64 " at offset %zu, expected 1..65535 and above %u",
-                            id, at, i > 0 ? r.groups[i - 1].group : 0);
+    if (id > UINT16_MAX || (i > 0 && id <= r.groups[i - 1].group))
+      return uih_corruption(err, "snapshot record: group id %" PRIu64 " at offset %zu, expected %u..65535", id, at,
+                            i > 0 ? r.groups[i - 1].group + 1u : 0u);
     if (length > UINT32_MAX)
       return uih_corruption(err, "snapshot record: group %" PRIu64 ": %" PRIu64 " immutable events at offset %zu",
                             id, length, at);

@@ -31,7 +31,7 @@
  *                              identities and the mutable events use
  *   group count g              u8, 1..UIH_SNAPSHOT_GROUPS_MAX
  *   g groups, ids ascending:
- *     group id                 varint (1..65535)
+ *     group id                 varint (0..65535)
  *     length                   varint: events in the immutable part
  *     when length > 0:
  *       generation             varint (>= 1): the shard's current
@@ -140,7 +140,8 @@ size_t uih_snapshot_record_format(const uih_snapshot_record *r, char *out, size_
 
 typedef struct uih_snapshot_log uih_snapshot_log;
 
-/* Reads the log `f` (its magic first; `name` names it in messages). */
+/* Reads the log `f` (its magic first; `name` names it in messages). An
+ * empty file is an empty log. */
 int uih_snapshot_log_open(FILE *f, const char *name, uih_snapshot_log **out, uih_error *err);
 /* The next record (*rec NULL after the last), valid until the next call;
  * *offset = the byte where its length starts. A log that ends inside a
@@ -151,6 +152,14 @@ void uih_snapshot_log_close(uih_snapshot_log *l); /* NULL is fine; does not clos
 
 /* Appends a record to the log `f`, the magic first when `f` is empty. */
 int uih_snapshot_log_append(FILE *f, const uint8_t *rec, size_t len, uih_error *err);
+
+/* Before appending to a log a writer may have left cut (killed
+ * mid-record): counts its whole records (*records) and cuts a torn last
+ * record, or a torn magic, off the file `f` (opened for reading and
+ * writing, e.g. "a+b"; *dropped = bytes cut), so records appended after
+ * it stay readable. A log damaged anywhere but its tail is
+ * UIH_ERR_CORRUPTION naming the record and offset, and left as it is. */
+int uih_snapshot_log_repair(FILE *f, const char *name, uint64_t *records, uint64_t *dropped, uih_error *err);
 
 /* ---- identities ------------------------------------------------------------ */
 
