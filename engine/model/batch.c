@@ -112,6 +112,30 @@ int uih_batch_append(uih_batch *b, uint32_t *row, uih_error *err) {
   return UIH_OK;
 }
 
+int uih_batch_copy_rows(uih_batch *dst, const uih_batch *src, uint32_t from, uint32_t to, uih_error *err) {
+  UIH_RETURN_IF(dst == NULL || src == NULL || from > to || to > src->count, err, UIH_ERR_INVALID_ARGUMENT,
+                "batch_copy_rows: rows [%u, %u) of a batch of %u", from, to, src ? src->count : 0);
+  UIH_RETURN_IF(dst->group->id != src->group->id, err, UIH_ERR_INVALID_ARGUMENT,
+                "batch_copy_rows: group '%s' into a batch of group '%s'", src->group->name, dst->group->name);
+  const uint32_t n = to - from, at = dst->count;
+  UIH_RETURN_IF(n > dst->capacity - at, err, UIH_ERR_OUT_OF_RANGE,
+                "batch_copy_rows: %u rows into a batch with room for %u", n, dst->capacity - at);
+  for (uint32_t c = 0; c < src->ncolumns; c++) {
+    const uih_column *s = &src->columns[c];
+    int d = c < dst->ncolumns && dst->columns[c].trait->id == s->trait->id ? (int)c
+                                                                          : uih_batch_column_index(dst, s->trait->id);
+    if (d < 0) continue;
+    uih_column *t = &dst->columns[d];
+    const size_t w = uih_type_width(s->trait->type);
+    /* Absent values are zero in both, so the values copy whole. */
+    memcpy((uint8_t *)t->values + (size_t)at * w, (const uint8_t *)s->values + (size_t)from * w, (size_t)n * w);
+    for (uint32_t r = 0; r < n; r++)
+      if (uih_column_has(s, from + r)) uih_column_mark(t, at + r);
+  }
+  dst->count += n;
+  return UIH_OK;
+}
+
 int uih_batch_column_index(const uih_batch *b, uint16_t trait_id) {
   uint32_t lo = 0, hi = b->ncolumns;
   while (lo < hi) {

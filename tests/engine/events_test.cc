@@ -132,6 +132,45 @@ TEST_F(Events, DuplicatesWithinABatchCollapse) {
   EXPECT_EQ(Encode(b.b), Encode(twice.b));
 }
 
+// A range copy is the row copies it stands for, into batches of other
+// trait selections too; one that does not fit copies nothing.
+TEST_F(Events, CopyingRowsAtOnceEqualsCopyingThemOneByOne) {
+  for (int iter = 0; iter < 100; iter++) {
+    SCOPED_TRACE(iter);
+    BatchPtr src;
+    RandomBatch(1 + rng_() % 200, &src);
+    std::vector<uint16_t> ids;
+    for (uint16_t id : all_ids_)
+      if (rng_() % 3) ids.push_back(id);
+    if (ids.empty()) ids.push_back(all_ids_[0]);
+    const uint32_t from = static_cast<uint32_t>(rng_() % (src.b->count + 1));
+    const uint32_t to = from + static_cast<uint32_t>(rng_() % (src.b->count - from + 1));
+    BatchPtr one, many;
+    const uint32_t pre = static_cast<uint32_t>(rng_() % 5);
+    ASSERT_EQ(UIH_OK, uih_batch_create(g_, 300, ids.data(), (uint32_t)ids.size(), &one.b, nullptr));
+    ASSERT_EQ(UIH_OK, uih_batch_create(g_, 300, ids.data(), (uint32_t)ids.size(), &many.b, nullptr));
+    for (uint32_t r = 0; r < pre && r < src.b->count; r++) {
+      ASSERT_EQ(UIH_OK, uih_batch_copy_row(one.b, src.b, r, nullptr));
+      ASSERT_EQ(UIH_OK, uih_batch_copy_row(many.b, src.b, r, nullptr));
+    }
+    for (uint32_t r = from; r < to; r++) ASSERT_EQ(UIH_OK, uih_batch_copy_row(one.b, src.b, r, nullptr));
+    ASSERT_EQ(UIH_OK, uih_batch_copy_rows(many.b, src.b, from, to, nullptr));
+    ASSERT_EQ(one.b->count, many.b->count);
+    for (uint32_t c = 0; c < one.b->ncolumns; c++) {
+      const size_t w = uih_type_width(one.b->columns[c].trait->type);
+      EXPECT_EQ(0, memcmp(one.b->columns[c].values, many.b->columns[c].values, 300 * w)) << "column " << c;
+      EXPECT_EQ(0, memcmp(one.b->columns[c].present, many.b->columns[c].present, (300 + 63) / 64 * 8)) << "column " << c;
+    }
+  }
+  BatchPtr src, small;
+  RandomBatch(10, &src);
+  ASSERT_EQ(UIH_OK, uih_batch_create(g_, 4, nullptr, 0, &small.b, nullptr));
+  uih_error err{};
+  EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, uih_batch_copy_rows(small.b, src.b, 0, 5, &err));
+  EXPECT_EQ(0u, small.b->count);
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_batch_copy_rows(small.b, src.b, 3, 11, &err));
+}
+
 TEST_F(Events, MergeIsAUnionInAnyGroupingAndOrder) {
   for (int iter = 0; iter < 60; iter++) {
     SCOPED_TRACE(iter);

@@ -81,6 +81,11 @@ int uih_batch_append(uih_batch *batch, uint32_t *row, uih_error *err);
  * UIH_ERR_OUT_OF_RANGE when `dst` is full. */
 int uih_batch_copy_row(uih_batch *dst, const uih_batch *src, uint32_t row, uih_error *err);
 
+/* Appends rows [from, to) of `src` (same group) to `dst` as that many
+ * uih_batch_copy_row calls would, column at a time. UIH_ERR_OUT_OF_RANGE
+ * (nothing copied) when they do not fit. */
+int uih_batch_copy_rows(uih_batch *dst, const uih_batch *src, uint32_t from, uint32_t to, uih_error *err);
+
 /* Index of the column holding trait `trait_id`, or -1. */
 int uih_batch_column_index(const uih_batch *batch, uint16_t trait_id);
 
