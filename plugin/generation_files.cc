@@ -23,7 +23,7 @@ Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<Gen
   const InternalKeyComparator icmp(BytewiseComparator());
   const EnvOptions env_options;
   const std::shared_ptr<const SliceTransform> no_prefix;
-  const std::shared_ptr<FileSystem>& fs = FileSystem::Default();
+  const std::shared_ptr<FileSystem>& fs = ioptions.fs;  // the store's Env's
   std::unique_ptr<GenerationFiles> g(new GenerationFiles);
   for (const LevelMetaData& level : meta.levels) {
     for (const SstFileMetaData& f : level.files) {

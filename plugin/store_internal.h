@@ -50,6 +50,23 @@ struct Generation {
   std::unique_ptr<GenerationFiles> files;
 };
 
+// Where a read of both tiers of a shard splits: events below it come from
+// the generation, the rest from the mutable tier. The watermark is read
+// before the generation; when a publish came in between, the generation's
+// `through` is ahead of the watermark (and the mutable tier may already
+// have dropped what lies below it), so the split is the larger of the two.
+// Without either, there is no split: everything is the mutable tier's.
+struct Split {
+  bool has = false;
+  int64_t at = INT64_MIN;
+};
+inline Split SplitOf(int64_t wm, int has_wm, const Generation* gen) {
+  Split s;
+  if (has_wm) s = {true, wm};
+  if (gen && (!s.has || gen->record.through > s.at)) s = {true, gen->record.through};
+  return s;
+}
+
 struct Shard {
   uint32_t index = 0;
   std::string path;

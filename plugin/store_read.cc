@@ -101,24 +101,28 @@ int Read(uih_store* s, uint64_t user, uint16_t group, int64_t from, int64_t to, 
     uih_batch_free(*batch);
     *batch = nb;
   }
+  // The watermark first, then the generation (see uih::SplitOf).
   int64_t wm = INT64_MIN;
   int has = 0;
   int rc = uih_mutable_watermark(sh->mut, &wm, &has, err);
   if (rc != UIH_OK) return rc;
-  const bool split = tier == UIH_TIER_ALL && has;
+  std::shared_ptr<Generation> gen;
   if (tier & UIH_TIER_IMMUTABLE) {
-    auto gen = sh->Get(generation);
+    gen = sh->Get(generation);
     if (generation != 0 && !gen)
       return uih_error_set(err, UIH_ERR_NOT_FOUND, "store %s: shard %u has no live generation %u", s->dir.c_str(),
                            sh->index, generation);
-    // With the split, only what is below the watermark (nothing when it is INT64_MIN).
-    if (gen && !(split && wm == INT64_MIN)) {
-      rc = ReadImmutable(sh, *gen, user, g, from, split ? std::min(to, wm - 1) : to, batch, err);
-      if (rc != UIH_OK) return rc;
-    }
+  }
+  // A generation asked for by number splits at the watermark alone.
+  const uih::Split at = uih::SplitOf(wm, has, generation == 0 ? gen.get() : nullptr);
+  const bool split = tier == UIH_TIER_ALL && at.has;
+  // With the split, only what is below it (nothing when it is INT64_MIN).
+  if (gen && !(split && at.at == INT64_MIN)) {
+    rc = ReadImmutable(sh, *gen, user, g, from, split ? std::min(to, at.at - 1) : to, batch, err);
+    if (rc != UIH_OK) return rc;
   }
   if (tier & UIH_TIER_MUTABLE) {
-    int64_t lo = split ? std::max(from, wm) : from;
+    int64_t lo = split ? std::max(from, at.at) : from;
     uih_batch* tmp = nullptr;
     rc = BatchLike(*batch, 64, UIH_TRAIT_ARRIVAL, &tmp, err);
     if (rc == UIH_OK && lo <= to) rc = uih_mutable_read(sh->mut, user, group, lo, to, &tmp, err);

@@ -29,8 +29,9 @@ struct BatchPtr {
 // Per spec group: what the call built.
 struct GroupWork {
   BatchPtr sequence;       // what the model gets (every active trait)
-  BatchPtr window;         // the immutable stripes decoded (+ arrival)
-  BatchPtr stripe;         // one of them
+  BatchPtr window;         // the immutable part (+ arrival)
+  std::vector<std::unique_ptr<BatchPtr>> pool;  // its stripes decoded, newest first
+  std::vector<uint32_t> rows;                   // per stripe of the pool: its rows in the part
   BatchPtr mut;            // the mutable tier's events
   BatchPtr chunk;          // mutable events being encoded, one stripe's worth
   std::string blob;        // the record's mutable stripes
@@ -49,15 +50,6 @@ int Ensure(BatchPtr* b, const uih_group* g, const uint16_t* ids, uint32_t nids, 
   return uih_batch_create(g, capacity, ids, nids, &b->b, err);
 }
 
-// Copies rows [from, to) of `src` to the end of `dst` (same group; the
-// traits dst has).
-int CopyRows(uih_batch* dst, const uih_batch* src, uint32_t from, uint32_t to, uih_error* err) {
-  for (uint32_t r = from; r < to; r++) {
-    int rc = uih_batch_copy_row(dst, src, r, err);
-    if (rc != UIH_OK) return rc;
-  }
-  return UIH_OK;
-}
 
 }  // namespace
 
@@ -65,6 +57,7 @@ struct uih_snapshotter {
   uih_store* s = nullptr;
   uih_stripe_decoder* dec = nullptr;
   uih_stripe_encoder* enc = nullptr;
+  std::vector<GenerationFiles::Extent> plan;
   GenerationFiles::StripeSet stripes;
   std::vector<std::unique_ptr<GroupWork>> work;
   std::vector<const uih_batch*> out;
@@ -80,7 +73,7 @@ namespace {
 
 // The group's newest events for the spec: fills w->sequence and the
 // record's group `rg`.
-int SnapshotGroup(uih_snapshotter* sn, Shard* sh, const std::shared_ptr<Generation>& gen, int64_t wm, int has_wm,
+int SnapshotGroup(uih_snapshotter* sn, Shard* sh, const std::shared_ptr<Generation>& gen, uih::Split split,
                   const uih_schema* schema, uint64_t user, int64_t request_ts, const uih_snapshot_spec_group& spec,
                   GroupWork* w, uih_snapshot_group* rg, uih_error* err) {
   const uih_group* g = uih_schema_group_by_id(schema, spec.group);
@@ -93,75 +86,91 @@ int SnapshotGroup(uih_snapshotter* sn, Shard* sh, const std::shared_ptr<Generati
   *rg = uih_snapshot_group{};
   rg->group = g->id;
   // The mutable tier's events from the watermark up to the request.
-  const int64_t lo = has_wm ? wm : INT64_MIN;
+  const int64_t lo = split.at;
   int rc = Ensure(&w->mut, g, nullptr, 0, 64, err);
   if (rc == UIH_OK && lo <= request_ts) rc = uih_mutable_read(sh->mut, user, g->id, lo, request_ts, &w->mut.b, err);
   if (rc != UIH_OK) return rc;
   const uint32_t m = w->mut.b->count, keep_m = std::min(m, spec.max_length), want = spec.max_length - keep_m;
 
-  // The immutable tier's newest `want` events below the watermark.
-  uint32_t first = 0, nimm = 0;  // rows [first, first + nimm) of the window
-  const int64_t end = has_wm && wm != INT64_MIN ? std::min(wm - 1, request_ts) : INT64_MIN;
-  if (want > 0 && gen && has_wm && wm != INT64_MIN) {
+  // The immutable tier's newest `want` events below the split: the user's
+  // stripes found in the index, read backwards in runs (doubling) and
+  // decoded newest first, each into a batch of the pool, until `want`
+  // events at or before `end` are there; then those copied, oldest first,
+  // into the window. At most want + one stripe's events are decoded.
+  uint32_t nimm = 0;
+  const int64_t end = split.has && split.at != INT64_MIN ? std::min(split.at - 1, request_ts) : INT64_MIN;
+  if (want > 0 && gen && split.has && split.at != INT64_MIN) {
     const GenerationFiles* files = nullptr;
     rocksdb::Status st = gen->Files(&files);
     if (!st.ok())
       return uih::Fail(err, sh->path, st, "opening generation " + std::to_string(gen->record.generation) + "'s files");
-    rc = files->Collect(user, g->id, INT64_MIN, end, &sn->stripes, err);
+    rc = files->Plan(user, g->id, INT64_MIN, end, &sn->plan, err);
     if (rc != UIH_OK) return rc;
-    // The stripes that hold the newest `want` events at or before `end`,
-    // by their headers; then those decoded, oldest first.
-    const auto& list = sn->stripes.stripes;
-    size_t from = list.size();
-    uint64_t have = 0, total = 0;
-    while (from > 0 && have < want) {
-      uih_stripe_info info;
-      rc = uih_stripe_read_info(sn->stripes.at(list[from - 1]), list[from - 1].len, &info, err);
-      if (rc != UIH_OK) return rc;
-      from--;
-      if (info.max_ts <= end) have += info.count;  // one straddling `end` counts for none: decoded, then cut
-      total += info.count;
-    }
-    if (total > UIH_STRIPE_EVENTS_MAX)
-      return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "snapshot: group %s: %" PRIu64 " events to decode, at most %d",
-                           g->name, total, UIH_STRIPE_EVENTS_MAX);
     // The window and a stripe's batch: every active trait and the arrival.
     sn->ids.clear();
     for (uint32_t t = 0; t < g->ntraits; t++)
       if (uih_trait_active(&g->traits[t])) sn->ids.push_back(g->traits[t].id);
     sn->ids.push_back(UIH_TRAIT_ARRIVAL);
     const uint32_t nids = static_cast<uint32_t>(sn->ids.size());
+    size_t stop = sn->plan.size(), run = 0, used = 0;
+    std::vector<uint32_t>& rows = w->rows;  // per decoded stripe: its rows at or before `end`
+    rows.clear();
+    while (stop > 0 && nimm < want) {
+      run = std::max<size_t>(run * 2, (want - nimm) / g->stripe_events + 1);
+      const size_t begin = stop > run ? stop - run : 0;
+      rc = files->Read(sn->plan.data() + begin, stop - begin, &sn->stripes, err);
+      if (rc != UIH_OK) return rc;
+      const auto& list = sn->stripes.stripes;
+      for (size_t i = list.size(); rc == UIH_OK && i-- > 0 && nimm < want;) {
+        if (used == w->pool.size()) w->pool.push_back(std::make_unique<BatchPtr>());
+        BatchPtr* b = w->pool[used].get();
+        uih_stripe_info info;
+        rc = uih_stripe_read_info(sn->stripes.at(list[i]), list[i].len, &info, err);
+        if (rc == UIH_OK && (b->b == nullptr || b->b->group != g || b->b->ncolumns != nids)) {
+          uih_batch_free(b->b);
+          b->b = nullptr;
+          rc = uih_batch_create(g, std::max<uint32_t>(info.count, 1), sn->ids.data(), nids, &b->b, err);
+        }
+        if (rc == UIH_OK) rc = uih_batch_reserve(&b->b, std::max<uint32_t>(info.count, 1), err);
+        if (rc == UIH_OK)
+          rc = uih_stripe_decode(sn->dec, sn->stripes.at(list[i]), list[i].len, 0, UIH_DECODE_TO_END,
+                                 UIH_DECODE_VERIFY_CHECKSUM, b->b, err);
+        if (rc != UIH_OK) {
+          uih_error_prefix(err, "store %s: generation %u: stripe of user %" PRIu64 " group %u at ts %" PRId64 ": ",
+                           sh->path.c_str(), gen->record.generation, user, g->id, list[i].start);
+          return rc;
+        }
+        // Rows are in time order; those after `end` (a stripe straddling
+        // it) are not the model's.
+        const uih_batch* sb = b->b;
+        const int64_t* ts = static_cast<const int64_t*>(sb->columns[uih_batch_column_index(sb, g->ts->id)].values);
+        uint32_t below = sb->count;
+        while (below > 0 && ts[below - 1] > end) below--;
+        rows.push_back(below);
+        nimm += std::min(below, want - nimm);
+        used++;
+      }
+      stop = begin;
+    }
     if (w->window.b == nullptr || w->window.b->group != g || w->window.b->ncolumns != nids) {
       uih_batch_free(w->window.b);
-      uih_batch_free(w->stripe.b);
-      w->window.b = w->stripe.b = nullptr;
-      rc = uih_batch_create(g, 64, sn->ids.data(), nids, &w->window.b, err);
-      if (rc == UIH_OK) rc = uih_batch_create(g, 64, sn->ids.data(), nids, &w->stripe.b, err);
+      w->window.b = nullptr;
+      rc = uih_batch_create(g, std::max<uint32_t>(nimm, 1), sn->ids.data(), nids, &w->window.b, err);
     }
     if (rc == UIH_OK) {
       uih_batch_clear(w->window.b);
-      rc = uih_batch_reserve(&w->window.b, static_cast<uint32_t>(std::max<uint64_t>(total, 1)), err);
+      rc = uih_batch_reserve(&w->window.b, std::max<uint32_t>(nimm, 1), err);
     }
-    for (size_t i = from; rc == UIH_OK && i < list.size(); i++) {
-      uih_stripe_info info;
-      rc = uih_stripe_read_info(sn->stripes.at(list[i]), list[i].len, &info, err);
-      if (rc == UIH_OK) rc = uih_batch_reserve(&w->stripe.b, std::max<uint32_t>(info.count, 1), err);
-      if (rc == UIH_OK)
-        rc = uih_stripe_decode(sn->dec, sn->stripes.at(list[i]), list[i].len, 0, UIH_DECODE_TO_END,
-                               UIH_DECODE_VERIFY_CHECKSUM, w->stripe.b, err);
-      if (rc == UIH_OK) rc = CopyRows(w->window.b, w->stripe.b, 0, w->stripe.b->count, err);
-      if (rc != UIH_OK)
-        uih_error_prefix(err, "store %s: generation %u: stripe of user %" PRIu64 " group %u at ts %" PRId64 ": ",
-                         sh->path.c_str(), gen->record.generation, user, g->id, list[i].start);
+    // Oldest first: of the oldest stripe decoded, only its newest rows.
+    uint32_t skip = 0;
+    for (size_t k = 0; k < used; k++) skip += rows[k];
+    skip -= nimm;
+    for (size_t k = used; rc == UIH_OK && k-- > 0;) {
+      const uint32_t from = std::min(skip, rows[k]);
+      skip -= from;
+      rc = uih_batch_copy_rows(w->window.b, w->pool[k]->b, from, rows[k], err);
     }
     if (rc != UIH_OK) return rc;
-    // Rows after `end` (a straddling last stripe) are not the model's.
-    const uih_batch* wb = w->window.b;
-    const int64_t* ts = static_cast<const int64_t*>(wb->columns[uih_batch_column_index(wb, g->ts->id)].values);
-    uint32_t stop = wb->count;
-    while (stop > 0 && ts[stop - 1] > end) stop--;
-    nimm = std::min<uint32_t>(stop, want);
-    first = stop - nimm;
   }
   // The record's immutable part: window, generation, checksums.
   if (nimm > 0) {
@@ -169,14 +178,14 @@ int SnapshotGroup(uih_snapshotter* sn, Shard* sh, const std::shared_ptr<Generati
     const int64_t* ts = static_cast<const int64_t*>(wb->columns[uih_batch_column_index(wb, g->ts->id)].values);
     rg->length = nimm;
     rg->generation = gen->record.generation;
-    rg->start_ts = ts[first];
-    rg->end_ts = ts[first + nimm - 1];
+    rg->start_ts = ts[0];
+    rg->end_ts = ts[nimm - 1];
     int cols[1 + UIH_TRAITS_MAX];
     uint32_t ncols = uih_snapshot_identity_columns(nullptr, wb, cols, 1 + UIH_TRAITS_MAX);
     uint32_t cp[UIH_SNAPSHOT_CHECKS_MAX];
     uint32_t ncp = uih_snapshot_checkpoints(nimm, cp);
     uint64_t h = 0;
-    for (uint32_t k = 1, r = first + nimm; k <= nimm; k++) {
+    for (uint32_t k = 1, r = nimm; k <= nimm; k++) {
       h = uih_snapshot_identity_next(h, wb, cols, ncols, --r);
       for (uint32_t c = 0; c < ncp; c++)
         if (cp[c] == k) rg->check[c] = static_cast<uint32_t>(h);
@@ -184,15 +193,15 @@ int SnapshotGroup(uih_snapshotter* sn, Shard* sh, const std::shared_ptr<Generati
   }
   // The sequence: the immutable part, then the newest keep_m mutable events.
   rc = Ensure(&w->sequence, g, nullptr, 0, nimm + keep_m, err);
-  if (rc == UIH_OK) rc = CopyRows(w->sequence.b, w->window.b, first, first + nimm, err);
-  if (rc == UIH_OK) rc = CopyRows(w->sequence.b, w->mut.b, m - keep_m, m, err);
+  if (rc == UIH_OK && nimm > 0) rc = uih_batch_copy_rows(w->sequence.b, w->window.b, 0, nimm, err);
+  if (rc == UIH_OK) rc = uih_batch_copy_rows(w->sequence.b, w->mut.b, m - keep_m, m, err);
   if (rc != UIH_OK) return rc;
   // The record's mutable events: stripes of at most stripe_events.
   w->blob.clear();
   for (uint32_t at = m - keep_m; at < m && rc == UIH_OK;) {
     uint32_t n = std::min(m - at, g->stripe_events);
     rc = Ensure(&w->chunk, g, nullptr, 0, n, err);
-    if (rc == UIH_OK) rc = CopyRows(w->chunk.b, w->mut.b, at, at + n, err);
+    if (rc == UIH_OK) rc = uih_batch_copy_rows(w->chunk.b, w->mut.b, at, at + n, err);
     const uint8_t* bytes = nullptr;
     size_t len = 0;
     if (rc == UIH_OK) rc = uih_stripe_encode(sn->enc, w->chunk.b, uih_schema_version(schema), &bytes, &len, err);
@@ -231,6 +240,7 @@ int Snapshot(uih_snapshotter* sn, uint64_t user, int64_t request_ts, const uih_s
   int rc = uih_mutable_watermark(sh->mut, &wm, &has_wm, err);
   if (rc != UIH_OK) return rc;
   std::shared_ptr<Generation> gen = sh->Get(0);
+  const uih::Split split = uih::SplitOf(wm, has_wm, gen.get());
   while (sn->work.size() < spec->ngroups) sn->work.push_back(std::make_unique<GroupWork>());
   uih_snapshot_record r{};
   r.user_id = user;
@@ -245,7 +255,7 @@ int Snapshot(uih_snapshotter* sn, uint64_t user, int64_t request_ts, const uih_s
             [&](uint32_t a, uint32_t b) { return spec->groups[a].group < spec->groups[b].group; });
   for (uint32_t k = 0; k < spec->ngroups; k++) {
     uint32_t i = order[k];
-    rc = SnapshotGroup(sn, sh, gen, wm, has_wm, schema, user, request_ts, spec->groups[i], sn->work[i].get(),
+    rc = SnapshotGroup(sn, sh, gen, split, schema, user, request_ts, spec->groups[i], sn->work[i].get(),
                        &r.groups[k], err);
     if (rc != UIH_OK) return rc;
     sn->out[i] = sn->work[i]->sequence.b;
