@@ -104,6 +104,7 @@ class Materializer {
                  uih_error* err);
   int DecodeMutable(size_t rec, uint32_t gi, const uih_snapshot_group& rg, uih_error* err);
   int Mismatch(size_t rec, uint32_t gi, const char* why, uih_error* err);
+  const uih_trait* DroppedIdTrait(const uih_group* vg, uint32_t gi) const;
   void Write(uih_materialized* out);
 
   uih_store* s_;
@@ -115,6 +116,8 @@ class Materializer {
   std::vector<std::vector<uint16_t>> reads_;    // per projected group: traits a window holds
   std::vector<uih_snapshot_record> recs_;
   std::vector<uint8_t> flags_;
+  size_t first_bad_ = SIZE_MAX;  // under UIH_MISMATCH_FAIL: the first record that failed, and why
+  std::string bad_message_;
   std::vector<std::vector<Pick>> picks_;        // [record][group]
   std::vector<std::unique_ptr<Batch>> keep_;    // decoded stripes the picks point into
   std::vector<GenerationFiles::Extent> plan_;
@@ -163,12 +166,32 @@ int Materializer::CheckProjection(uih_error* err) {
   return UIH_OK;
 }
 
+// Flags the record; under UIH_MISMATCH_FAIL the batch goes on, so that the
+// error names the first such record in the caller's order.
 int Materializer::Mismatch(size_t rec, uint32_t gi, const char* why, uih_error* err) {
+  (void)err;
   flags_[rec] |= UIH_RECORD_MISMATCH;
-  if (p_->on_mismatch == UIH_MISMATCH_FAIL)
-    return Fail(err, UIH_ERR_CORRUPTION, "record %zu (user %" PRIu64 ", request %" PRId64 "), group %s: %s", rec,
-                recs_[rec].user_id, recs_[rec].request_ts, groups_[gi]->name, why);
+  if (p_->on_mismatch == UIH_MISMATCH_FAIL && rec < first_bad_) {
+    first_bad_ = rec;
+    char msg[640];
+    snprintf(msg, sizeof msg, "record %zu (user %" PRIu64 ", request %" PRId64 "), group %s: %s", rec,
+             recs_[rec].user_id, recs_[rec].request_ts, groups_[gi]->name, why);
+    bad_message_ = msg;
+  }
   return UIH_OK;
+}
+
+// Whether the identities of records of schema version `vg` may be beyond
+// checking: an id trait of it the store's schema has dropped since (the
+// loader rewrites stripes without its column).
+const uih_trait* Materializer::DroppedIdTrait(const uih_group* vg, uint32_t gi) const {
+  for (uint32_t t = 0; vg && t < vg->ntraits; t++) {
+    const uih_trait* tr = &vg->traits[t];
+    if (tr->type != UIH_TYPE_ID || !uih_trait_active(tr)) continue;
+    const uih_trait* now = uih_group_trait_by_id(groups_[gi], tr->id);
+    if (now == nullptr || !uih_trait_active(now)) return tr;
+  }
+  return nullptr;
 }
 
 // The record's mutable events of the group, decoded into a batch of their own.
@@ -239,10 +262,15 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
       flags_[rec] |= UIH_RECORD_NO_GROUP;
       continue;
     }
-    int rc = DecodeMutable(rec, gi, *rg, err);
-    if (rc != UIH_OK) {
-      uih_error_prefix(err, "materialize: record %zu (user %" PRIu64 "), group %s: ", rec, r.user_id, g->name);
-      return rc;
+    uih_error local{};
+    int rc = DecodeMutable(rec, gi, *rg, &local);
+    if (rc == UIH_ERR_NO_MEMORY) return uih_error_set(err, rc, "%s", uih_error_message(&local));
+    if (rc != UIH_OK) {  // the record's own bytes: the record is damaged, its group empty
+      picks_[rec][gi] = Pick{};
+      std::string why = std::string("its mutable events do not decode: ") + uih_error_message(&local);
+      rc = Mismatch(rec, gi, why.c_str(), err);
+      if (rc != UIH_OK) return rc;
+      continue;
     }
     const uint32_t m = picks_[rec][gi].mutable_events;
     const uint32_t want = std::min(max - m, rg->length);
@@ -349,9 +377,16 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
       uint64_t h = 0;
       for (const auto& [slot, row] : found[k]) h = uih_snapshot_identity_next(h, decoded[slot]->b, cols, ncols, row);
       if (vg == nullptr || at == ncp || static_cast<uint32_t>(h) != nd.rg->check[at]) {
-        char why[128];
-        snprintf(why, sizeof why, "the identities of its %u newest events give %08x, the record says %08x", nd.check,
-                 static_cast<uint32_t>(h), at < ncp ? nd.rg->check[at] : 0);
+        char why[256];
+        const uih_trait* dropped = DroppedIdTrait(vg, gi);
+        if (dropped)
+          snprintf(why, sizeof why,
+                   "unverifiable: its schema version %u identifies events by id trait '%s', which the store's schema "
+                   "has dropped since (the identities of its %u newest events give %08x, the record says %08x)",
+                   r.schema_version, dropped->name, nd.check, static_cast<uint32_t>(h), at < ncp ? nd.rg->check[at] : 0);
+        else
+          snprintf(why, sizeof why, "the identities of its %u newest events give %08x, the record says %08x", nd.check,
+                   static_cast<uint32_t>(h), at < ncp ? nd.rg->check[at] : 0);
         rc = Mismatch(nd.rec, gi, why, err);
         if (rc != UIH_OK) return rc;
       }
@@ -482,6 +517,7 @@ int Materializer::Run(const uint8_t* const* records, const size_t* lens, size_t 
     }
   }
   if (rc != UIH_OK) return rc;
+  if (first_bad_ != SIZE_MAX) return Fail(err, UIH_ERR_CORRUPTION, "%s", bad_message_.c_str());
   for (uint8_t f : flags_) st_->mismatches += (f & UIH_RECORD_MISMATCH) != 0;
   Write(out);
   return UIH_OK;

@@ -11,6 +11,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -379,6 +380,25 @@ TEST_F(StoreTest, MaterializedRecordsEqualWhatInferenceSaw) {
   EXPECT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &whole, &m, &st, &err), UIH_ERR_CORRUPTION);
   EXPECT_NE(std::string(uih_error_message(&err)).find("user " + std::to_string(gone)), std::string::npos)
       << uih_error_message(&err);
+  // ... naming the first such record in the caller's order, whatever order
+  // the users are served in: here the last of them comes first.
+  {
+    size_t last = 0, first = SIZE_MAX;
+    for (size_t i = 0; i < records.size(); i++) {
+      uih_snapshot_record r;
+      ASSERT_EQ(uih_snapshot_record_decode(ptrs[i], lens[i], &r, &err), UIH_OK);
+      bool any = false;
+      for (uint32_t k = 0; k < r.ngroups; k++) any |= r.groups[k].length > 0;
+      if (users[i] == gone && any) last = i, first = std::min(first, i);
+    }
+    std::vector<const uint8_t*> moved = ptrs;
+    std::vector<size_t> mlens = lens;
+    std::swap(moved[0], moved[last]);
+    std::swap(mlens[0], mlens[last]);
+    EXPECT_EQ(uih_materialize(s, moved.data(), mlens.data(), moved.size(), &whole, &m, &st, &err), UIH_ERR_CORRUPTION);
+    EXPECT_NE(std::string(uih_error_message(&err)).find("record 0 (user " + std::to_string(gone)), std::string::npos)
+        << uih_error_message(&err) << " (first " << first << ", last " << last << ")";
+  }
   // A damaged record: unreadable under flag, an error under fail.
   std::string bad = records[1];
   bad[bad.size() / 2] ^= 0x40;
@@ -484,6 +504,187 @@ TEST_F(StoreTest, SnapshotSpecsAreChecked) {
   EXPECT_EQ(r.groups[0].length, 0u);
   EXPECT_EQ(r.groups[0].mutable_len, 0u);
   uih_snapshotter_free(sn);
+  uih_store_close(s);
+}
+
+// A history longer than the longest sequence: a snapshot at the maximum
+// length decodes only the stripes it needs (no more than the maximum plus
+// a stripe, whatever the history), and the record rebuilds to it.
+TEST_F(StoreTest, SnapshotsOfTheMaximumLengthOfALongerHistory) {
+  uih_store* s = Init("store", 1);
+  const uint32_t n = UIH_STRIPE_EVENTS_MAX + 4000;
+  std::string text = "user_id,group,ts,item,liked\n";
+  for (uint32_t i = 0; i < n; i++)
+    text += "5,b," + std::to_string(kBase + i) + "," + std::to_string(i * 7) + ",\n";
+  std::string day = dir_ / "long.csv";
+  WriteFile(day, text);
+  uih_error err{};
+  ASSERT_EQ(Load(s, {day}, kBase + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
+  uih_snapshotter* sn = nullptr;
+  ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
+  uih_snapshot_spec spec{1, {{2, UIH_STRIPE_EVENTS_MAX}}};
+  const uih_batch* const* seqs;
+  const uint8_t* rec;
+  size_t len;
+  const int64_t request = kBase + kDay + 5;
+  ASSERT_EQ(uih_snapshot(sn, 5, request, &spec, &seqs, &rec, &len, &err), UIH_OK) << uih_error_message(&err);
+  std::vector<Ev> seen = Events(seqs[0]);
+  ASSERT_EQ(seen.size(), static_cast<size_t>(UIH_STRIPE_EVENTS_MAX));
+  EXPECT_EQ(seen.front().ts, kBase + (n - UIH_STRIPE_EVENTS_MAX));
+  EXPECT_EQ(seen.back().ts, kBase + n - 1);
+  std::string record(reinterpret_cast<const char*>(rec), len);
+  uih_snapshotter_free(sn);
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(record.data());
+  size_t l = record.size();
+  uih_projection proj{};
+  proj.ngroups = 1;
+  proj.groups[0] = {2, UIH_STRIPE_EVENTS_MAX, 0, {}};
+  uih_materialized* m = nullptr;
+  uih_materialize_stats st{};
+  ASSERT_EQ(uih_materialize(s, &p, &l, 1, &proj, &m, &st, &err), UIH_OK) << uih_error_message(&err);
+  EXPECT_EQ(Sequences(m, 0)[0], seen);
+  EXPECT_LE(st.stripes_read, UIH_STRIPE_EVENTS_MAX / 3 + 2u);
+  uih_materialized_free(m);
+  uih_store_close(s);
+}
+
+// A record whose mutable events are well framed but do not decode (sealed
+// by a writer with a bug): a mismatch of that record alone — flagged and
+// empty under skip and flag, the batch's error under fail.
+TEST_F(StoreTest, UndecodableMutableEventsAreTheRecordsMismatch) {
+  World w;
+  uih_store* s = Init("store", 2);
+  ASSERT_NO_FATAL_FAILURE(w.Build(s, dir_.path()));
+  uih_error err{};
+  uih_snapshotter* sn = nullptr;
+  ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
+  std::vector<std::string> records;
+  for (uint64_t u = 0; u < 4; u++) {
+    uih_snapshot_spec spec{1, {{1, 24}}};
+    const uih_batch* const* seqs;
+    const uint8_t* rec;
+    size_t len;
+    ASSERT_EQ(uih_snapshot(sn, u, w.through + kDay - 1, &spec, &seqs, &rec, &len, &err), UIH_OK);
+    records.emplace_back(reinterpret_cast<const char*>(rec), len);
+  }
+  uih_snapshotter_free(sn);
+  uih_snapshot_record r;
+  ASSERT_EQ(uih_snapshot_record_decode(reinterpret_cast<const uint8_t*>(records[2].data()), records[2].size(), &r, &err),
+            UIH_OK);
+  const uint8_t junk[] = {5, 1, 2, 3, 4, 5};  // one "stripe" of 5 bytes
+  r.groups[0].mutable_events = junk;
+  r.groups[0].mutable_len = sizeof junk;
+  std::string bad(uih_snapshot_record_size(&r), '\0');
+  size_t blen;
+  ASSERT_EQ(uih_snapshot_record_encode(&r, reinterpret_cast<uint8_t*>(bad.data()), bad.size(), &blen, &err), UIH_OK);
+  bad.resize(blen);
+  records[2] = bad;
+  std::vector<const uint8_t*> ptrs;
+  std::vector<size_t> lens;
+  for (auto& x : records) {
+    ptrs.push_back(reinterpret_cast<const uint8_t*>(x.data()));
+    lens.push_back(x.size());
+  }
+  uih_projection proj{};
+  proj.ngroups = 1;
+  proj.groups[0] = {1, 24, 0, {}};
+  uih_materialized* m = nullptr;
+  uih_materialize_stats st{};
+  for (uih_mismatch_policy policy : {UIH_MISMATCH_FLAG, UIH_MISMATCH_SKIP}) {
+    proj.on_mismatch = policy;
+    ASSERT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &proj, &m, &st, &err), UIH_OK)
+        << uih_error_message(&err);
+    EXPECT_EQ(st.mismatches, 1u);
+    for (size_t i = 0; i < records.size(); i++)
+      EXPECT_EQ(uih_materialized_flags(m)[i], i == 2 ? UIH_RECORD_MISMATCH : 0) << i;
+    EXPECT_EQ(uih_materialized_group(m, 0)->lengths[2], 0u);
+    uih_materialized_free(m);
+  }
+  proj.on_mismatch = UIH_MISMATCH_FAIL;
+  EXPECT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &proj, &m, &st, &err), UIH_ERR_CORRUPTION);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("record 2 (user 2"), std::string::npos) << uih_error_message(&err);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("mutable events do not decode"), std::string::npos);
+  uih_store_close(s);
+}
+
+// A schema change that drops an id trait: the loader rewrites the stripes
+// without it, so records logged before identify their events by a value
+// the store no longer has. They are named unverifiable, never rebuilt
+// silently; records of groups the change left alone still verify.
+TEST_F(StoreTest, DroppingAnIdTraitMakesOlderRecordsOfItsGroupUnverifiable) {
+  World w;
+  uih_store* s = Init("store", 2);
+  ASSERT_NO_FATAL_FAILURE(w.Build(s, dir_.path()));
+  uih_error err{};
+  uih_snapshotter* sn = nullptr;
+  ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
+  std::vector<std::string> records;
+  std::vector<bool> has_b;
+  for (uint64_t u = 0; u < World::kUsers; u++) {
+    uih_snapshot_spec spec{2, {{1, 24}, {2, 6}}};
+    const uih_batch* const* seqs;
+    const uint8_t* rec;
+    size_t len;
+    ASSERT_EQ(uih_snapshot(sn, u, w.through + kDay - 1, &spec, &seqs, &rec, &len, &err), UIH_OK);
+    records.emplace_back(reinterpret_cast<const char*>(rec), len);
+    uih_snapshot_record r;
+    ASSERT_EQ(uih_snapshot_record_decode(rec, len, &r, &err), UIH_OK);
+    has_b.push_back(r.groups[1].length > 0);
+  }
+  uih_snapshotter_free(sn);
+  static const char kDropItemOfB[] = R"({"name": "t", "version": 2, "groups": [
+    {"name": "a", "id": 1, "stripe_events": 4, "traits": [
+      {"name": "ts", "id": 1, "type": "timestamp"},
+      {"name": "item", "id": 2, "type": "id"},
+      {"name": "liked", "id": 3, "type": "flag"}]},
+    {"name": "b", "id": 2, "stripe_events": 3, "traits": [
+      {"name": "ts", "id": 1, "type": "timestamp"},
+      {"name": "item", "id": 2, "type": "id", "dropped_in": 2}]}]})";
+  // Day 1 as version 2 has it: no item in group b.
+  std::string text, line;
+  std::istringstream lines(w.day1_csv);
+  while (std::getline(lines, line)) {
+    size_t c = line.find(',');
+    if (line.compare(c, 3, ",b,") == 0) line = line.substr(0, line.find(',', c + 3)) + ",,";
+    text += line + "\n";
+  }
+  std::string day1 = dir_ / "day1.csv";
+  WriteFile(day1, text);
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.through = w.through + kDay;
+  o.schema_json = kDropItemOfB;
+  o.schema_len = strlen(kDropItemOfB);
+  const char* in[] = {day1.c_str()};
+  ASSERT_EQ(uih_load(s, in, 1, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
+  std::vector<const uint8_t*> ptrs;
+  std::vector<size_t> lens;
+  for (auto& x : records) {
+    ptrs.push_back(reinterpret_cast<const uint8_t*>(x.data()));
+    lens.push_back(x.size());
+  }
+  uih_projection proj{};
+  proj.ngroups = 2;
+  proj.groups[0] = {1, 24, 0, {}};
+  proj.groups[1] = {2, 6, 0, {}};
+  proj.on_mismatch = UIH_MISMATCH_FLAG;
+  uih_materialized* m = nullptr;
+  uih_materialize_stats st{};
+  ASSERT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &proj, &m, &st, &err), UIH_OK)
+      << uih_error_message(&err);
+  size_t with_b = 0;
+  for (size_t i = 0; i < records.size(); i++) {
+    with_b += has_b[i];
+    EXPECT_EQ(uih_materialized_flags(m)[i] & UIH_RECORD_MISMATCH, has_b[i] ? UIH_RECORD_MISMATCH : 0) << i;
+  }
+  ASSERT_GT(with_b, 0u);
+  ASSERT_LT(with_b, records.size());
+  uih_materialized_free(m);
+  proj.on_mismatch = UIH_MISMATCH_FAIL;
+  EXPECT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &proj, &m, &st, &err), UIH_ERR_CORRUPTION);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("unverifiable: its schema version 1 identifies events by id "
+                                                      "trait 'item'"),
+            std::string::npos)
+      << uih_error_message(&err);
   uih_store_close(s);
 }
 

@@ -12,7 +12,11 @@
  * verification reads only timestamps and id traits beyond what is asked.
  * A record whose part does not verify (its user erased since, events
  * scrubbed or expired, a bug) is a mismatch, handled by the projection's
- * policy; never a silent difference.
+ * policy; never a silent difference. So is one whose mutable events do not
+ * decode. A schema change that drops an id-typed trait makes the records
+ * of its group logged before it unverifiable (the loader rewrites the
+ * stripes without the trait, and identities include it): they are
+ * mismatches whose reason says so.
  *
  * Records of the same user in a batch are served together: one read of the
  * user's stripes and one decode of the union of their windows (data
@@ -40,7 +44,8 @@ extern "C" {
 #define UIH_PROJECTION_TRAITS_MAX 64
 
 typedef enum uih_mismatch_policy {
-  UIH_MISMATCH_FAIL = 0, /* the batch fails with UIH_ERR_CORRUPTION naming the first such record */
+  UIH_MISMATCH_FAIL = 0, /* the batch fails with UIH_ERR_CORRUPTION naming the first such record, in
+                            the caller's order */
   UIH_MISMATCH_SKIP = 1, /* the record's sequences come back empty, flagged */
   UIH_MISMATCH_FLAG = 2  /* the record's sequences come back as rebuilt, flagged */
 } uih_mismatch_policy;
