@@ -1,6 +1,8 @@
-/* uih snapshot, uih materialize, uih log show — inference snapshots logged
+/* uih snapshot, uih materialize, uih log dump — inference snapshots logged
  * as records, rebuilt at training time (uih/store.h, uih/materialize.h,
- * uih/snapshot.h). */
+ * uih/snapshot.h). Both commands print sequences in one CSV form,
+ * record,user_id,group,ts,<traits> (record: the record's number in the
+ * log), so what inference saw and what training rebuilt compare with diff. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,6 +16,8 @@
 #include "uih/snapshot.h"
 #include "uih/store.h"
 
+#define SNAPSHOT_DEFAULT_LENGTH 1024
+
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -25,51 +29,87 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* "NAME:N[:TRAIT+TRAIT...]" against the schema: the group, its length and
- * its traits (none: every trait). */
-static int parse_group_arg(const uih_schema *schema, const char *arg, uint16_t *group, uint32_t *max, uint16_t *traits,
-                           uint32_t *ntraits) {
-  char buf[512];
-  if (strlen(arg) >= sizeof buf) return cli_fail(CLI_USAGE, "'%s' is too long", arg);
+/* "NAME[:N]" against the schema: the group and its length (`dflt` when
+ * none is given). */
+static int parse_group_arg(const uih_schema *schema, const char *arg, uint32_t dflt, uint16_t *group, uint32_t *max) {
+  char buf[256];
+  if (strlen(arg) >= sizeof buf) return cli_fail(CLI_USAGE, "--group '%s' is too long", arg);
   strcpy(buf, arg);
   char *len = strchr(buf, ':');
-  if (!len) return cli_fail(CLI_USAGE, "'%s': expected GROUP:LENGTH[:TRAIT+TRAIT...]", arg);
-  *len++ = '\0';
-  char *list = strchr(len, ':');
-  if (list) *list++ = '\0';
+  if (len) *len++ = '\0';
   const uih_group *g = uih_schema_group_by_name(schema, buf);
-  if (!g) return cli_fail(CLI_FAIL, "'%s': the store's schema has no group '%s'", arg, buf);
-  uint64_t n;
-  if (!cli_parse_u64("length", len, &n)) return CLI_USAGE;
-  if (n == 0 || n > UIH_STRIPE_EVENTS_MAX) return cli_fail(CLI_USAGE, "'%s': length %s, expected 1..%d", arg, len, UIH_STRIPE_EVENTS_MAX);
+  if (!g) return cli_fail(CLI_FAIL, "--group '%s': the store's schema has no group '%s'", arg, buf);
+  uint64_t n = dflt;
+  if (len && !cli_parse_u64("--group length", len, &n)) return CLI_USAGE;
+  if (n == 0 || n > UIH_STRIPE_EVENTS_MAX)
+    return cli_fail(CLI_USAGE, "--group '%s': length %" PRIu64 ", expected 1..%d", arg, n, UIH_STRIPE_EVENTS_MAX);
   *group = g->id;
   *max = (uint32_t)n;
-  if (ntraits) *ntraits = 0;
-  if (list && !ntraits) return cli_fail(CLI_USAGE, "'%s': traits are chosen at materialization, not here", arg);
-  if (!ntraits) return CLI_OK;
-  if (!list) { /* every trait, as CSV has them: ts first */
-    traits[(*ntraits)++] = g->ts->id;
-    for (uint32_t t = 0; t < g->ntraits && *ntraits < UIH_PROJECTION_TRAITS_MAX; t++)
-      if (uih_trait_active(&g->traits[t]) && &g->traits[t] != g->ts) traits[(*ntraits)++] = g->traits[t].id;
+  return CLI_OK;
+}
+
+/* The groups named by --group, or every group of the schema. */
+static int parse_groups(const uih_schema *schema, const char *const *args, uint32_t nargs, uint32_t dflt,
+                        uint16_t *ids, uint32_t *lengths, uint32_t *n) {
+  *n = 0;
+  if (nargs == 0) {
+    for (uint32_t i = 0; i < uih_schema_group_count(schema) && *n < UIH_SNAPSHOT_GROUPS_MAX; i++) {
+      ids[*n] = uih_schema_group_at(schema, i)->id;
+      lengths[(*n)++] = dflt;
+    }
     return CLI_OK;
   }
-  for (char *name = strtok(list, "+"); name; name = strtok(NULL, "+")) {
-    const uih_trait *t = !strcmp(name, UIH_TRAIT_ARRIVAL_NAME) ? uih_group_trait_by_id(g, UIH_TRAIT_ARRIVAL)
-                         : !strcmp(name, "ts")                 ? g->ts /* as CSV names it */
-                                                               : uih_group_trait_by_name(g, name);
-    if (!t) return cli_fail(CLI_FAIL, "'%s': group '%s' has no trait '%s'", arg, g->name, name);
-    if (*ntraits == UIH_PROJECTION_TRAITS_MAX) return cli_fail(CLI_USAGE, "'%s': more than %d traits", arg, UIH_PROJECTION_TRAITS_MAX);
-    traits[(*ntraits)++] = t->id;
+  for (uint32_t i = 0; i < nargs; i++) {
+    int rc = parse_group_arg(schema, args[i], dflt, &ids[i], &lengths[i]);
+    if (rc != CLI_OK) return rc;
+    for (uint32_t j = 0; j < i; j++)
+      if (ids[j] == ids[i]) return cli_fail(CLI_USAGE, "--group '%s' is given twice", args[i]);
+    (*n)++;
   }
   return CLI_OK;
+}
+
+/* The CSV header of a group's sequences: the first group's plain, the
+ * others' as comments (one file holds every group's rows). */
+static int print_header(FILE *out, const uih_batch *like, int first, uih_error *err) {
+  fputs(first ? "record," : "# record,", out);
+  return uih_csv_write_header(out, like, err);
+}
+
+static int print_rows(FILE *out, uint64_t record, uint64_t user, const uih_batch *b, uih_error *err) {
+  for (uint32_t r = 0; r < b->count; r++) {
+    fprintf(out, "%" PRIu64 ",", record);
+    int rc = uih_csv_write_row(out, user, b, r, err);
+    if (rc != UIH_OK) return rc;
+  }
+  return UIH_OK;
+}
+
+static FILE *open_out(const char *path) {
+  if (!path || !strcmp(path, "-")) return stdout;
+  FILE *f = fopen(path, "w");
+  if (!f) cli_fail(CLI_FAIL, "%s: %s", path, strerror(errno));
+  return f;
+}
+
+static int close_out(FILE *f, const char *path, int rc) {
+  if (f == stdout) {
+    if (fflush(f) != 0 && rc == CLI_OK) rc = cli_fail(CLI_FAIL, "writing stdout: %s", strerror(errno));
+    return rc;
+  }
+  if (f && fclose(f) != 0 && rc == CLI_OK) rc = cli_fail(CLI_FAIL, "%s: %s", path, strerror(errno));
+  return rc;
 }
 
 /* ---- uih snapshot ------------------------------------------------------------------- */
 
 static const char kSnapshotUsage[] =
-    "usage: uih snapshot --store DIR --spec GROUP:LENGTH [--spec ...] --log FILE [--print] [REQUESTS]\n"
-    "  REQUESTS   CSV with the header user_id,request_ts (stdin without it): one snapshot per line,\n"
-    "             its record appended to the log FILE; --print writes the sequences as CSV";
+    "usage: uih snapshot --store DIR (--user U --ts T | --requests FILE) [--group G[:N]]...\n"
+    "                    [--log FILE] [--out FILE] [--quiet]\n"
+    "  the sequences a model gets for user U at request time T (or for each line user_id,request_ts\n"
+    "  of FILE, - for stdin), per group the newest N events (default " "1024" "; every group without\n"
+    "  --group), as CSV record,user_id,group,ts,<traits>; each snapshot's record appended to the log\n"
+    "  FILE (a torn last record left by a killed writer is cut first); a latency summary on stderr";
 
 /* One request line: "user,ts". Returns 1, 0 at the end, -1 (printed) on a bad line. */
 static int next_request(FILE *in, const char *name, uint64_t *line, uint64_t *user, int64_t *ts) {
@@ -99,57 +139,88 @@ static int next_request(FILE *in, const char *name, uint64_t *line, uint64_t *us
 }
 
 int cmd_snapshot(int argc, char **argv) {
-  const char *dir = NULL, *log_path = NULL, *input = NULL;
-  const char *specs[UIH_SNAPSHOT_GROUPS_MAX];
-  uint32_t nspecs = 0;
-  int print = 0;
+  const char *dir = NULL, *log_path = NULL, *input = NULL, *out_path = NULL;
+  const char *groups[UIH_SNAPSHOT_GROUPS_MAX];
+  uint32_t ngroups = 0;
+  uint64_t one_user = 0;
+  int64_t one_ts = 0;
+  int quiet = 0, have_user = 0, have_ts = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "--print")) print = 1;
-    else if (a[0] != '-' || !strcmp(a, "-")) {
-      if (input) return cli_fail(CLI_USAGE, "one REQUESTS file\n%s", kSnapshotUsage);
-      input = a;
-    } else if (i + 1 >= argc) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, kSnapshotUsage);
-    else if (!strcmp(a, "--store")) dir = argv[++i];
-    else if (!strcmp(a, "--log")) log_path = argv[++i];
-    else if (!strcmp(a, "--spec") && nspecs < UIH_SNAPSHOT_GROUPS_MAX) specs[nspecs++] = argv[++i];
-    else return cli_fail(CLI_USAGE, "bad option %s\n%s", a, kSnapshotUsage);
+    if (!strcmp(a, "--quiet")) {
+      quiet = 1;
+      continue;
+    }
+    if (i + 1 >= argc) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, kSnapshotUsage);
+    const char *v = argv[++i];
+    if (!strcmp(a, "--store")) dir = v;
+    else if (!strcmp(a, "--log")) log_path = v;
+    else if (!strcmp(a, "--out")) out_path = v;
+    else if (!strcmp(a, "--requests")) input = v;
+    else if (!strcmp(a, "--user") && cli_parse_u64(a, v, &one_user)) have_user = 1;
+    else if (!strcmp(a, "--ts") && cli_parse_i64(a, v, &one_ts)) have_ts = 1;
+    else if (!strcmp(a, "--group") && ngroups < UIH_SNAPSHOT_GROUPS_MAX) groups[ngroups++] = v;
+    else return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kSnapshotUsage);
   }
-  if (!dir || !log_path || nspecs == 0) return cli_fail(CLI_USAGE, "%s", kSnapshotUsage);
+  if (!dir || (have_user != have_ts) || (have_user == (input != NULL)))
+    return cli_fail(CLI_USAGE, "%s", kSnapshotUsage);
   uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
   so.read_only = 1;
   uih_error err = {0};
   uih_store *s = NULL;
   if (uih_store_open(dir, &so, &s, &err) != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
   uih_snapshot_spec spec = {0};
-  int rc = CLI_OK;
-  for (uint32_t i = 0; i < nspecs && rc == CLI_OK; i++) {
-    rc = parse_group_arg(uih_store_schema(s), specs[i], &spec.groups[i].group, &spec.groups[i].max_length, NULL, NULL);
-    spec.ngroups++;
+  uint16_t ids[UIH_SNAPSHOT_GROUPS_MAX];
+  uint32_t lengths[UIH_SNAPSHOT_GROUPS_MAX];
+  int rc = parse_groups(uih_store_schema(s), groups, ngroups, SNAPSHOT_DEFAULT_LENGTH, ids, lengths, &spec.ngroups);
+  for (uint32_t i = 0; i < spec.ngroups; i++) {
+    spec.groups[i].group = ids[i];
+    spec.groups[i].max_length = lengths[i];
   }
-  FILE *in = input && strcmp(input, "-") ? fopen(input, "r") : stdin;
+  FILE *in = NULL;
   const char *in_name = input && strcmp(input, "-") ? input : "<stdin>";
-  if (rc == CLI_OK && !in) rc = cli_fail(CLI_FAIL, "%s: %s", input, strerror(errno));
-  FILE *log = rc == CLI_OK ? fopen(log_path, "ab") : NULL;
-  if (rc == CLI_OK && !log) rc = cli_fail(CLI_FAIL, "%s: %s", log_path, strerror(errno));
+  if (rc == CLI_OK && input) {
+    in = strcmp(input, "-") ? fopen(input, "r") : stdin;
+    if (!in) rc = cli_fail(CLI_FAIL, "%s: %s", input, strerror(errno));
+  }
+  /* The log: its records counted (the first new one's number), a torn tail cut. */
+  FILE *log = NULL;
+  uint64_t record = 0;
+  if (rc == CLI_OK && log_path) {
+    log = fopen(log_path, "a+b");
+    uint64_t dropped = 0;
+    if (!log) rc = cli_fail(CLI_FAIL, "%s: %s", log_path, strerror(errno));
+    else if (uih_snapshot_log_repair(log, log_path, &record, &dropped, &err) != UIH_OK)
+      rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+    else if (dropped)
+      fprintf(stderr, "uih snapshot: %s: cut a torn last record (%" PRIu64 " bytes a killed writer left)\n", log_path,
+              dropped);
+  }
+  FILE *out = rc == CLI_OK && !quiet ? open_out(out_path) : NULL;
+  if (rc == CLI_OK && !quiet && !out) rc = CLI_FAIL;
   uih_snapshotter *sn = NULL;
   if (rc == CLI_OK && uih_snapshotter_create(s, &sn, &err) != UIH_OK) rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
   double *lat = NULL;
   size_t nlat = 0, cap = 0;
   uint64_t line = 0, bytes = 0, events = 0;
-  int printed_header[UIH_SNAPSHOT_GROUPS_MAX] = {0};
+  int headers = 0;
   while (rc == CLI_OK) {
-    uint64_t user;
-    int64_t ts;
-    int got = next_request(in, in_name, &line, &user, &ts);
-    if (got < 0) rc = CLI_FAIL;
-    if (got <= 0) break;
+    uint64_t user = one_user;
+    int64_t ts = one_ts;
+    if (in) {
+      int got = next_request(in, in_name, &line, &user, &ts);
+      if (got < 0) rc = CLI_FAIL;
+      if (got <= 0) break;
+    } else if (nlat == 1) {
+      break;
+    }
     const uih_batch *const *seqs;
     const uint8_t *rec;
     size_t len;
     double t0 = now();
     if (uih_snapshot(sn, user, ts, &spec, &seqs, &rec, &len, &err) != UIH_OK) {
-      rc = cli_fail(CLI_FAIL, "%s:%" PRIu64 ": %s", in_name, line, uih_error_message(&err));
+      rc = in ? cli_fail(CLI_FAIL, "%s:%" PRIu64 ": %s", in_name, line, uih_error_message(&err))
+              : cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
       break;
     }
     double t = now() - t0;
@@ -163,34 +234,31 @@ int cmd_snapshot(int argc, char **argv) {
       lat = p;
     }
     lat[nlat++] = t;
-    if (uih_snapshot_log_append(log, rec, len, &err) != UIH_OK) {
+    if (log && uih_snapshot_log_append(log, rec, len, &err) != UIH_OK) {
       rc = cli_fail(CLI_FAIL, "%s: %s", log_path, uih_error_message(&err));
       break;
     }
     bytes += len;
-    for (uint32_t g = 0; g < spec.ngroups; g++) {
+    for (uint32_t g = 0; g < spec.ngroups && rc == CLI_OK; g++) {
       events += seqs[g]->count;
-      if (!print) continue;
-      if (!printed_header[g]) {
-        printf("request_ts,");
-        uih_csv_write_header(stdout, seqs[g], &err);
-        printed_header[g] = 1;
-      }
-      for (uint32_t r = 0; r < seqs[g]->count; r++) {
-        printf("%" PRId64 ",", ts);
-        uih_csv_write_row(stdout, user, seqs[g], r, &err);
-      }
+      if (!out) continue;
+      if (!headers && print_header(out, seqs[g], g == 0, &err) != UIH_OK) rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+      if (rc == CLI_OK && print_rows(out, record, user, seqs[g], &err) != UIH_OK)
+        rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
     }
+    headers = 1;
+    record++;
   }
   if (log && fclose(log) != 0 && rc == CLI_OK) rc = cli_fail(CLI_FAIL, "%s: %s", log_path, strerror(errno));
   if (in && in != stdin) fclose(in);
+  rc = close_out(out, out_path, rc);
   if (rc == CLI_OK && nlat) {
     qsort(lat, nlat, sizeof *lat, cmp_double);
     fprintf(stderr,
-            "uih snapshot: %zu records appended to %s, %.1f bytes each (%" PRIu64 " events in the sequences);"
+            "uih snapshot: %zu snapshots, records of %.1f bytes%s%s (%" PRIu64 " events in the sequences);"
             " latency p50 %.1f us, p99 %.1f us\n",
-            nlat, log_path, (double)bytes / (double)nlat, events, lat[nlat / 2] * 1e6,
-            lat[(size_t)((double)(nlat - 1) * 0.99)] * 1e6);
+            nlat, (double)bytes / (double)nlat, log ? " appended to " : " (no --log: not kept)", log ? log_path : "",
+            events, lat[nlat / 2] * 1e6, lat[(size_t)((double)(nlat - 1) * 0.99)] * 1e6);
   }
   free(lat);
   uih_snapshotter_free(sn);
@@ -198,15 +266,17 @@ int cmd_snapshot(int argc, char **argv) {
   return rc;
 }
 
-/* ---- uih log show -------------------------------------------------------------------- */
+/* ---- uih log dump -------------------------------------------------------------------- */
 
 int cmd_log(int argc, char **argv) {
-  if (argc != 2 || strcmp(argv[0], "show") != 0) return cli_fail(CLI_USAGE, "usage: uih log show FILE");
+  if (argc != 2 || strcmp(argv[0], "dump") != 0) return cli_fail(CLI_USAGE, "usage: uih log dump FILE");
   FILE *f = fopen(argv[1], "rb");
   if (!f) return cli_fail(CLI_FAIL, "%s: %s", argv[1], strerror(errno));
   uih_error err = {0};
   uih_snapshot_log *l = NULL;
   int rc = uih_snapshot_log_open(f, argv[1], &l, &err) == UIH_OK ? CLI_OK : cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+  char *text = NULL;
+  size_t cap = 0;
   for (uint64_t i = 0; rc == CLI_OK; i++) {
     const uint8_t *rec;
     size_t len;
@@ -221,10 +291,20 @@ int cmd_log(int argc, char **argv) {
       rc = cli_fail(CLI_FAIL, "%s: record %" PRIu64 " at byte %" PRIu64 ": %s", argv[1], i, off, uih_error_message(&err));
       break;
     }
-    char text[4096];
-    uih_snapshot_record_format(&r, text, sizeof text);
+    size_t need = uih_snapshot_record_format(&r, NULL, 0) + 1;
+    if (need > cap) {
+      char *p = realloc(text, need);
+      if (!p) {
+        rc = cli_fail(CLI_FAIL, "out of memory");
+        break;
+      }
+      text = p;
+      cap = need;
+    }
+    uih_snapshot_record_format(&r, text, cap);
     printf("%" PRIu64 " @%" PRIu64 " (%zu bytes): %s\n", i, off, len, text);
   }
+  free(text);
   uih_snapshot_log_close(l);
   fclose(f);
   return rc;
@@ -233,49 +313,59 @@ int cmd_log(int argc, char **argv) {
 /* ---- uih materialize ------------------------------------------------------------------ */
 
 static const char kMaterializeUsage[] =
-    "usage: uih materialize --store DIR --log FILE --project GROUP:LENGTH[:TRAIT+TRAIT...] [--project ...]\n"
-    "                       [--on-mismatch fail|skip|flag] [--batch N] [--quiet]\n"
-    "  the sequences each logged record's model saw, projected, as CSV on stdout:\n"
-    "  record,user_id,group,<traits> (one line per event); a summary on stderr";
+    "usage: uih materialize --store DIR --log FILE [--group G[:N]]... [--traits a,b]\n"
+    "                       [--on-mismatch fail|skip|flag] [--out FILE] [--batch N] [--quiet]\n"
+    "  the sequences each logged record's model saw, rebuilt: per group (every group without --group)\n"
+    "  the newest N events (default: all the record has), with ts and the traits named (default: all),\n"
+    "  as CSV record,user_id,group,ts,<traits> (uih snapshot's form); a summary on stderr";
 
-static void print_value(const uih_mat_column *c, const uih_trait *t, uint64_t row) {
-  if (!c->present[row]) return;
-  const uint8_t *p = (const uint8_t *)c->values + row * uih_type_width((uih_type)c->type);
-  switch ((uih_type)c->type) {
-    case UIH_TYPE_TIMESTAMP:
-    case UIH_TYPE_INT64: {
-      int64_t v;
-      memcpy(&v, p, 8);
-      printf("%" PRId64, v);
-      break;
-    }
-    case UIH_TYPE_ID: {
-      uint64_t v;
-      memcpy(&v, p, 8);
-      printf("%" PRIu64, v);
-      break;
-    }
-    case UIH_TYPE_FLOAT32: {
-      float v;
-      memcpy(&v, p, 4);
-      printf("%.9g", (double)v);
-      break;
-    }
-    case UIH_TYPE_CATEGORY: {
-      uint32_t v;
-      memcpy(&v, p, 4);
-      if (t && v < t->ncategories) printf("%s", t->categories[v]);
-      else printf("%" PRIu32, v);
-      break;
-    }
-    case UIH_TYPE_UINT32: {
-      uint32_t v;
-      memcpy(&v, p, 4);
-      printf("%" PRIu32, v);
-      break;
-    }
-    default: printf("%u", p[0]); break;
+/* The projection's traits: the timestamp, then those named in `list`
+ * ("a,b"; NULL: every active trait). */
+static int parse_traits(const uih_group *g, const char *list, uih_projection_group *pg) {
+  pg->ntraits = 0;
+  pg->traits[pg->ntraits++] = g->ts->id;
+  if (!list) {
+    for (uint32_t t = 0; t < g->ntraits && pg->ntraits < UIH_PROJECTION_TRAITS_MAX; t++)
+      if (uih_trait_active(&g->traits[t]) && &g->traits[t] != g->ts) pg->traits[pg->ntraits++] = g->traits[t].id;
+    return CLI_OK;
   }
+  char buf[1024];
+  if (strlen(list) >= sizeof buf) return cli_fail(CLI_USAGE, "--traits '%s' is too long", list);
+  strcpy(buf, list);
+  for (char *save = NULL, *name = strtok_r(buf, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+    const uih_trait *t = !strcmp(name, UIH_TRAIT_ARRIVAL_NAME) ? uih_group_trait_by_id(g, UIH_TRAIT_ARRIVAL)
+                         : !strcmp(name, "ts")                 ? g->ts /* as the CSV names it */
+                                                               : uih_group_trait_by_name(g, name);
+    if (!t || (t->id != UIH_TRAIT_ARRIVAL && !uih_trait_active(t)))
+      return cli_fail(CLI_FAIL, "--traits: group '%s' has no trait '%s'", g->name, name);
+    int dup = 0;
+    for (uint32_t k = 0; k < pg->ntraits; k++) dup |= pg->traits[k] == t->id;
+    if (dup) continue;
+    if (pg->ntraits == UIH_PROJECTION_TRAITS_MAX) return cli_fail(CLI_USAGE, "--traits: more than %d", UIH_PROJECTION_TRAITS_MAX);
+    pg->traits[pg->ntraits++] = t->id;
+  }
+  return CLI_OK;
+}
+
+/* Record i's rows of a materialized group as a batch (the CSV writer's input). */
+static int rows_of(const uih_mat_group *mg, const uih_group *g, size_t i, uih_batch **b, uih_error *err) {
+  uint16_t ids[UIH_PROJECTION_TRAITS_MAX];
+  for (uint32_t c = 0; c < mg->ncolumns; c++) ids[c] = mg->columns[c].trait;
+  uih_batch_free(*b);
+  *b = NULL;
+  const uint32_t n = mg->lengths[i];
+  int rc = uih_batch_create(g, n ? n : 1, ids, mg->ncolumns, b, err);
+  if (rc != UIH_OK) return rc;
+  for (uint32_t c = 0; c < mg->ncolumns; c++) {
+    const uih_mat_column *mc = &mg->columns[c];
+    uih_column *col = &(*b)->columns[uih_batch_column_index(*b, mc->trait)];
+    const size_t w = uih_type_width((uih_type)mc->type);
+    memcpy(col->values, (const uint8_t *)mc->values + mg->offsets[i] * w, (size_t)n * w);
+    for (uint32_t r = 0; r < n; r++)
+      if (mc->present[mg->offsets[i] + r]) uih_column_mark(col, r);
+  }
+  (*b)->count = n;
+  return UIH_OK;
 }
 
 typedef struct batch_run {
@@ -284,7 +374,7 @@ typedef struct batch_run {
   size_t n, cap;
 } batch_run;
 
-static int flush_batch(uih_store *s, const uih_projection *p, batch_run *b, uint64_t first, int quiet,
+static int flush_batch(uih_store *s, const uih_projection *p, batch_run *b, uint64_t first, FILE *out, int *headers,
                        uih_materialize_stats *total, uih_error *err) {
   if (b->n == 0) return UIH_OK;
   uih_materialized *m = NULL;
@@ -300,38 +390,37 @@ static int flush_batch(uih_store *s, const uih_projection *p, batch_run *b, uint
   total->bytes_read += st.bytes_read;
   const uih_schema *schema = uih_store_schema(s);
   const uint8_t *flags = uih_materialized_flags(m);
-  for (uint32_t gi = 0; !quiet && gi < p->ngroups; gi++) {
-    const uih_mat_group *g = uih_materialized_group(m, gi);
-    const uih_group *sg = uih_schema_group_by_id(schema, g->group);
-    for (size_t i = 0; i < b->n; i++) {
-      uih_snapshot_record r;
-      uint64_t user = 0;
-      if (!(flags[i] & UIH_RECORD_UNREADABLE) && uih_snapshot_record_decode(b->recs[i], b->lens[i], &r, NULL) == UIH_OK)
-        user = r.user_id;
-      for (uint64_t row = g->offsets[i]; row < g->offsets[i] + g->lengths[i]; row++) {
-        printf("%" PRIu64 ",%" PRIu64 ",%s", first + i, user, sg->name);
-        for (uint32_t c = 0; c < g->ncolumns; c++) {
-          putchar(',');
-          print_value(&g->columns[c], uih_group_trait_by_id(sg, g->columns[c].trait), row);
-        }
-        putchar('\n');
-      }
+  uih_batch *rows = NULL;
+  for (size_t i = 0; out && i < b->n && rc == UIH_OK; i++) {
+    uih_snapshot_record r;
+    uint64_t user = 0;
+    if (!(flags[i] & UIH_RECORD_UNREADABLE) && uih_snapshot_record_decode(b->recs[i], b->lens[i], &r, NULL) == UIH_OK)
+      user = r.user_id;
+    for (uint32_t gi = 0; gi < p->ngroups && rc == UIH_OK; gi++) {
+      const uih_mat_group *g = uih_materialized_group(m, gi);
+      rc = rows_of(g, uih_schema_group_by_id(schema, g->group), i, &rows, err);
+      if (rc == UIH_OK && !*headers) rc = print_header(out, rows, gi == 0, err);
+      if (rc == UIH_OK) rc = print_rows(out, first + i, user, rows, err);
     }
+    *headers = 1;
   }
+  uih_batch_free(rows);
   for (size_t i = 0; i < b->n; i++)
     if (flags[i] & (UIH_RECORD_MISMATCH | UIH_RECORD_UNREADABLE))
       fprintf(stderr, "uih materialize: record %" PRIu64 ": %s\n", first + i,
-              flags[i] & UIH_RECORD_UNREADABLE ? "unreadable" : "does not match the store (flagged)");
+              flags[i] & UIH_RECORD_UNREADABLE           ? "unreadable"
+              : p->on_mismatch == UIH_MISMATCH_SKIP ? "does not match the store (skipped)"
+                                                        : "does not match the store (flagged)");
   uih_materialized_free(m);
   for (size_t i = 0; i < b->n; i++) free(b->recs[i]);
   b->n = 0;
-  return UIH_OK;
+  return rc;
 }
 
 int cmd_materialize(int argc, char **argv) {
-  const char *dir = NULL, *log_path = NULL, *policy = "fail";
-  const char *projs[UIH_SNAPSHOT_GROUPS_MAX];
-  uint32_t nproj = 0;
+  const char *dir = NULL, *log_path = NULL, *policy = "fail", *traits = NULL, *out_path = NULL;
+  const char *groups[UIH_SNAPSHOT_GROUPS_MAX];
+  uint32_t ngroups = 0;
   uint64_t batch = 256;
   int quiet = 0;
   for (int i = 0; i < argc; i++) {
@@ -344,12 +433,14 @@ int cmd_materialize(int argc, char **argv) {
     const char *v = argv[++i];
     if (!strcmp(a, "--store")) dir = v;
     else if (!strcmp(a, "--log")) log_path = v;
-    else if (!strcmp(a, "--project") && nproj < UIH_SNAPSHOT_GROUPS_MAX) projs[nproj++] = v;
+    else if (!strcmp(a, "--group") && ngroups < UIH_SNAPSHOT_GROUPS_MAX) groups[ngroups++] = v;
+    else if (!strcmp(a, "--traits")) traits = v;
+    else if (!strcmp(a, "--out")) out_path = v;
     else if (!strcmp(a, "--on-mismatch")) policy = v;
     else if (!strcmp(a, "--batch") && cli_parse_u64(a, v, &batch) && batch >= 1 && batch <= 1000000) continue;
     else return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kMaterializeUsage);
   }
-  if (!dir || !log_path || nproj == 0) return cli_fail(CLI_USAGE, "%s", kMaterializeUsage);
+  if (!dir || !log_path) return cli_fail(CLI_USAGE, "%s", kMaterializeUsage);
   uih_projection p = {0};
   if (!strcmp(policy, "fail")) p.on_mismatch = UIH_MISMATCH_FAIL;
   else if (!strcmp(policy, "skip")) p.on_mismatch = UIH_MISMATCH_SKIP;
@@ -360,28 +451,21 @@ int cmd_materialize(int argc, char **argv) {
   uih_error err = {0};
   uih_store *s = NULL;
   if (uih_store_open(dir, &so, &s, &err) != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
-  int rc = CLI_OK;
-  for (uint32_t i = 0; i < nproj && rc == CLI_OK; i++) {
-    uih_projection_group *g = &p.groups[i];
-    rc = parse_group_arg(uih_store_schema(s), projs[i], &g->group, &g->max_length, g->traits, &g->ntraits);
-    p.ngroups++;
+  const uih_schema *schema = uih_store_schema(s);
+  uint16_t ids[UIH_SNAPSHOT_GROUPS_MAX];
+  uint32_t lengths[UIH_SNAPSHOT_GROUPS_MAX];
+  int rc = parse_groups(schema, groups, ngroups, UIH_STRIPE_EVENTS_MAX, ids, lengths, &p.ngroups);
+  for (uint32_t i = 0; i < p.ngroups && rc == CLI_OK; i++) {
+    p.groups[i].group = ids[i];
+    p.groups[i].max_length = lengths[i];
+    rc = parse_traits(uih_schema_group_by_id(schema, ids[i]), traits, &p.groups[i]);
   }
   FILE *f = rc == CLI_OK ? fopen(log_path, "rb") : NULL;
   if (rc == CLI_OK && !f) rc = cli_fail(CLI_FAIL, "%s: %s", log_path, strerror(errno));
   uih_snapshot_log *l = NULL;
   if (rc == CLI_OK && uih_snapshot_log_open(f, log_path, &l, &err) != UIH_OK) rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
-  if (rc == CLI_OK && !quiet) {
-    const uih_schema *schema = uih_store_schema(s);
-    for (uint32_t gi = 0; gi < p.ngroups; gi++) {
-      const uih_group *g = uih_schema_group_by_id(schema, p.groups[gi].group);
-      printf("%srecord,user_id,group", gi ? "# " : "");
-      for (uint32_t t = 0; t < p.groups[gi].ntraits; t++) {
-        const uih_trait *tr = uih_group_trait_by_id(g, p.groups[gi].traits[t]);
-        printf(",%s", tr->id == UIH_TRAIT_ARRIVAL ? UIH_TRAIT_ARRIVAL_NAME : tr == g->ts ? "ts" : tr->name);
-      }
-      printf("\n");
-    }
-  }
+  FILE *out = rc == CLI_OK && !quiet ? open_out(out_path) : NULL;
+  if (rc == CLI_OK && !quiet && !out) rc = CLI_FAIL;
   batch_run b = {0};
   b.cap = (size_t)batch;
   b.recs = calloc(b.cap, sizeof *b.recs);
@@ -389,6 +473,7 @@ int cmd_materialize(int argc, char **argv) {
   if (rc == CLI_OK && (!b.recs || !b.lens)) rc = cli_fail(CLI_FAIL, "out of memory");
   uih_materialize_stats total = {0};
   uint64_t first = 0;
+  int headers = 0;
   double t0 = now();
   while (rc == CLI_OK) {
     const uint8_t *rec;
@@ -409,7 +494,7 @@ int cmd_materialize(int argc, char **argv) {
     }
     if (b.n == b.cap || (!rec && b.n)) {
       size_t n = b.n;
-      if (flush_batch(s, &p, &b, first, quiet, &total, &err) != UIH_OK) {
+      if (flush_batch(s, &p, &b, first, out, &headers, &total, &err) != UIH_OK) {
         rc = cli_fail(CLI_FAIL, "%s (records %" PRIu64 "..%" PRIu64 " of the log)", uih_error_message(&err), first,
                       first + n - 1);
         break;
@@ -424,6 +509,7 @@ int cmd_materialize(int argc, char **argv) {
   free(b.lens);
   uih_snapshot_log_close(l);
   if (f) fclose(f);
+  rc = close_out(out, out_path, rc);
   if (rc == CLI_OK)
     fprintf(stderr,
             "uih materialize: %" PRIu64 " records of %" PRIu64 " user batches, %" PRIu64 " events, %" PRIu64

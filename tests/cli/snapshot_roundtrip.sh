@@ -1,10 +1,11 @@
 #!/bin/sh
-# uih snapshot / log show / materialize as a user runs them: day 1 loaded,
+# uih snapshot / log dump / materialize as a user runs them: day 1 loaded,
 # day 2 in the mutable tier with late events (timestamps inside day 1) that
 # no snapshot may see; inference snapshots for a few hundred requests; day 2
 # and its late events loaded; every logged record rebuilt, whole and
-# projected, equal to what `uih snapshot --print` showed the model; a user
-# erased since: mismatches named (fail) or flagged; a cut log named.
+# projected, equal (diff) to the CSV `uih snapshot` printed; a user erased
+# since: mismatches named (fail), flagged or skipped; a cut log named by the
+# reader and cut back by the next writer.
 #   snapshot_roundtrip.sh UIH SCHEMA WORKDIR
 set -eu
 uih=$1
@@ -33,42 +34,56 @@ while [ $i -lt 300 ]; do
   echo "$((i * 7 % 80)),$((through + (last - through) * (i % 50) / 49))" >>"$work/req.csv"
   i=$((i + 1))
 done
-"$uih" snapshot --store "$work/st" --spec engagement:48 --log "$work/snap.log" --print "$work/req.csv" \
-  >"$work/seen.csv" 2>"$work/snap.err" || { cat "$work/snap.err"; fail "snapshot"; }
-grep -q "300 records appended" "$work/snap.err" || { cat "$work/snap.err"; fail "snapshot summary"; }
-[ "$("$uih" log show "$work/snap.log" | wc -l)" -eq 300 ] || fail "log show: 300 records"
+"$uih" snapshot --store "$work/st" --group engagement:48 --log "$work/snap.log" --requests "$work/req.csv" \
+  --out "$work/seen.csv" 2>"$work/snap.err" || { cat "$work/snap.err"; fail "snapshot"; }
+grep -q "300 snapshots" "$work/snap.err" || { cat "$work/snap.err"; fail "snapshot summary"; }
+# One more, as a single request: record 300, printed to stdout.
+"$uih" snapshot --store "$work/st" --user 3 --ts "$last" --group engagement:48 --log "$work/snap.log" \
+  >"$work/one.csv" 2>/dev/null || fail "a single snapshot"
+tail -n +2 "$work/one.csv" | cut -d, -f1 | sort -u | grep -qx 300 || { head -3 "$work/one.csv"; fail "record 300"; }
+tail -n +2 "$work/one.csv" >>"$work/seen.csv"
+[ "$("$uih" log dump "$work/snap.log" | wc -l)" -eq 301 ] || fail "log dump: 301 records"
 "$uih" load --store "$work/st" "$work/d2.csv" "$work/late.csv" >/dev/null 2>&1 || fail "load day 2 with the late events"
 
-# Every record rebuilt as the model saw it.
-"$uih" materialize --store "$work/st" --log "$work/snap.log" --project engagement:48 >"$work/rebuilt.csv" \
+# Every record rebuilt as the model saw it: the two CSVs are the same file.
+"$uih" materialize --store "$work/st" --log "$work/snap.log" --group engagement:48 --out "$work/rebuilt.csv" \
   2>"$work/mat.err" || { cat "$work/mat.err"; fail "materialize"; }
-tail -n +2 "$work/seen.csv" | cut -d, -f2- >"$work/want"
-tail -n +2 "$work/rebuilt.csv" | cut -d, -f2- >"$work/got"
-[ -s "$work/want" ] || fail "no events seen"
-cmp -s "$work/want" "$work/got" || { diff "$work/want" "$work/got" | head; fail "rebuilt sequences differ"; }
+[ "$(wc -l <"$work/seen.csv")" -gt 301 ] || fail "no events seen"
+diff "$work/seen.csv" "$work/rebuilt.csv" >"$work/diff" || { head "$work/diff"; fail "rebuilt sequences differ"; }
 grep -q "0 mismatched" "$work/mat.err" || { cat "$work/mat.err"; fail "mismatches"; }
+# Without --group: every group (the others' headers are comments), whole.
+"$uih" materialize --store "$work/st" --log "$work/snap.log" >"$work/all.csv" 2>/dev/null || fail "materialize all"
+grep -v '^#' "$work/all.csv" | cmp -s "$work/seen.csv" - || fail "materialize without --group differs"
 # Projected: the newest 5 events, ts and item_id.
-"$uih" materialize --store "$work/st" --log "$work/snap.log" --project engagement:5:ts+item_id \
+"$uih" materialize --store "$work/st" --log "$work/snap.log" --group engagement:5 --traits item_id \
   >"$work/short.csv" 2>/dev/null || fail "projected materialize"
-awk -F, 'NR > 1 {print $2 "," $3}' "$work/seen.csv" >/dev/null
-tail -n +2 "$work/seen.csv" | awk -F, '{k = $1 "," $2; n[k]++; row[k, n[k]] = $2 "," $3 "," $4 "," $5}
-  END {for (k in n) for (j = (n[k] > 5 ? n[k] - 4 : 1); j <= n[k]; j++) print row[k, j]}' | sort >"$work/want5"
-tail -n +2 "$work/short.csv" | cut -d, -f2- | sort >"$work/got5"
+[ "$(head -1 "$work/short.csv")" = "record,user_id,group,ts,item_id" ] || { head -1 "$work/short.csv"; fail "projected header"; }
+awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "item_id") c = i; next}
+  {n[$1]++; row[$1, n[$1]] = $1 "," $2 "," $3 "," $4 "," $c}
+  END {for (k in n) for (j = (n[k] > 5 ? n[k] - 4 : 1); j <= n[k]; j++) print row[k, j]}' "$work/seen.csv" | sort >"$work/want5"
+tail -n +2 "$work/short.csv" | sort >"$work/got5"
 cmp -s "$work/want5" "$work/got5" || { diff "$work/want5" "$work/got5" | head; fail "projected sequences differ"; }
 
-# A user erased since the snapshots: named under fail, flagged under flag.
+# A user erased since the snapshots: named under fail, flagged or skipped.
 printf 'user_id\n7\n' >"$work/forget.csv"
 "$uih" load --store "$work/st" --delete "$work/forget.csv" >/dev/null 2>&1 || fail "erase user 7"
-if "$uih" materialize --store "$work/st" --log "$work/snap.log" --project engagement:48 --quiet 2>"$work/err"; then
+if "$uih" materialize --store "$work/st" --log "$work/snap.log" --group engagement:48 --quiet 2>"$work/err"; then
   fail "a mismatch must fail by default"
 fi
 grep -q "user 7" "$work/err" || { cat "$work/err"; fail "the mismatch names the user"; }
-"$uih" materialize --store "$work/st" --log "$work/snap.log" --project engagement:48 --on-mismatch flag --quiet \
-  2>"$work/err" || fail "flag"
+"$uih" materialize --store "$work/st" --log "$work/snap.log" --on-mismatch flag --quiet 2>"$work/err" || fail "flag"
 grep -q "does not match the store (flagged)" "$work/err" || { cat "$work/err"; fail "flagged records"; }
-# A log cut mid-record.
+"$uih" materialize --store "$work/st" --log "$work/snap.log" --on-mismatch skip --out "$work/skip.csv" 2>"$work/err" ||
+  fail "skip"
+grep -q "does not match the store (skipped)" "$work/err" || { cat "$work/err"; fail "skipped records"; }
+awk -F, 'NR > 1 && $2 == 7' "$work/skip.csv" | grep -q . && fail "a skipped record's events are printed"
+# A log cut mid-record: named by the reader; cut back by the next writer.
 size=$(wc -c <"$work/snap.log")
 head -c $((size - 3)) "$work/snap.log" >"$work/cut.log"
-if "$uih" log show "$work/cut.log" >/dev/null 2>"$work/err"; then fail "a cut log must fail"; fi
-grep -q "record 299 at byte" "$work/err" || { cat "$work/err"; fail "the cut record is named"; }
+if "$uih" log dump "$work/cut.log" >/dev/null 2>"$work/err"; then fail "a cut log must fail"; fi
+grep -q "record 300 at byte" "$work/err" || { cat "$work/err"; fail "the cut record is named"; }
+"$uih" snapshot --store "$work/st" --user 5 --ts "$last" --group engagement:48 --log "$work/cut.log" --quiet \
+  2>"$work/err" || { cat "$work/err"; fail "append after a torn tail"; }
+grep -q "cut a torn last record" "$work/err" || { cat "$work/err"; fail "the torn tail is reported"; }
+[ "$("$uih" log dump "$work/cut.log" | wc -l)" -eq 301 ] || fail "after the repair: 300 records and the new one"
 echo "snapshot_roundtrip: ok"
