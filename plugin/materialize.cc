@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "c_api.h"
+#include "materialize_internal.h"
 #include "store_internal.h"
 #include "uih/key.h"
 #include "uih/stripe.h"
@@ -92,7 +93,8 @@ int Fail(uih_error* err, int code, const char* fmt, ...) {
 
 class Materializer {
  public:
-  Materializer(uih_store* s, const uih_projection* p, uih_materialize_stats* st) : s_(s), p_(p), st_(st) {}
+  Materializer(uih_store* s, const uih_projection* p, bool affinity, uih_materialize_stats* st)
+      : s_(s), p_(p), affinity_(affinity), st_(st) {}
   ~Materializer() { uih_stripe_decoder_free(dec_); }
 
   int Run(const uint8_t* const* records, const size_t* lens, size_t n, uih_materialized* out, uih_error* err);
@@ -109,6 +111,7 @@ class Materializer {
 
   uih_store* s_;
   const uih_projection* p_;
+  bool affinity_;  // records of a user served together
   uih_materialize_stats* st_;
   uih_stripe_decoder* dec_ = nullptr;
   const uih_schema* schema_ = nullptr;
@@ -510,7 +513,7 @@ int Materializer::Run(const uint8_t* const* records, const size_t* lens, size_t 
   for (size_t k = 0; k < n && rc == UIH_OK; k++) {
     if (flags_[order[k]] & UIH_RECORD_UNREADABLE) break;
     idx.push_back(order[k]);
-    if (k + 1 == n || (flags_[order[k + 1]] & UIH_RECORD_UNREADABLE) ||
+    if (!affinity_ || k + 1 == n || (flags_[order[k + 1]] & UIH_RECORD_UNREADABLE) ||
         recs_[order[k + 1]].user_id != recs_[order[k]].user_id) {
       rc = ServeUser(idx, err);
       idx.clear();
@@ -525,23 +528,32 @@ int Materializer::Run(const uint8_t* const* records, const size_t* lens, size_t 
 
 }  // namespace
 
+namespace uih {
+
+int Materialize(uih_store* s, const uint8_t* const* records, const size_t* lens, size_t n,
+                const uih_projection* projection, bool affinity, uih_materialized** out, uih_materialize_stats* stats,
+                uih_error* err) {
+  if (s == nullptr || projection == nullptr || out == nullptr || (n && (records == nullptr || lens == nullptr)))
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "materialize: NULL argument");
+  uih_materialize_stats local{};
+  auto result = std::make_unique<uih_materialized>();
+  Materializer m(s, projection, affinity, &local);
+  int rc = m.Run(records, lens, n, result.get(), err);
+  if (rc != UIH_OK) return rc;
+  if (stats) *stats = local;
+  *out = result.release();
+  return UIH_OK;
+}
+
+}  // namespace uih
+
 extern "C" {
 
 int uih_materialize(uih_store* s, const uint8_t* const* records, const size_t* lens, size_t n,
                     const uih_projection* projection, uih_materialized** out, uih_materialize_stats* stats,
                     uih_error* err) {
-  return uih::CallC(err, "uih_materialize", [&]() -> int {
-    if (s == nullptr || projection == nullptr || out == nullptr || (n && (records == nullptr || lens == nullptr)))
-      return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "materialize: NULL argument");
-    uih_materialize_stats local{};
-    auto result = std::make_unique<uih_materialized>();
-    Materializer m(s, projection, &local);
-    int rc = m.Run(records, lens, n, result.get(), err);
-    if (rc != UIH_OK) return rc;
-    if (stats) *stats = local;
-    *out = result.release();
-    return UIH_OK;
-  });
+  return uih::CallC(err, "uih_materialize",
+                    [&] { return uih::Materialize(s, records, lens, n, projection, true, out, stats, err); });
 }
 
 size_t uih_materialized_records(const uih_materialized* m) { return m ? m->n : 0; }

@@ -8,11 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/alloc_count.h"
@@ -685,6 +688,133 @@ TEST_F(StoreTest, DroppingAnIdTraitMakesOlderRecordsOfItsGroupUnverifiable) {
                                                       "trait 'item'"),
             std::string::npos)
       << uih_error_message(&err);
+  uih_store_close(s);
+}
+
+// The materializer: any batch composition and order, any number of
+// workers and depth, with or without data affinity, gives every record the
+// same sequences and flags as one uih_materialize of all of them — also
+// while loads publish new generations and retire old ones underneath.
+TEST_F(StoreTest, MaterializersGiveTheSameResultsInAnyBatchingAndThreads) {
+  World w;
+  uih_store* s = Init("store", 2);
+  ASSERT_NO_FATAL_FAILURE(w.Build(s, dir_.path()));
+  uih_error err{};
+  uih_snapshotter* sn = nullptr;
+  ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
+  std::vector<std::string> records;
+  for (int i = 0; i < 300; i++) {
+    uih_snapshot_spec spec{2, {{1, 24}, {2, 6}}};
+    const uih_batch* const* seqs;
+    const uint8_t* rec;
+    size_t len;
+    ASSERT_EQ(uih_snapshot(sn, w.rng() % 12, w.through + static_cast<int64_t>(w.rng() % kDay), &spec, &seqs, &rec,
+                           &len, &err),
+              UIH_OK);
+    records.emplace_back(reinterpret_cast<const char*>(rec), len);
+  }
+  uih_snapshotter_free(sn);
+  records[17] = "not a record";  // unreadable, flagged: in the same place whatever the batching
+  std::string day1 = dir_ / "day1.csv";
+  WriteFile(day1, w.day1_csv);
+  ASSERT_EQ(Load(s, {day1}, w.through + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
+  uih_projection proj{};
+  proj.ngroups = 2;
+  proj.groups[0] = {1, 24, 0, {}};
+  proj.groups[1] = {2, 4, 2, {2, 1}};
+  proj.on_mismatch = UIH_MISMATCH_FLAG;
+  std::vector<const uint8_t*> ptrs;
+  std::vector<size_t> lens;
+  for (auto& x : records) {
+    ptrs.push_back(reinterpret_cast<const uint8_t*>(x.data()));
+    lens.push_back(x.size());
+  }
+  uih_materialized* m = nullptr;
+  ASSERT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &proj, &m, nullptr, &err), UIH_OK);
+  const std::vector<std::vector<Ev>> want_a = Sequences(m, 0), want_b = Sequences(m, 1);
+  const std::vector<uint8_t> want_flags(uih_materialized_flags(m), uih_materialized_flags(m) + records.size());
+  uih_materialized_free(m);
+  EXPECT_EQ(want_flags[17], UIH_RECORD_UNREADABLE);
+
+  // Loads of other users underneath: each publishes a generation and
+  // retires the oldest beyond the store's keep.
+  std::atomic<bool> done{false};
+  std::atomic<int> loads{0};
+  std::thread loader([&] {
+    for (int k = 1; !done.load() && k < 40; k++) {
+      std::string f = dir_ / ("other" + std::to_string(k) + ".csv");
+      WriteFile(f, "user_id,group,ts,item,liked\n" + std::to_string(1000 + k) + ",a," +
+                       std::to_string(w.through + kDay + k) + ",5,1\n");
+      std::vector<const char*> in = {f.c_str()};
+      uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+      o.through = w.through + kDay + k + 1;
+      uih_error e{};
+      ASSERT_EQ(uih_load(s, in.data(), 1, &o, nullptr, &e), UIH_OK) << uih_error_message(&e);
+      loads++;
+    }
+  });
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 12; trial++) {
+    SCOPED_TRACE(trial);
+    uih_materializer_opts o = UIH_MATERIALIZER_OPTS_DEFAULT;
+    o.threads = 1 + static_cast<uint32_t>(rng() % 4);
+    o.depth = static_cast<uint32_t>(rng() % 4);
+    o.each_record = static_cast<int>(rng() % 2);
+    uih_materializer* mz = nullptr;
+    ASSERT_EQ(uih_materializer_create(s, &proj, &o, &mz, &err), UIH_OK) << uih_error_message(&err);
+    std::vector<size_t> order(records.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<std::vector<size_t>> batches;
+    for (size_t at = 0; at < order.size();) {
+      size_t n = std::min<size_t>(order.size() - at, 1 + rng() % 60);
+      batches.emplace_back(order.begin() + static_cast<long>(at), order.begin() + static_cast<long>(at + n));
+      at += n;
+    }
+    size_t taken = 0;
+    auto take = [&] {
+      uih_materialized* r = nullptr;
+      uih_materialize_stats st{};
+      ASSERT_EQ(uih_materializer_next(mz, &r, &st, &err), UIH_OK) << uih_error_message(&err);
+      const std::vector<size_t>& b = batches[taken++];
+      ASSERT_EQ(uih_materialized_records(r), b.size());
+      std::vector<std::vector<Ev>> a = Sequences(r, 0), bb = Sequences(r, 1);
+      for (size_t i = 0; i < b.size(); i++) {
+        EXPECT_EQ(a[i], want_a[b[i]]) << "record " << b[i];
+        EXPECT_EQ(bb[i], want_b[b[i]]) << "record " << b[i];
+        EXPECT_EQ(uih_materialized_flags(r)[i], want_flags[b[i]]) << "record " << b[i];
+      }
+      if (o.each_record) {
+        EXPECT_EQ(st.users, b.size() - (std::find(b.begin(), b.end(), 17u) != b.end()));
+      }
+      uih_materialized_free(r);
+    };
+    for (const auto& b : batches) {
+      std::vector<const uint8_t*> bp;
+      std::vector<size_t> bl;
+      for (size_t i : b) bp.push_back(ptrs[i]), bl.push_back(lens[i]);
+      ASSERT_EQ(uih_materializer_submit(mz, bp.data(), bl.data(), bp.size(), &err), UIH_OK);
+      if (rng() % 3 == 0) {
+        ASSERT_NO_FATAL_FAILURE(take());
+      }
+    }
+    while (taken < batches.size()) ASSERT_NO_FATAL_FAILURE(take());
+    uih_materialized* r = nullptr;
+    EXPECT_EQ(uih_materializer_next(mz, &r, nullptr, &err), UIH_ERR_NOT_FOUND);
+    // Freed with batches pending: they are dropped.
+    if (trial % 3 == 0) {
+      ASSERT_EQ(uih_materializer_submit(mz, ptrs.data(), lens.data(), 40, &err), UIH_OK);
+    }
+    uih_materializer_free(mz);
+  }
+  done = true;
+  loader.join();
+  EXPECT_GT(loads.load(), 0);
+  // A bad projection is refused at creation.
+  uih_projection bad = proj;
+  bad.groups[1].group = 9;
+  uih_materializer* mz = nullptr;
+  EXPECT_EQ(uih_materializer_create(s, &bad, nullptr, &mz, &err), UIH_ERR_NOT_FOUND);
   uih_store_close(s);
 }
 

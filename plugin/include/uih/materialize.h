@@ -104,6 +104,41 @@ int uih_materialize(uih_store *s, const uint8_t *const *records, const size_t *l
                     const uih_projection *projection, uih_materialized **out, uih_materialize_stats *stats,
                     uih_error *err);
 
+/* ---- a materializer: batches rebuilt by worker threads, in order ---------- */
+
+/* A training job's feeder: it owns `threads` workers, each rebuilding whole
+ * batches (as uih_materialize, for one projection); callers submit batches
+ * and take their results in submission order. While the caller works on
+ * batch k, the workers are already reading and decoding the batches after
+ * it: those among the `depth` oldest not yet taken. One caller thread at a
+ * time; the store is shared. */
+typedef struct uih_materializer uih_materializer;
+
+typedef struct uih_materializer_opts {
+  uint32_t threads;    /* workers, 1..64 (0: 1) */
+  uint32_t depth;      /* the oldest pending batches the workers may start, at most (0: threads + 1;
+                          1: no batch is rebuilt ahead of the one the caller waits for) */
+  int each_record;     /* 1: no data affinity, each record read and decoded on its own
+                          (what affinity saves, measured) */
+} uih_materializer_opts;
+
+#define UIH_MATERIALIZER_OPTS_DEFAULT {1, 0, 0}
+
+int uih_materializer_create(uih_store *s, const uih_projection *projection, const uih_materializer_opts *opts,
+                            uih_materializer **out, uih_error *err);
+/* Queues a batch of `n` records (copied: the caller's buffers are free on
+ * return). Never waits: memory grows with what the caller submits. */
+int uih_materializer_submit(uih_materializer *m, const uint8_t *const *records, const size_t *lens, size_t n,
+                            uih_error *err);
+/* The oldest pending batch's result, waiting for it: *out and *stats as
+ * uih_materialize gives them, or its error (the next call gives the next
+ * batch). UIH_ERR_NOT_FOUND when nothing is pending. */
+int uih_materializer_next(uih_materializer *m, uih_materialized **out, uih_materialize_stats *stats, uih_error *err);
+/* Pending batches are dropped; waits for the workers to stop. NULL is fine. */
+void uih_materializer_free(uih_materializer *m);
+
+/* ---- results ---------------------------------------------------------------- */
+
 size_t uih_materialized_records(const uih_materialized *m);
 /* Projected group i (the projection's order). */
 const uih_mat_group *uih_materialized_group(const uih_materialized *m, uint32_t i);

@@ -1,0 +1,17 @@
+// What the materializer object (materializer.cc) calls of materialize.cc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "uih/materialize.h"
+
+namespace uih {
+
+// uih_materialize, with data affinity switchable (off: each record read
+// and decoded on its own). Thread-safe: it keeps nothing between calls.
+int Materialize(uih_store* s, const uint8_t* const* records, const size_t* lens, size_t n,
+                const uih_projection* projection, bool affinity, uih_materialized** out, uih_materialize_stats* stats,
+                uih_error* err);
+
+}  // namespace uih
