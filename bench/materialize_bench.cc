@@ -1,25 +1,35 @@
 // Inference snapshots and training-time reconstruction, side by side with
-// the per-record baseline, in one run.
+// two baselines, in one run.
 //
 //   build/release/bench/materialize_bench [--users N] [--days D] [--requests R] [--length L]
 //                                         [--batch B] [--shards S] [--scale X] [--dir DIR] [--seed S]
 //
 // Data: `uih gen`'s generator (examples/feed.schema.json, group
 // "engagement", 9 traits) for N users over D days (--scale: the Pareto
-// scale of events per user, 10 by default: median ~18 events; 100: ~180); days 1..D-1 loaded,
-// day D appended to the mutable tier. R requests at random users and
-// times of day D are snapshotted with spec engagement:L (latency per call,
-// record bytes); then day D is loaded (its events move into generation 2)
-// and the records are rebuilt:
-//  - materialize: uih_materialize in batches of B, for projections to L, L/4
-//    and L/16 events with every trait, and to L/16 with two traits;
-//  - per record (the baseline): for each record, uih_store_read of its
-//    window with the arrival column, filtered by arrival and cut to the
-//    newest events, then the logged mutable events decoded — what a reader
-//    without data affinity, checkpoints or projection does;
-// records/s, events/s, stripes decoded and stripe bytes read per record.
-// Every rebuilt sequence of the full projection is compared with what the
-// snapshot returned (the count of identical ones is printed).
+// scale of events per user, 10 by default: median ~18 events; 100: ~180);
+// days 1..D-1 loaded, day D appended to the mutable tier. R requests of
+// users active on day D, 16 or 17 per user (RecD's 16.5 examples per user),
+// at random times of that day, are snapshotted with spec engagement:L
+// (latency per call, record bytes); then day D is loaded (its events move
+// into generation 2) and the records are rebuilt in batches of B, with the
+// records of a user together (R = 16.5 per user per batch) and spread out
+// (the same records reordered so a batch's users are distinct, R = 1):
+//  - materialize: uih_materialize for projections to L, L/4 and L/16 events
+//    with every trait, and to L with two traits;
+//  - the materializer (uih_materializer): 1 worker with batches rebuilt
+//    ahead of the caller, the same without (depth 1: no prefetch), without
+//    data affinity (each record read and decoded alone), and with every
+//    core; the caller sums every value it gets, as a trainer reads them;
+//  - fat rows: every full sequence stored pre-materialized as one value per
+//    record (its columns as they are in memory) in a RocksDB BlockBasedTable
+//    compressed with LZ4, and with ZSTD, read back with Get (no block cache)
+//    into per-trait arrays;
+//  - per record: uih_store_read of each record's window, filtered by
+//    arrival and cut, then its mutable events decoded (no affinity, no
+//    checkpoints, no projection);
+// records/s, events/s, stripes decoded and bytes read from storage per
+// record (fat rows: their compressed bytes). Every rebuilt sequence of the
+// full projection is compared with what the snapshot returned.
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -28,10 +38,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "rocksdb/db.h"
+#include "rocksdb/table.h"
 #include "uih/csv.h"
 #include "uih/gen.h"
 #include "uih/key.h"
@@ -194,8 +208,14 @@ int main(int argc, char** argv) {
   std::vector<Rows> seen;
   std::vector<double> lat;
   uint64_t seq_events = 0;
+  std::vector<uint64_t> of_user;  // per record: the user's number of requests so far
+  uint64_t user = 0, left = 0;
   for (uint64_t i = 0; i < requests; i++) {
-    uint64_t user = active[rng() % active.size()];
+    if (left == 0) {  // 16 or 17 requests per user: 16.5 on average
+      user = active[rng() % active.size()];
+      left = 16 + (i / 16) % 2;
+    }
+    of_user.push_back(17 - left--);
     int64_t ts = boundary + static_cast<int64_t>(rng() % kDay);
     const uih_batch* const* seqs;
     const uint8_t* rec;
@@ -223,56 +243,219 @@ int main(int argc, char** argv) {
   const char* tin[] = {today.c_str()};
   Check(uih_load(s, tin, 1, &lo, nullptr, &err), err, "load today");
 
-  // Training.
+  // Training: records of a user together (as logged), and spread out.
   std::vector<const uint8_t*> ptrs;
   std::vector<size_t> lens;
   for (auto& r : records) {
     ptrs.push_back(reinterpret_cast<const uint8_t*>(r.data()));
     lens.push_back(r.size());
   }
-  struct Proj {
-    uint32_t length, ntraits;
-  } projs[] = {{length, 0}, {length / 4, 0}, {length / 16, 0}, {length / 16, 2}};
-  printf("\n%-34s %12s %12s %14s %16s\n", "reconstruction (1 thread)", "records/s", "M events/s", "stripes/record",
-         "KB read/record");
-  for (const Proj& pj : projs) {
+  std::vector<size_t> spread(records.size());
+  std::iota(spread.begin(), spread.end(), 0);
+  std::stable_sort(spread.begin(), spread.end(), [&](size_t x, size_t y) { return of_user[x] < of_user[y]; });
+  std::vector<const uint8_t*> sptrs;
+  std::vector<size_t> slens;
+  for (size_t i : spread) sptrs.push_back(ptrs[i]), slens.push_back(lens[i]);
+
+  auto projection = [&](uint32_t len, uint32_t ntraits) {
     uih_projection p{};
     p.ngroups = 1;
     p.groups[0].group = g->id;
-    p.groups[0].max_length = pj.length;
-    p.groups[0].ntraits = pj.ntraits;
-    if (pj.ntraits) {
+    p.groups[0].max_length = len;
+    p.groups[0].ntraits = ntraits;
+    if (ntraits) {
       p.groups[0].traits[0] = g->ts->id;
       p.groups[0].traits[1] = uih_group_trait_by_name(g, "item_id")->id;
     }
-    uih_materialize_stats total{};
-    uint64_t identical = 0;
-    auto t0 = std::chrono::steady_clock::now();
+    return p;
+  };
+  // What a trainer does with a batch: reads every value.
+  auto consume = [](const uih_materialized* m) {
+    uint64_t sum = 0;
+    const uih_mat_group* mg = uih_materialized_group(m, 0);
+    for (uint32_t c = 0; c < mg->ncolumns; c++) {
+      const uint8_t* v = static_cast<const uint8_t*>(mg->columns[c].values);
+      const size_t bytes = mg->rows * uih_type_width(static_cast<uih_type>(mg->columns[c].type));
+      for (size_t k = 0; k < bytes; k++) sum += v[k];
+    }
+    return sum;
+  };
+  uint64_t checksum = 0;
+  const double nrec = static_cast<double>(records.size());
+  printf("\n%-44s %12s %12s %14s %16s\n", "reconstruction", "records/s", "M events/s", "stripes/record",
+         "KB read/record");
+  auto print_row = [&](const char* what, double t, uint64_t events, uint64_t stripes, double bytes) {
+    printf("%-44s %12.0f %12.2f %14s %16.2f\n", what, nrec / t, static_cast<double>(events) / t / 1e6,
+           stripes == UINT64_MAX ? "-" : std::to_string(static_cast<double>(stripes) / nrec).substr(0, 6).c_str(),
+           bytes / 1e3 / nrec);
+  };
+  struct Order {
+    const char* name;
+    const uint8_t* const* ptrs;
+    const size_t* lens;
+  } orders[] = {{"R=16.5", ptrs.data(), lens.data()}, {"R=1", sptrs.data(), slens.data()}};
+  struct Proj {
+    uint32_t length, ntraits;
+  } projs[] = {{length, 0}, {length / 4, 0}, {length / 16, 0}, {length, 2}};
+  {  // warm: the generation's files in the page cache, as every run after the first finds them
+    uih_projection p = projection(length, 0);
     for (size_t at = 0; at < records.size(); at += batch) {
-      size_t n = std::min<size_t>(batch, records.size() - at);
       uih_materialized* m = nullptr;
-      uih_materialize_stats st{};
-      Check(uih_materialize(s, ptrs.data() + at, lens.data() + at, n, &p, &m, &st, &err), err, "materialize");
-      total.events += st.events;
-      total.stripes_read += st.stripes_read;
-      total.bytes_read += st.bytes_read;
-      total.mismatches += st.mismatches;
-      if (pj.length == length && pj.ntraits == 0)
-        for (size_t i = 0; i < n; i++) identical += RowsOf(uih_materialized_group(m, 0), i) == seen[at + i];
+      Check(uih_materialize(s, ptrs.data() + at, lens.data() + at, std::min<size_t>(batch, records.size() - at), &p,
+                            &m, nullptr, &err),
+            err, "materialize");
       uih_materialized_free(m);
     }
-    double t = Seconds(t0);
-    char what[64];
-    snprintf(what, sizeof what, "materialize engagement:%u%s", pj.length, pj.ntraits ? " (ts, item)" : "");
-    printf("%-34s %12.0f %12.2f %14.2f %16.2f", what, static_cast<double>(records.size()) / t,
-           static_cast<double>(total.events) / t / 1e6,
-           static_cast<double>(total.stripes_read) / static_cast<double>(records.size()),
-           static_cast<double>(total.bytes_read) / 1e3 / static_cast<double>(records.size()));
-    if (pj.length == length && pj.ntraits == 0)
-      printf("   %" PRIu64 " of %zu sequences identical to inference, %" PRIu64 " mismatches", identical,
-             records.size(), total.mismatches);
-    printf("\n");
   }
+  for (const Order& ord : orders) {
+    for (const Proj& pj : projs) {
+      if (ord.ptrs != ptrs.data() && !(pj.length == length && pj.ntraits == 0)) continue;
+      uih_projection p = projection(pj.length, pj.ntraits);
+      uih_materialize_stats total{};
+      uint64_t identical = 0;
+      auto t0 = std::chrono::steady_clock::now();
+      for (size_t at = 0; at < records.size(); at += batch) {
+        size_t n = std::min<size_t>(batch, records.size() - at);
+        uih_materialized* m = nullptr;
+        uih_materialize_stats st{};
+        Check(uih_materialize(s, ord.ptrs + at, ord.lens + at, n, &p, &m, &st, &err), err, "materialize");
+        checksum += consume(m);
+        total.events += st.events;
+        total.stripes_read += st.stripes_read;
+        total.bytes_read += st.bytes_read;
+        total.mismatches += st.mismatches;
+        if (ord.ptrs == ptrs.data() && pj.length == length && pj.ntraits == 0)
+          for (size_t i = 0; i < n; i++) identical += RowsOf(uih_materialized_group(m, 0), i) == seen[at + i];
+        uih_materialized_free(m);
+      }
+      double t = Seconds(t0);
+      char what[96];
+      snprintf(what, sizeof what, "%s materialize engagement:%u%s", ord.name, pj.length, pj.ntraits ? " (ts, item)" : "");
+      print_row(what, t, total.events, total.stripes_read, static_cast<double>(total.bytes_read));
+      if (ord.ptrs == ptrs.data() && pj.length == length && pj.ntraits == 0)
+        printf("    %" PRIu64 " of %zu sequences identical to inference, %" PRIu64 " mismatches\n", identical,
+               records.size(), total.mismatches);
+    }
+    // The materializer: prefetch, affinity, cores.
+    struct Mode {
+      const char* name;
+      uih_materializer_opts o;
+    } modes[] = {{"materializer, 1 worker", {1, 2, 0}},
+                 {"  no prefetch (depth 1)", {1, 1, 0}},
+                 {"  no data affinity", {1, 2, 1}},
+                 {"  every core", {std::max(1u, std::thread::hardware_concurrency()), 0, 0}}};
+    uih_projection p = projection(length, 0);
+    for (const Mode& md : modes) {
+      uih_materializer* mz = nullptr;
+      Check(uih_materializer_create(s, &p, &md.o, &mz, &err), err, "materializer");
+      uih_materialize_stats total{};
+      auto t0 = std::chrono::steady_clock::now();
+      size_t submitted = 0, taken = 0;
+      const size_t nbatches = (records.size() + batch - 1) / batch;
+      while (taken < nbatches) {
+        while (submitted < nbatches && submitted < taken + md.o.threads + 2) {
+          size_t at = submitted * batch, n = std::min<size_t>(batch, records.size() - at);
+          Check(uih_materializer_submit(mz, ord.ptrs + at, ord.lens + at, n, &err), err, "submit");
+          submitted++;
+        }
+        uih_materialized* m = nullptr;
+        uih_materialize_stats st{};
+        Check(uih_materializer_next(mz, &m, &st, &err), err, "next");
+        checksum += consume(m);
+        total.events += st.events;
+        total.stripes_read += st.stripes_read;
+        total.bytes_read += st.bytes_read;
+        uih_materialized_free(m);
+        taken++;
+      }
+      double t = Seconds(t0);
+      uih_materializer_free(mz);
+      char what[96];
+      snprintf(what, sizeof what, "%s %s%s", ord.name, md.name,
+               md.o.threads > 1 ? (" (" + std::to_string(md.o.threads) + " threads)").c_str() : "");
+      print_row(what, t, total.events, total.stripes_read, static_cast<double>(total.bytes_read));
+    }
+  }
+
+  // Fat rows: each record's full sequence, pre-materialized, one value:
+  // per column (the group's active traits, in the sequences' order) the
+  // presence bytes, then the values at the type's width.
+  std::vector<size_t> widths;
+  for (uint32_t t = 0; t < g->ntraits; t++)
+    if (uih_trait_active(&g->traits[t])) widths.push_back(uih_type_width(g->traits[t].type));
+  for (rocksdb::CompressionType ct : {rocksdb::kLZ4Compression, rocksdb::kZSTD}) {
+    const std::string path = dir + "/fat";
+    rocksdb::DestroyDB(path, rocksdb::Options()).PermitUncheckedError();
+    rocksdb::Options opt;
+    opt.create_if_missing = true;
+    opt.compression = ct;
+    rocksdb::BlockBasedTableOptions bt;
+    bt.no_block_cache = true;
+    opt.table_factory.reset(rocksdb::NewBlockBasedTableFactory(bt));
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status st = rocksdb::DB::Open(opt, path, &db);
+    if (!st.ok()) {
+      fprintf(stderr, "materialize_bench: fat rows: %s\n", st.ToString().c_str());
+      return 1;
+    }
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
+    std::string value;
+    uint64_t raw = 0;
+    for (size_t i = 0; i < records.size(); i++) {
+      // Per column: presence bytes, then values, as the rows of `seen` hold them.
+      const Rows& rows = seen[i];
+      value.clear();
+      for (size_t c = 0; c < widths.size() && !rows.empty(); c++) {
+        for (const auto& r : rows) value.push_back(static_cast<char>(r[2 * c]));
+        for (const auto& r : rows) value.append(reinterpret_cast<const char*>(&r[2 * c + 1]), widths[c]);
+      }
+      char key[8];
+      for (int k = 0; k < 8; k++) key[k] = static_cast<char>(i >> (56 - 8 * k));
+      raw += value.size();
+      st = db->Put(wo, rocksdb::Slice(key, 8), value);
+      if (!st.ok()) return 1;
+    }
+    st = db->Flush(rocksdb::FlushOptions());
+    if (st.ok()) st = db->CompactRange(rocksdb::CompactRangeOptions(), nullptr, nullptr);
+    uint64_t sst = 0;
+    db->GetIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &sst);
+    rocksdb::ReadOptions ro;
+    rocksdb::PinnableSlice v;
+    std::vector<uint8_t> present;
+    std::vector<uint64_t> values;
+    uint64_t events = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < records.size(); i++) {
+      char key[8];
+      for (int k = 0; k < 8; k++) key[k] = static_cast<char>(i >> (56 - 8 * k));
+      v.Reset();
+      st = db->Get(ro, db->DefaultColumnFamily(), rocksdb::Slice(key, 8), &v);
+      if (!st.ok()) {
+        fprintf(stderr, "materialize_bench: fat rows: %s\n", st.ToString().c_str());
+        return 1;
+      }
+      // Into per-trait arrays, as a batch's tensors.
+      const size_t rows = seen[i].size();
+      present.resize(rows);
+      values.resize(rows);
+      for (size_t c = 0, at = 0; c < widths.size() && rows; c++) {
+        memcpy(present.data(), v.data() + at, rows);
+        memcpy(values.data(), v.data() + at + rows, rows * widths[c]);
+        at += rows * (1 + widths[c]);
+        for (size_t k = 0; k < rows * widths[c]; k++) checksum += reinterpret_cast<const uint8_t*>(values.data())[k];
+      }
+      events += seen[i].size();
+    }
+    double t = Seconds(t0);
+    char what[96];
+    snprintf(what, sizeof what, "fat rows engagement:%u (%s, %.1f KB raw)", length,
+             ct == rocksdb::kLZ4Compression ? "LZ4" : "ZSTD", static_cast<double>(raw) / 1e3 / nrec);
+    print_row(what, t, events, UINT64_MAX, static_cast<double>(sst));
+    delete db;
+    rocksdb::DestroyDB(path, rocksdb::Options()).PermitUncheckedError();
+  }
+  printf("(checksum of every value read: %" PRIu64 ")\n", checksum);
 
   // The baseline: each record on its own through uih_store_read.
   {
@@ -314,7 +497,7 @@ int main(int argc, char** argv) {
       events += kept + m;
     }
     double t = Seconds(t0);
-    printf("%-34s %12.0f %12.2f\n", "per record (uih_store_read)", static_cast<double>(records.size()) / t,
+    printf("%-44s %12.0f %12.2f\n", "R=16.5 per record (uih_store_read)", static_cast<double>(records.size()) / t,
            static_cast<double>(events) / t / 1e6);
     (void)identical;
     uih_batch_free(win);
