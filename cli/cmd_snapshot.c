@@ -356,7 +356,7 @@ static int rows_of(const uih_mat_group *mg, const uih_group *g, size_t i, uih_ba
   const uint32_t n = mg->lengths[i];
   int rc = uih_batch_create(g, n ? n : 1, ids, mg->ncolumns, b, err);
   if (rc != UIH_OK) return rc;
-  for (uint32_t c = 0; c < mg->ncolumns; c++) {
+  for (uint32_t c = 0; n && c < mg->ncolumns; c++) {
     const uih_mat_column *mc = &mg->columns[c];
     uih_column *col = &(*b)->columns[uih_batch_column_index(*b, mc->trait)];
     const size_t w = uih_type_width((uih_type)mc->type);
