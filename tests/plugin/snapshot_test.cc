@@ -233,6 +233,31 @@ TEST_F(StoreTest, SnapshotsAreTheNewestEventsOfBothTiersAndTheirRecordNamesThem)
   uih_store_close(s);
 }
 
+// Logged records as the pointer and length arrays uih_materialize takes.
+struct RecordPtrs {
+  std::vector<const uint8_t*> ptrs;
+  std::vector<size_t> lens;
+  explicit RecordPtrs(const std::vector<std::string>& records) {
+    for (const std::string& r : records) {
+      ptrs.push_back(reinterpret_cast<const uint8_t*>(r.data()));
+      lens.push_back(r.size());
+    }
+  }
+};
+
+// The record of one snapshot ("" and a test failure when it fails).
+std::string RecordOf(uih_snapshotter* sn, uint64_t user, int64_t request, const uih_snapshot_spec& spec) {
+  const uih_batch* const* seqs;
+  const uint8_t* rec;
+  size_t len;
+  uih_error err{};
+  if (uih_snapshot(sn, user, request, &spec, &seqs, &rec, &len, &err) != UIH_OK) {
+    ADD_FAILURE() << uih_error_message(&err);
+    return "";
+  }
+  return std::string(reinterpret_cast<const char*>(rec), len);
+}
+
 // A group of a materialized batch as per-record event lists.
 std::vector<std::vector<Ev>> Sequences(const uih_materialized* m, uint32_t gi) {
   const uih_mat_group* g = uih_materialized_group(m, gi);
@@ -296,12 +321,9 @@ TEST_F(StoreTest, MaterializedRecordsEqualWhatInferenceSaw) {
   WriteFile(day1, w.day1_csv);
   ASSERT_EQ(Load(s, {day1}, w.through + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
 
-  std::vector<const uint8_t*> ptrs;
-  std::vector<size_t> lens;
-  for (auto& r : records) {
-    ptrs.push_back(reinterpret_cast<const uint8_t*>(r.data()));
-    lens.push_back(r.size());
-  }
+  RecordPtrs logged(records);
+  std::vector<const uint8_t*>& ptrs = logged.ptrs;
+  std::vector<size_t>& lens = logged.lens;
   // The whole sequences, every trait.
   uih_projection whole{};
   whole.ngroups = 2;
@@ -562,14 +584,7 @@ TEST_F(StoreTest, UndecodableMutableEventsAreTheRecordsMismatch) {
   uih_snapshotter* sn = nullptr;
   ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
   std::vector<std::string> records;
-  for (uint64_t u = 0; u < 4; u++) {
-    uih_snapshot_spec spec{1, {{1, 24}}};
-    const uih_batch* const* seqs;
-    const uint8_t* rec;
-    size_t len;
-    ASSERT_EQ(uih_snapshot(sn, u, w.through + kDay - 1, &spec, &seqs, &rec, &len, &err), UIH_OK);
-    records.emplace_back(reinterpret_cast<const char*>(rec), len);
-  }
+  for (uint64_t u = 0; u < 4; u++) records.push_back(RecordOf(sn, u, w.through + kDay - 1, {1, {{1, 24}}}));
   uih_snapshotter_free(sn);
   uih_snapshot_record r;
   ASSERT_EQ(uih_snapshot_record_decode(reinterpret_cast<const uint8_t*>(records[2].data()), records[2].size(), &r, &err),
@@ -582,12 +597,9 @@ TEST_F(StoreTest, UndecodableMutableEventsAreTheRecordsMismatch) {
   ASSERT_EQ(uih_snapshot_record_encode(&r, reinterpret_cast<uint8_t*>(bad.data()), bad.size(), &blen, &err), UIH_OK);
   bad.resize(blen);
   records[2] = bad;
-  std::vector<const uint8_t*> ptrs;
-  std::vector<size_t> lens;
-  for (auto& x : records) {
-    ptrs.push_back(reinterpret_cast<const uint8_t*>(x.data()));
-    lens.push_back(x.size());
-  }
+  RecordPtrs logged(records);
+  std::vector<const uint8_t*>& ptrs = logged.ptrs;
+  std::vector<size_t>& lens = logged.lens;
   uih_projection proj{};
   proj.ngroups = 1;
   proj.groups[0] = {1, 24, 0, {}};
@@ -624,14 +636,11 @@ TEST_F(StoreTest, DroppingAnIdTraitMakesOlderRecordsOfItsGroupUnverifiable) {
   std::vector<std::string> records;
   std::vector<bool> has_b;
   for (uint64_t u = 0; u < World::kUsers; u++) {
-    uih_snapshot_spec spec{2, {{1, 24}, {2, 6}}};
-    const uih_batch* const* seqs;
-    const uint8_t* rec;
-    size_t len;
-    ASSERT_EQ(uih_snapshot(sn, u, w.through + kDay - 1, &spec, &seqs, &rec, &len, &err), UIH_OK);
-    records.emplace_back(reinterpret_cast<const char*>(rec), len);
+    records.push_back(RecordOf(sn, u, w.through + kDay - 1, {2, {{1, 24}, {2, 6}}}));
     uih_snapshot_record r;
-    ASSERT_EQ(uih_snapshot_record_decode(rec, len, &r, &err), UIH_OK);
+    ASSERT_EQ(uih_snapshot_record_decode(reinterpret_cast<const uint8_t*>(records.back().data()), records.back().size(),
+                                         &r, &err),
+              UIH_OK);
     has_b.push_back(r.groups[1].length > 0);
   }
   uih_snapshotter_free(sn);
@@ -659,12 +668,9 @@ TEST_F(StoreTest, DroppingAnIdTraitMakesOlderRecordsOfItsGroupUnverifiable) {
   o.schema_len = strlen(kDropItemOfB);
   const char* in[] = {day1.c_str()};
   ASSERT_EQ(uih_load(s, in, 1, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
-  std::vector<const uint8_t*> ptrs;
-  std::vector<size_t> lens;
-  for (auto& x : records) {
-    ptrs.push_back(reinterpret_cast<const uint8_t*>(x.data()));
-    lens.push_back(x.size());
-  }
+  RecordPtrs logged(records);
+  std::vector<const uint8_t*>& ptrs = logged.ptrs;
+  std::vector<size_t>& lens = logged.lens;
   uih_projection proj{};
   proj.ngroups = 2;
   proj.groups[0] = {1, 24, 0, {}};
@@ -704,14 +710,8 @@ TEST_F(StoreTest, MaterializersGiveTheSameResultsInAnyBatchingAndThreads) {
   ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
   std::vector<std::string> records;
   for (int i = 0; i < 300; i++) {
-    uih_snapshot_spec spec{2, {{1, 24}, {2, 6}}};
-    const uih_batch* const* seqs;
-    const uint8_t* rec;
-    size_t len;
-    ASSERT_EQ(uih_snapshot(sn, w.rng() % 12, w.through + static_cast<int64_t>(w.rng() % kDay), &spec, &seqs, &rec,
-                           &len, &err),
-              UIH_OK);
-    records.emplace_back(reinterpret_cast<const char*>(rec), len);
+    const uint64_t u = w.rng() % 12;
+    records.push_back(RecordOf(sn, u, w.through + static_cast<int64_t>(w.rng() % kDay), {2, {{1, 24}, {2, 6}}}));
   }
   uih_snapshotter_free(sn);
   records[17] = "not a record";  // unreadable, flagged: in the same place whatever the batching
@@ -723,12 +723,9 @@ TEST_F(StoreTest, MaterializersGiveTheSameResultsInAnyBatchingAndThreads) {
   proj.groups[0] = {1, 24, 0, {}};
   proj.groups[1] = {2, 4, 2, {2, 1}};
   proj.on_mismatch = UIH_MISMATCH_FLAG;
-  std::vector<const uint8_t*> ptrs;
-  std::vector<size_t> lens;
-  for (auto& x : records) {
-    ptrs.push_back(reinterpret_cast<const uint8_t*>(x.data()));
-    lens.push_back(x.size());
-  }
+  RecordPtrs logged(records);
+  std::vector<const uint8_t*>& ptrs = logged.ptrs;
+  std::vector<size_t>& lens = logged.lens;
   uih_materialized* m = nullptr;
   ASSERT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &proj, &m, nullptr, &err), UIH_OK);
   const std::vector<std::vector<Ev>> want_a = Sequences(m, 0), want_b = Sequences(m, 1);
