@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "uih/store.h"
 
 int cli_fail(int code, const char *fmt, ...) {
   va_list ap;
@@ -51,4 +52,12 @@ int cli_parse_u16(const char *what, const char *text, uint16_t *out) {
   }
   *out = (uint16_t)v;
   return 1;
+}
+
+int cli_open_store_read_only(const char *dir, uih_store **out) {
+  uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
+  so.read_only = 1;
+  uih_error err = {0};
+  if (uih_store_open(dir, &so, out, &err) != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+  return CLI_OK;
 }

@@ -16,6 +16,11 @@ int cli_parse_u64(const char *what, const char *text, uint64_t *out);
 int cli_parse_i64(const char *what, const char *text, int64_t *out);
 int cli_parse_u16(const char *what, const char *text, uint16_t *out);
 
+/* Opens the store at `dir` read-only (readers never write, not even a LOG
+ * file); CLI_OK, or CLI_FAIL with the reason printed. */
+struct uih_store;
+int cli_open_store_read_only(const char *dir, struct uih_store **out);
+
 /* Prints "uih: " + message to stderr; returns `code`. */
 int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -164,11 +164,9 @@ int cmd_snapshot(int argc, char **argv) {
   }
   if (!dir || (have_user != have_ts) || (have_user == (input != NULL)))
     return cli_fail(CLI_USAGE, "%s", kSnapshotUsage);
-  uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
-  so.read_only = 1;
   uih_error err = {0};
   uih_store *s = NULL;
-  if (uih_store_open(dir, &so, &s, &err) != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+  if (cli_open_store_read_only(dir, &s) != CLI_OK) return CLI_FAIL;
   uih_snapshot_spec spec = {0};
   uint16_t ids[UIH_SNAPSHOT_GROUPS_MAX];
   uint32_t lengths[UIH_SNAPSHOT_GROUPS_MAX];
@@ -446,11 +444,9 @@ int cmd_materialize(int argc, char **argv) {
   else if (!strcmp(policy, "skip")) p.on_mismatch = UIH_MISMATCH_SKIP;
   else if (!strcmp(policy, "flag")) p.on_mismatch = UIH_MISMATCH_FLAG;
   else return cli_fail(CLI_USAGE, "--on-mismatch %s: expected fail, skip or flag", policy);
-  uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
-  so.read_only = 1;
   uih_error err = {0};
   uih_store *s = NULL;
-  if (uih_store_open(dir, &so, &s, &err) != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+  if (cli_open_store_read_only(dir, &s) != CLI_OK) return CLI_FAIL;
   const uih_schema *schema = uih_store_schema(s);
   uint16_t ids[UIH_SNAPSHOT_GROUPS_MAX];
   uint32_t lengths[UIH_SNAPSHOT_GROUPS_MAX];

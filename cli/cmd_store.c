@@ -275,11 +275,9 @@ int cmd_status(int argc, char **argv) {
     else return cli_fail(CLI_USAGE, "bad argument %s\n%s", argv[i], kStatusUsage);
   }
   if (!dir) return cli_fail(CLI_USAGE, "%s", kStatusUsage);
-  uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
-  so.read_only = 1;
   uih_error err = {0};
   uih_store *s = NULL;
-  if (uih_store_open(dir, &so, &s, &err) != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+  if (cli_open_store_read_only(dir, &s) != CLI_OK) return CLI_FAIL;
   const uih_schema *schema = uih_store_schema(s);
   uint32_t n = uih_store_shards(s);
   if (json)
