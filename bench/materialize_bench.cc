@@ -296,7 +296,12 @@ int main(int argc, char** argv) {
   } orders[] = {{"R=16.5", ptrs.data(), lens.data()}, {"R=1", sptrs.data(), slens.data()}};
   struct Proj {
     uint32_t length, ntraits;
-  } projs[] = {{length, 0}, {length / 4, 0}, {length / 16, 0}, {length, 2}};
+    uih_mat_layout layout;
+  } projs[] = {{length, 0, UIH_LAYOUT_SHARED},
+               {length, 0, UIH_LAYOUT_JAGGED},
+               {length / 4, 0, UIH_LAYOUT_SHARED},
+               {length / 16, 0, UIH_LAYOUT_SHARED},
+               {length, 2, UIH_LAYOUT_SHARED}};
   {  // warm: the generation's files in the page cache, as every run after the first finds them
     uih_projection p = projection(length, 0);
     for (size_t at = 0; at < records.size(); at += batch) {
@@ -311,6 +316,7 @@ int main(int argc, char** argv) {
     for (const Proj& pj : projs) {
       if (ord.ptrs != ptrs.data() && !(pj.length == length && pj.ntraits == 0)) continue;
       uih_projection p = projection(pj.length, pj.ntraits);
+      p.layout = pj.layout;
       uih_materialize_stats total{};
       uint64_t identical = 0;
       auto t0 = std::chrono::steady_clock::now();
@@ -321,10 +327,12 @@ int main(int argc, char** argv) {
         Check(uih_materialize(s, ord.ptrs + at, ord.lens + at, n, &p, &m, &st, &err), err, "materialize");
         checksum += consume(m);
         total.events += st.events;
+        total.rows += st.rows;
         total.stripes_read += st.stripes_read;
         total.bytes_read += st.bytes_read;
         total.mismatches += st.mismatches;
-        if (ord.ptrs == ptrs.data() && pj.length == length && pj.ntraits == 0) {  // not timed
+        if (ord.ptrs == ptrs.data() && pj.length == length && pj.ntraits == 0 && pj.layout == UIH_LAYOUT_SHARED) {
+          // not timed
           auto c0 = std::chrono::steady_clock::now();
           for (size_t i = 0; i < n; i++) identical += RowsOf(uih_materialized_group(m, 0), i) == seen[at + i];
           t0 += std::chrono::steady_clock::now() - c0;
@@ -333,9 +341,13 @@ int main(int argc, char** argv) {
       }
       double t = Seconds(t0);
       char what[96];
-      snprintf(what, sizeof what, "%s materialize engagement:%u%s", ord.name, pj.length, pj.ntraits ? " (ts, item)" : "");
+      snprintf(what, sizeof what, "%s materialize engagement:%u%s%s", ord.name, pj.length,
+               pj.ntraits ? " (ts, item)" : "", pj.layout == UIH_LAYOUT_JAGGED ? " jagged" : "");
       print_row(what, t, total.events, total.stripes_read, static_cast<double>(total.bytes_read));
-      if (ord.ptrs == ptrs.data() && pj.length == length && pj.ntraits == 0)
+      if (pj.layout == UIH_LAYOUT_SHARED)
+        printf("    %.1f rows written per record for its %.1f events (shared layout)\n",
+               static_cast<double>(total.rows) / nrec, static_cast<double>(total.events) / nrec);
+      if (ord.ptrs == ptrs.data() && pj.length == length && pj.ntraits == 0 && pj.layout == UIH_LAYOUT_SHARED)
         printf("    %" PRIu64 " of %zu sequences identical to inference, %" PRIu64 " mismatches\n", identical,
                records.size(), total.mismatches);
     }

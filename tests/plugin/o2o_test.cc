@@ -270,6 +270,7 @@ class Life {
       uih_projection p{};
       p.ngroups = 1 + Rand(2);
       p.on_mismatch = UIH_MISMATCH_SKIP;
+      p.layout = Rand(2) ? UIH_LAYOUT_JAGGED : UIH_LAYOUT_SHARED;
       const uint16_t first = Rand(2) ? 1 : 2;
       for (uint32_t gi = 0; gi < p.ngroups; gi++) {
         uih_projection_group& pg = p.groups[gi];

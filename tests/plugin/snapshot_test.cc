@@ -727,11 +727,14 @@ TEST_F(StoreTest, MaterializersGiveTheSameResultsInAnyBatchingAndThreads) {
   std::vector<const uint8_t*>& ptrs = logged.ptrs;
   std::vector<size_t>& lens = logged.lens;
   uih_materialized* m = nullptr;
-  ASSERT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &proj, &m, nullptr, &err), UIH_OK);
+  uih_materialize_stats whole{};
+  ASSERT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &proj, &m, &whole, &err), UIH_OK);
   const std::vector<std::vector<Ev>> want_a = Sequences(m, 0), want_b = Sequences(m, 1);
   const std::vector<uint8_t> want_flags(uih_materialized_flags(m), uih_materialized_flags(m) + records.size());
   uih_materialized_free(m);
   EXPECT_EQ(want_flags[17], UIH_RECORD_UNREADABLE);
+  // 25 records a user: the shared layout writes their overlapping windows once.
+  EXPECT_LT(whole.rows * 4, whole.events) << whole.rows << " rows for " << whole.events << " events";
 
   // Loads of other users underneath: each publishes a generation and
   // retires the oldest beyond the store's keep.
@@ -757,6 +760,7 @@ TEST_F(StoreTest, MaterializersGiveTheSameResultsInAnyBatchingAndThreads) {
     o.threads = 1 + static_cast<uint32_t>(rng() % 4);
     o.depth = static_cast<uint32_t>(rng() % 4);
     o.each_record = static_cast<int>(rng() % 2);
+    proj.layout = rng() % 2 ? UIH_LAYOUT_JAGGED : UIH_LAYOUT_SHARED;
     uih_materializer* mz = nullptr;
     ASSERT_EQ(uih_materializer_create(s, &proj, &o, &mz, &err), UIH_OK) << uih_error_message(&err);
     std::vector<size_t> order(records.size());
@@ -783,6 +787,22 @@ TEST_F(StoreTest, MaterializersGiveTheSameResultsInAnyBatchingAndThreads) {
       }
       if (o.each_record) {
         EXPECT_EQ(st.users, b.size() - (std::find(b.begin(), b.end(), 17u) != b.end()));
+      }
+      for (uint32_t gi = 0; gi < 2; gi++) {
+        const uih_mat_group* g = uih_materialized_group(r, gi);
+        uint64_t events = 0;
+        for (size_t i = 0; i < b.size(); i++) {
+          ASSERT_LE(g->offsets[i] + g->lengths[i], g->rows);
+          if (proj.layout == UIH_LAYOUT_JAGGED) {
+            EXPECT_EQ(g->offsets[i], events) << "records back to back";
+          }
+          events += g->lengths[i];
+        }
+        if (proj.layout == UIH_LAYOUT_JAGGED) {
+          EXPECT_EQ(g->rows, events);
+        } else {
+          EXPECT_LE(g->rows, events);
+        }
       }
       uih_materialized_free(r);
     };
@@ -812,6 +832,9 @@ TEST_F(StoreTest, MaterializersGiveTheSameResultsInAnyBatchingAndThreads) {
   bad.groups[1].group = 9;
   uih_materializer* mz = nullptr;
   EXPECT_EQ(uih_materializer_create(s, &bad, nullptr, &mz, &err), UIH_ERR_NOT_FOUND);
+  bad = proj;
+  bad.layout = static_cast<uih_mat_layout>(2);
+  EXPECT_EQ(uih_materializer_create(s, &bad, nullptr, &mz, &err), UIH_ERR_INVALID_ARGUMENT);
   uih_store_close(s);
 }
 

@@ -22,7 +22,21 @@
  * user's stripes and one decode of the union of their windows (data
  * affinity). Output, per projected group: per trait one array of values for
  * the whole batch, and per record the rows [offset, offset + length) of it
- * that are its sequence, in time order.
+ * that are its sequence, in time order. Two layouts (uih_projection.layout):
+ *
+ *   shared (the default): a user's records are windows into rows written
+ *   once for them: RecD's partial inverse keyed jagged tensor. Windows may
+ *   overlap; a record that is not a window of the rows already written
+ *   gets rows of its own. Each record's window is bit-exact its sequence
+ *   in the projected traits; `rows` is what was written.
+ *
+ *     values  [ e1 e2 e3 e4 e5 m1 m2 ]      records of one user, in
+ *     r0        [e2 ......... e5]           time order, sharing rows
+ *     r1           [e3 ............ m2]
+ *
+ *   jagged: every record's rows on their own, in record order, so that
+ *   offsets[i + 1] = offsets[i] + lengths[i]: values and lengths as
+ *   torchrec's KeyedJaggedTensor takes them.
  *
  * Implemented and installed with libuih_rocksdb. No C++ exception leaves
  * these functions.
@@ -57,10 +71,16 @@ typedef struct uih_projection_group {
   uint16_t traits[UIH_PROJECTION_TRAITS_MAX]; /* trait ids; UIH_TRAIT_ARRIVAL allowed */
 } uih_projection_group;
 
+typedef enum uih_mat_layout {
+  UIH_LAYOUT_SHARED = 0, /* records as windows into rows shared by a user's records (above) */
+  UIH_LAYOUT_JAGGED = 1  /* each record's rows on their own, records back to back */
+} uih_mat_layout;
+
 typedef struct uih_projection {
   uint32_t ngroups; /* 1..UIH_SNAPSHOT_GROUPS_MAX, ids distinct */
   uih_projection_group groups[UIH_SNAPSHOT_GROUPS_MAX];
   uih_mismatch_policy on_mismatch;
+  uih_mat_layout layout;
 } uih_projection;
 
 /* One projected trait of one group for the whole batch. */
@@ -73,11 +93,11 @@ typedef struct uih_mat_column {
 
 typedef struct uih_mat_group {
   uint16_t group;
-  uint64_t rows;
+  uint64_t rows;                 /* rows of each column */
   uint32_t ncolumns;
   const uih_mat_column *columns; /* in the projection's trait order */
   const uint64_t *offsets;       /* per record: its first row */
-  const uint32_t *lengths;       /* per record: its events */
+  const uint32_t *lengths;       /* per record: its events (rows from its offset) */
 } uih_mat_group;
 
 /* Per record, bits: */
@@ -89,7 +109,8 @@ enum {
 
 typedef struct uih_materialize_stats {
   uint64_t records, users, mismatches, unreadable;
-  uint64_t events;        /* rows output, all groups */
+  uint64_t events;        /* events in the records' sequences, all groups */
+  uint64_t rows;          /* rows written for them (fewer when the layout shares them) */
   uint64_t stripes_read;  /* stripes decoded */
   uint64_t bytes_read;    /* stripe bytes read from the generation's files */
 } uih_materialize_stats;
