@@ -135,6 +135,7 @@ class Materializer {
   std::string bad_message_;
   std::vector<std::vector<Pick>> picks_;        // [record][group]
   std::vector<std::vector<size_t>> served_;     // records served together (a user's, with affinity)
+  std::vector<uint64_t> arrival_;               // a decoded stripe's arrival generations
   std::vector<size_t> share_order_;             // Share's, kept between users
   std::vector<int> share_cols_;
   std::vector<Src> share_region_;
@@ -358,11 +359,23 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
       const int64_t* ts = static_cast<const int64_t*>(sb->columns[uih_batch_column_index(sb, g->ts->id)].values);
       const uih_column* arr = &sb->columns[uih_batch_column_index(sb, UIH_TRAIT_ARRIVAL)];
       const uint32_t slot = static_cast<uint32_t>(decoded.size());
+      // The stripe's arrivals read once; its rows in time order (as the
+      // loader writes them; checked) give each window's rows by bisection.
+      arrival_.resize(sb->count);
+      bool ordered = true;
+      for (uint32_t r = 0; r < sb->count; r++) {
+        arrival_[r] = uih_column_get_bits(arr, r);
+        ordered = ordered && (r == 0 || ts[r - 1] <= ts[r]);
+      }
       for (size_t k = 0; k < needs.size(); k++) {
         Need& nd = needs[k];
-        for (uint32_t r = sb->count; r-- > 0 && nd.rows.size() < nd.check;)
-          if (ts[r] >= nd.rg->start_ts && ts[r] <= nd.rg->end_ts &&
-              uih_column_get_bits(arr, r) <= nd.rg->generation) {
+        uint32_t first = 0, last = sb->count;
+        if (ordered) {
+          last = static_cast<uint32_t>(std::upper_bound(ts, ts + sb->count, nd.rg->end_ts) - ts);
+          first = static_cast<uint32_t>(std::lower_bound(ts, ts + last, nd.rg->start_ts) - ts);
+        }
+        for (uint32_t r = last; r-- > first && nd.rows.size() < nd.check;)
+          if (ts[r] >= nd.rg->start_ts && ts[r] <= nd.rg->end_ts && arrival_[r] <= nd.rg->generation) {
             nd.rows.push_back(r);
             found[k].push_back({slot, r});
           }
@@ -371,6 +384,10 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
     }
     end = begin;
   }
+  std::vector<std::pair<uint32_t, uint32_t>> chain_rows;  // the last chain's rows and values
+  std::vector<uint64_t> chain_h;
+  int chain_cols[1 + UIH_TRAITS_MAX];
+  uint32_t chain_ncols = UINT32_MAX;
   // Verify each record at its checkpoint, then keep its newest `want`.
   // Every decoded stripe has the same columns: one set of identity columns
   // per schema version.
@@ -395,10 +412,26 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
       rc = Mismatch(nd.rec, gi, why, err);
       if (rc != UIH_OK) return rc;
     } else {
+      // The identity chain, newest first. Records of a user mostly share
+      // their newest rows (and schema version): the chain of the previous
+      // record is reused as far as their rows agree.
       int cols[1 + UIH_TRAITS_MAX];
       uint32_t ncols = vg ? uih_snapshot_identity_columns(vg, decoded[0]->b, cols, 1 + UIH_TRAITS_MAX) : 0;
-      uint64_t h = 0;
-      for (const auto& [slot, row] : found[k]) h = uih_snapshot_identity_next(h, decoded[slot]->b, cols, ncols, row);
+      if (ncols != chain_ncols || !std::equal(cols, cols + ncols, chain_cols)) {
+        chain_rows.clear();
+        chain_ncols = ncols;
+        std::copy(cols, cols + ncols, chain_cols);
+      }
+      size_t common = 0;
+      while (common < chain_rows.size() && common < found[k].size() && chain_rows[common] == found[k][common]) common++;
+      chain_rows.resize(common);
+      chain_h.resize(common);
+      for (size_t j = common; j < found[k].size(); j++) {
+        const auto& [slot, row] = found[k][j];
+        chain_h.push_back(uih_snapshot_identity_next(j ? chain_h[j - 1] : 0, decoded[slot]->b, cols, ncols, row));
+        chain_rows.push_back(found[k][j]);
+      }
+      const uint64_t h = found[k].empty() ? 0 : chain_h[found[k].size() - 1];
       if (vg == nullptr || at == ncp || static_cast<uint32_t>(h) != nd.rg->check[at]) {
         char why[256];
         const uih_trait* dropped = DroppedIdTrait(vg, gi);
