@@ -312,10 +312,11 @@ int cmd_log(int argc, char **argv) {
 
 static const char kMaterializeUsage[] =
     "usage: uih materialize --store DIR --log FILE [--group G[:N]]... [--traits a,b]\n"
-    "                       [--on-mismatch fail|skip|flag] [--out FILE] [--batch N] [--quiet]\n"
+    "                       [--on-mismatch fail|skip|flag] [--out FILE] [--batch N] [--threads N] [--quiet]\n"
     "  the sequences each logged record's model saw, rebuilt: per group (every group without --group)\n"
     "  the newest N events (default: all the record has), with ts and the traits named (default: all),\n"
-    "  as CSV record,user_id,group,ts,<traits> (uih snapshot's form); a summary on stderr";
+    "  as CSV record,user_id,group,ts,<traits> (uih snapshot's form); a summary on stderr.\n"
+    "  Batches of N records (256) are rebuilt by --threads workers (1) while earlier ones print";
 
 /* The projection's traits: the timestamp, then those named in `list`
  * ("a,b"; NULL: every active trait). */
@@ -366,18 +367,20 @@ static int rows_of(const uih_mat_group *mg, const uih_group *g, size_t i, uih_ba
   return UIH_OK;
 }
 
-typedef struct batch_run {
-  uint8_t **recs;
-  size_t *lens;
-  size_t n, cap;
-} batch_run;
+/* A batch submitted to the materializer: where its records are in the log,
+ * and their users (for the CSV). */
+typedef struct pending_batch {
+  uint64_t first;
+  size_t n;
+  uint64_t *users;
+} pending_batch;
 
-static int flush_batch(uih_store *s, const uih_projection *p, batch_run *b, uint64_t first, FILE *out, int *headers,
-                       uih_materialize_stats *total, uih_error *err) {
-  if (b->n == 0) return UIH_OK;
+/* The oldest submitted batch's result, printed. */
+static int take_batch(uih_materializer *mz, const uih_projection *p, const uih_schema *schema, const pending_batch *pb,
+                      FILE *out, int *headers, uih_materialize_stats *total, uih_error *err) {
   uih_materialized *m = NULL;
   uih_materialize_stats st;
-  int rc = uih_materialize(s, (const uint8_t *const *)b->recs, b->lens, b->n, p, &m, &st, err);
+  int rc = uih_materializer_next(mz, &m, &st, err);
   if (rc != UIH_OK) return rc;
   total->records += st.records;
   total->users += st.users;
@@ -386,32 +389,25 @@ static int flush_batch(uih_store *s, const uih_projection *p, batch_run *b, uint
   total->events += st.events;
   total->stripes_read += st.stripes_read;
   total->bytes_read += st.bytes_read;
-  const uih_schema *schema = uih_store_schema(s);
   const uint8_t *flags = uih_materialized_flags(m);
   uih_batch *rows = NULL;
-  for (size_t i = 0; out && i < b->n && rc == UIH_OK; i++) {
-    uih_snapshot_record r;
-    uint64_t user = 0;
-    if (!(flags[i] & UIH_RECORD_UNREADABLE) && uih_snapshot_record_decode(b->recs[i], b->lens[i], &r, NULL) == UIH_OK)
-      user = r.user_id;
+  for (size_t i = 0; out && i < pb->n && rc == UIH_OK; i++) {
     for (uint32_t gi = 0; gi < p->ngroups && rc == UIH_OK; gi++) {
       const uih_mat_group *g = uih_materialized_group(m, gi);
       rc = rows_of(g, uih_schema_group_by_id(schema, g->group), i, &rows, err);
       if (rc == UIH_OK && !*headers) rc = print_header(out, rows, gi == 0, err);
-      if (rc == UIH_OK) rc = print_rows(out, first + i, user, rows, err);
+      if (rc == UIH_OK) rc = print_rows(out, pb->first + i, pb->users[i], rows, err);
     }
     *headers = 1;
   }
   uih_batch_free(rows);
-  for (size_t i = 0; i < b->n; i++)
+  for (size_t i = 0; i < pb->n; i++)
     if (flags[i] & (UIH_RECORD_MISMATCH | UIH_RECORD_UNREADABLE))
-      fprintf(stderr, "uih materialize: record %" PRIu64 ": %s\n", first + i,
+      fprintf(stderr, "uih materialize: record %" PRIu64 ": %s\n", pb->first + i,
               flags[i] & UIH_RECORD_UNREADABLE           ? "unreadable"
               : p->on_mismatch == UIH_MISMATCH_SKIP ? "does not match the store (skipped)"
                                                         : "does not match the store (flagged)");
   uih_materialized_free(m);
-  for (size_t i = 0; i < b->n; i++) free(b->recs[i]);
-  b->n = 0;
   return rc;
 }
 
@@ -419,7 +415,7 @@ int cmd_materialize(int argc, char **argv) {
   const char *dir = NULL, *log_path = NULL, *policy = "fail", *traits = NULL, *out_path = NULL;
   const char *groups[UIH_SNAPSHOT_GROUPS_MAX];
   uint32_t ngroups = 0;
-  uint64_t batch = 256;
+  uint64_t batch = 256, threads = 1;
   int quiet = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -436,6 +432,7 @@ int cmd_materialize(int argc, char **argv) {
     else if (!strcmp(a, "--out")) out_path = v;
     else if (!strcmp(a, "--on-mismatch")) policy = v;
     else if (!strcmp(a, "--batch") && cli_parse_u64(a, v, &batch) && batch >= 1 && batch <= 1000000) continue;
+    else if (!strcmp(a, "--threads") && cli_parse_u64(a, v, &threads) && threads >= 1 && threads <= 64) continue;
     else return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kMaterializeUsage);
   }
   if (!dir || !log_path) return cli_fail(CLI_USAGE, "%s", kMaterializeUsage);
@@ -462,11 +459,24 @@ int cmd_materialize(int argc, char **argv) {
   if (rc == CLI_OK && uih_snapshot_log_open(f, log_path, &l, &err) != UIH_OK) rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
   FILE *out = rc == CLI_OK && !quiet ? open_out(out_path) : NULL;
   if (rc == CLI_OK && !quiet && !out) rc = CLI_FAIL;
-  batch_run b = {0};
-  b.cap = (size_t)batch;
-  b.recs = calloc(b.cap, sizeof *b.recs);
-  b.lens = calloc(b.cap, sizeof *b.lens);
-  if (rc == CLI_OK && (!b.recs || !b.lens)) rc = cli_fail(CLI_FAIL, "out of memory");
+  /* Batches go to the materializer's workers as they fill; the oldest is
+   * printed while the next ones are rebuilt (at most threads + 1 of them). */
+  uih_materializer *mz = NULL;
+  uih_materializer_opts mo = UIH_MATERIALIZER_OPTS_DEFAULT;
+  mo.threads = (uint32_t)threads;
+  if (rc == CLI_OK && uih_materializer_create(s, &p, &mo, &mz, &err) != UIH_OK)
+    rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+  const size_t depth = (size_t)threads + 1;
+  pending_batch *pend = calloc(depth, sizeof *pend);
+  const uint8_t **recs = calloc((size_t)batch, sizeof *recs);
+  size_t *lens = calloc((size_t)batch, sizeof *lens);
+  size_t *offs = calloc((size_t)batch, sizeof *offs);
+  uint8_t *bytes = NULL; /* the filling batch's records, back to back */
+  size_t nbytes = 0, cap = 0, n = 0, head = 0, npend = 0;
+  for (size_t k = 0; pend && k < depth; k++) pend[k].users = calloc((size_t)batch, sizeof(uint64_t));
+  int nomem = !pend || !recs || !lens || !offs;
+  for (size_t k = 0; !nomem && k < depth; k++) nomem |= !pend[k].users;
+  if (rc == CLI_OK && nomem) rc = cli_fail(CLI_FAIL, "out of memory");
   uih_materialize_stats total = {0};
   uint64_t first = 0;
   int headers = 0;
@@ -479,30 +489,56 @@ int cmd_materialize(int argc, char **argv) {
       rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
       break;
     }
-    if (rec) {
-      b.recs[b.n] = malloc(len);
-      if (!b.recs[b.n]) {
-        rc = cli_fail(CLI_FAIL, "out of memory");
-        break;
+    if (rec) { /* copied: the log's buffer holds the next record after this */
+      if (nbytes + len > cap) {
+        size_t ncap = cap ? cap * 2 : (size_t)1 << 16;
+        while (ncap < nbytes + len) ncap *= 2;
+        uint8_t *nb = realloc(bytes, ncap);
+        if (!nb) {
+          rc = cli_fail(CLI_FAIL, "out of memory");
+          break;
+        }
+        bytes = nb;
+        cap = ncap;
       }
-      memcpy(b.recs[b.n], rec, len);
-      b.lens[b.n++] = len;
+      memcpy(bytes + nbytes, rec, len);
+      uih_snapshot_record r;
+      pend[(head + npend) % depth].users[n] = uih_snapshot_record_decode(rec, len, &r, NULL) == UIH_OK ? r.user_id : 0;
+      offs[n] = nbytes;
+      lens[n++] = len;
+      nbytes += len;
     }
-    if (b.n == b.cap || (!rec && b.n)) {
-      size_t n = b.n;
-      if (flush_batch(s, &p, &b, first, out, &headers, &total, &err) != UIH_OK) {
-        rc = cli_fail(CLI_FAIL, "%s (records %" PRIu64 "..%" PRIu64 " of the log)", uih_error_message(&err), first,
-                      first + n - 1);
+    if (n == batch || (!rec && n)) { /* submitted: the materializer copies the records */
+      for (size_t i = 0; i < n; i++) recs[i] = bytes + offs[i];
+      pending_batch *pb = &pend[(head + npend) % depth];
+      pb->first = first;
+      pb->n = n;
+      if (uih_materializer_submit(mz, recs, lens, n, &err) != UIH_OK) {
+        rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
         break;
       }
+      npend++;
       first += n;
+      n = nbytes = 0;
+    }
+    while (rc == CLI_OK && npend > 0 && (npend == depth || !rec)) {
+      const pending_batch *pb = &pend[head];
+      if (take_batch(mz, &p, schema, pb, out, &headers, &total, &err) != UIH_OK)
+        rc = cli_fail(CLI_FAIL, "%s (records %" PRIu64 "..%" PRIu64 " of the log)", uih_error_message(&err),
+                      pb->first, pb->first + pb->n - 1);
+      head = (head + 1) % depth;
+      npend--;
     }
     if (!rec) break;
   }
   double t = now() - t0;
-  for (size_t i = 0; i < b.n; i++) free(b.recs[i]);
-  free(b.recs);
-  free(b.lens);
+  uih_materializer_free(mz);
+  for (size_t k = 0; pend && k < depth; k++) free(pend[k].users);
+  free(pend);
+  free(recs);
+  free(lens);
+  free(offs);
+  free(bytes);
   uih_snapshot_log_close(l);
   if (f) fclose(f);
   rc = close_out(out, out_path, rc);

@@ -51,6 +51,10 @@ tail -n +2 "$work/one.csv" >>"$work/seen.csv"
 [ "$(wc -l <"$work/seen.csv")" -gt 301 ] || fail "no events seen"
 diff "$work/seen.csv" "$work/rebuilt.csv" >"$work/diff" || { head "$work/diff"; fail "rebuilt sequences differ"; }
 grep -q "0 mismatched" "$work/mat.err" || { cat "$work/mat.err"; fail "mismatches"; }
+# Small batches rebuilt by two workers: the same file.
+"$uih" materialize --store "$work/st" --log "$work/snap.log" --group engagement:48 --batch 7 --threads 2 \
+  --out "$work/rebuilt2.csv" 2>/dev/null || fail "materialize --threads 2"
+cmp -s "$work/seen.csv" "$work/rebuilt2.csv" || fail "rebuilt by two workers in batches of 7 differs"
 # Without --group: every group (the others' headers are comments), whole.
 "$uih" materialize --store "$work/st" --log "$work/snap.log" >"$work/all.csv" 2>/dev/null || fail "materialize all"
 grep -v '^#' "$work/all.csv" | cmp -s "$work/seen.csv" - || fail "materialize without --group differs"
@@ -71,6 +75,7 @@ if "$uih" materialize --store "$work/st" --log "$work/snap.log" --group engageme
   fail "a mismatch must fail by default"
 fi
 grep -q "user 7" "$work/err" || { cat "$work/err"; fail "the mismatch names the user"; }
+grep -q "of the log)" "$work/err" || { cat "$work/err"; fail "the failing batch's records are named"; }
 "$uih" materialize --store "$work/st" --log "$work/snap.log" --on-mismatch flag --quiet 2>"$work/err" || fail "flag"
 grep -q "does not match the store (flagged)" "$work/err" || { cat "$work/err"; fail "flagged records"; }
 "$uih" materialize --store "$work/st" --log "$work/snap.log" --on-mismatch skip --out "$work/skip.csv" 2>"$work/err" ||
