@@ -242,7 +242,7 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
     if (rc == UIH_OK) m->stripes_copied++;
     return rc;
   }
-  memmove(s->rows, s->rows + nold, (s->nrows - nold) * sizeof *s->rows);
+  if (s->nrows > nold) memmove(s->rows, s->rows + nold, (s->nrows - nold) * sizeof *s->rows); /* rows may be NULL */
   s->nrows -= nold;
   return cut(s, err);
 }
