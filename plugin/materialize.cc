@@ -17,6 +17,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -91,6 +92,13 @@ struct uih_materialized {
 
 namespace {
 
+template <typename E>
+int RawEnum(const E& e) {
+  std::underlying_type_t<E> v;
+  memcpy(&v, &e, sizeof v);
+  return static_cast<int>(v);
+}
+
 int Fail(uih_error* err, int code, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 int Fail(uih_error* err, int code, const char* fmt, ...) {
   char msg[512];
@@ -150,12 +158,12 @@ int Materializer::CheckProjection(uih_error* err) {
   if (p_->ngroups == 0 || p_->ngroups > UIH_SNAPSHOT_GROUPS_MAX)
     return Fail(err, UIH_ERR_INVALID_ARGUMENT, "%u groups projected, expected 1..%d", p_->ngroups,
                 UIH_SNAPSHOT_GROUPS_MAX);
-  if (p_->on_mismatch < UIH_MISMATCH_FAIL || p_->on_mismatch > UIH_MISMATCH_FLAG)
-    return Fail(err, UIH_ERR_INVALID_ARGUMENT, "mismatch policy %d, expected 0 (fail), 1 (skip) or 2 (flag)",
-                static_cast<int>(p_->on_mismatch));
-  if (p_->layout != UIH_LAYOUT_SHARED && p_->layout != UIH_LAYOUT_JAGGED)
-    return Fail(err, UIH_ERR_INVALID_ARGUMENT, "layout %d, expected 0 (shared) or 1 (jagged)",
-                static_cast<int>(p_->layout));
+  // The caller's enums as the integers they hold (a C caller may pass any).
+  const int policy = RawEnum(p_->on_mismatch), layout = RawEnum(p_->layout);
+  if (policy < UIH_MISMATCH_FAIL || policy > UIH_MISMATCH_FLAG)
+    return Fail(err, UIH_ERR_INVALID_ARGUMENT, "mismatch policy %d, expected 0 (fail), 1 (skip) or 2 (flag)", policy);
+  if (layout != UIH_LAYOUT_SHARED && layout != UIH_LAYOUT_JAGGED)
+    return Fail(err, UIH_ERR_INVALID_ARGUMENT, "layout %d, expected 0 (shared) or 1 (jagged)", layout);
   for (uint32_t i = 0; i < p_->ngroups; i++) {
     const uih_projection_group& pg = p_->groups[i];
     const uih_group* g = uih_schema_group_by_id(schema_, pg.group);
@@ -406,9 +414,17 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
     uint32_t cp[UIH_SNAPSHOT_CHECKS_MAX];
     uint32_t ncp = uih_snapshot_checkpoints(nd.rg->length, cp), at = 0;
     while (at < ncp && cp[at] != nd.check) at++;
+    // A record newer than what this store opened (a read-only store sees
+    // the generations it opened with) may need events it does not have.
+    char newer[160] = "";
+    if (nd.rg->generation > gen->record.generation)
+      snprintf(newer, sizeof newer,
+               " (it names generation %u, newer than this store's current %u: reopen the store to see it)",
+               nd.rg->generation, gen->record.generation);
     if (nd.rows.size() < nd.check) {
-      char why[128];
-      snprintf(why, sizeof why, "%zu of the %u newest events of its window are there", nd.rows.size(), nd.check);
+      char why[320];
+      snprintf(why, sizeof why, "%zu of the %u newest events of its window are there%s", nd.rows.size(), nd.check,
+               newer);
       rc = Mismatch(nd.rec, gi, why, err);
       if (rc != UIH_OK) return rc;
     } else {
@@ -433,7 +449,7 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
       }
       const uint64_t h = found[k].empty() ? 0 : chain_h[found[k].size() - 1];
       if (vg == nullptr || at == ncp || static_cast<uint32_t>(h) != nd.rg->check[at]) {
-        char why[256];
+        char why[448];
         const uih_trait* dropped = DroppedIdTrait(vg, gi);
         if (dropped)
           snprintf(why, sizeof why,
@@ -441,8 +457,8 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
                    "has dropped since (the identities of its %u newest events give %08x, the record says %08x)",
                    r.schema_version, dropped->name, nd.check, static_cast<uint32_t>(h), at < ncp ? nd.rg->check[at] : 0);
         else
-          snprintf(why, sizeof why, "the identities of its %u newest events give %08x, the record says %08x", nd.check,
-                   static_cast<uint32_t>(h), at < ncp ? nd.rg->check[at] : 0);
+          snprintf(why, sizeof why, "the identities of its %u newest events give %08x, the record says %08x%s",
+                   nd.check, static_cast<uint32_t>(h), at < ncp ? nd.rg->check[at] : 0, newer);
         rc = Mismatch(nd.rec, gi, why, err);
         if (rc != UIH_OK) return rc;
       }
