@@ -334,6 +334,9 @@ int cmd_status(int argc, char **argv) {
              x->generation == cur ? "*" : " ", x->generation, x->parent, x->schema_version, x->through, x->events,
              x->stripes, x->histories, (double)x->bytes / 1e6, x->events ? (double)x->bytes / (double)x->events : 0.0,
              x->events_in, x->events_new, x->duplicates, x->expired);
+      int pinned = 0;
+      if (x->generation != cur && uih_store_pinned(s, i, x->generation, &pinned, &err) == UIH_OK && pinned)
+        printf("    held by a read-only store: not retired until it lets go\n");
     }
   }
   if (json && rc == CLI_OK) printf("]}\n");

@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -382,9 +383,25 @@ int Open(const char* dir, const uih_store_opts* opts, uih_store** out, uih_error
     uih_error_prefix(err, "%s: ", path.c_str());
     return rc;
   }
-  for (uint32_t i = 0; i < nshards; i++) {
-    rc = OpenShard(s.get(), i, err);
-    if (rc != UIH_OK) return rc;
+  // A read-only store pins the generations it opens, and opens them
+  // inside the gate: no writer retires them in between (store_pins.h).
+  rc = s->pins.Open(path, !s->opts.read_only, err);
+  if (rc != UIH_OK) return rc;
+  {
+    std::optional<uih::PinGate> gate;
+    if (s->opts.read_only) {
+      gate.emplace(&s->pins, false, err);
+      if (gate->rc() != UIH_OK) return gate->rc();
+    }
+    for (uint32_t i = 0; i < nshards; i++) {
+      rc = OpenShard(s.get(), i, err);
+      if (rc != UIH_OK) return rc;
+      if (!s->opts.read_only) continue;
+      for (auto& [g, gen] : s->shards[i]->gens) {
+        rc = s->pins.Pin(i, g, err);
+        if (rc != UIH_OK) return rc;
+      }
+    }
   }
   uint32_t best = 0;
   std::string json;
@@ -429,6 +446,17 @@ int Generations(uih_store* s, uint32_t shard, uih_generation* out, size_t cap, s
   if (n) *n = i;
   if (current) *current = sh->current;
   return UIH_OK;
+}
+
+int Pinned(uih_store* s, uint32_t shard, uint32_t generation, int* pinned, uih_error* err) {
+  Shard* sh;
+  int rc = ShardAt(s, shard, &sh, err);
+  if (rc != UIH_OK) return rc;
+  if (pinned == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_pinned: NULL argument");
+  bool p = false;
+  rc = s->pins.Pinned(shard, generation, &p, err);
+  *pinned = p;
+  return rc;
 }
 
 int Sizes(uih_store* s, uint32_t shard, uint64_t* imm, uint64_t* mut, uih_error* err) {
@@ -478,6 +506,10 @@ uih_mutable* uih_store_mutable(uih_store* s, uint32_t shard) {
 int uih_store_generations(uih_store* s, uint32_t shard, uih_generation* out, size_t cap, size_t* n,
                           uint32_t* current, uih_error* err) {
   return uih::CallC(err, "uih_store_generations", [&] { return Generations(s, shard, out, cap, n, current, err); });
+}
+
+int uih_store_pinned(uih_store* s, uint32_t shard, uint32_t generation, int* pinned, uih_error* err) {
+  return uih::CallC(err, "uih_store_pinned", [&] { return Pinned(s, shard, generation, pinned, err); });
 }
 
 int uih_store_sizes(uih_store* s, uint32_t shard, uint64_t* immutable_bytes, uint64_t* mutable_bytes,

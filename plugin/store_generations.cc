@@ -172,26 +172,38 @@ int WriterAdd(uih_store_writer* w, const uint8_t* key, size_t klen, const uint8_
   return UIH_OK;
 }
 
-// Retires the oldest generations beyond `keep`: the record first, then the
-// column family (a crash between leaves a column family without a record,
-// which the next open drops).
+// Retires the oldest generations beyond `keep` that no read-only store
+// holds (store_pins.h; a pinned one is retired by a later publish, once let
+// go): the record first, then the column family (a crash between leaves a
+// column family without a record, which the next open drops).
 int Retire(uih_store* s, Shard* sh, uih_error* err) {
-  for (;;) {
-    std::shared_ptr<Generation> old;
-    {
-      std::lock_guard<std::mutex> lock(sh->mu);
-      if (sh->gens.size() <= s->opts.keep || sh->gens.begin()->first == sh->current) return UIH_OK;
-      old = sh->gens.begin()->second;
-    }
+  uih::PinGate gate(&s->pins, true, err);
+  if (gate.rc() != UIH_OK) return gate.rc();
+  std::vector<std::shared_ptr<Generation>> older;  // oldest first, the current one not among them
+  size_t live;
+  {
+    std::lock_guard<std::mutex> lock(sh->mu);
+    live = sh->gens.size();
+    for (auto& [g, gen] : sh->gens)
+      if (g != sh->current) older.push_back(gen);
+  }
+  for (const std::shared_ptr<Generation>& old : older) {
+    if (live <= s->opts.keep) break;
+    const uint32_t g = old->record.generation;
+    bool pinned = false;
+    int rc = s->pins.Pinned(sh->index, g, &pinned, err);
+    if (rc != UIH_OK) return rc;
+    if (pinned) continue;
     WriteOptions wo;
     wo.sync = true;
-    uint32_t g = old->record.generation;
     Status st = sh->db->Delete(wo, sh->meta, uih::GenerationKey(g));
     if (st.ok()) st = sh->db->DropColumnFamily(old->cf);
     if (!st.ok()) return Fail(err, sh->path, st, "retiring generation " + std::to_string(g));
     std::lock_guard<std::mutex> lock(sh->mu);
     sh->gens.erase(g);  // its handle goes with the last reader
+    live--;
   }
+  return UIH_OK;
 }
 
 int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {

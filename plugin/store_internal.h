@@ -16,6 +16,7 @@
 #include "generation_files.h"
 #include "rocksdb/sst_file_writer.h"
 #include "status.h"
+#include "store_pins.h"
 #include "uih/store.h"
 #include "uih_mutable.h"
 
@@ -125,6 +126,7 @@ struct uih_store {
   std::mutex schemas_mu;
   std::map<uint32_t, uih::SchemaVersion> schemas;  // every version seen; freed at close
   std::vector<std::unique_ptr<uih::Shard>> shards;
+  uih::Pins pins;  // what a read-only store holds; a writer's view of the others' (released after the shards close)
   ~uih_store() {
     shards.clear();
     for (auto& v : schemas) uih_schema_free(v.second.schema);

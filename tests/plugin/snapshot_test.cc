@@ -6,8 +6,15 @@
 // record names exactly that: the window, the generation, identity checksums
 // computed here from the model, and the mutable events themselves.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iterator>
 #include <atomic>
 #include <map>
 #include <numeric>
@@ -839,3 +846,153 @@ TEST_F(StoreTest, MaterializersGiveTheSameResultsInAnyBatchingAndThreads) {
 }
 
 }  // namespace
+
+namespace {
+
+std::vector<uint32_t> LiveGenerations(uih_store* s, uint32_t shard) {
+  uih_generation gens[16];
+  size_t n = 0;
+  uint32_t current = 0;
+  uih_error err{};
+  EXPECT_EQ(uih_store_generations(s, shard, gens, 16, &n, &current, &err), UIH_OK) << uih_error_message(&err);
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < std::min<size_t>(n, 16); i++) out.push_back(gens[i].generation);
+  return out;
+}
+
+bool Pinned(uih_store* s, uint32_t shard, uint32_t generation) {
+  int pinned = -1;
+  uih_error err{};
+  EXPECT_EQ(uih_store_pinned(s, shard, generation, &pinned, &err), UIH_OK) << uih_error_message(&err);
+  return pinned == 1;
+}
+
+// `uih materialize` of the log it reads from `fifo`: it opens the store
+// (read-only) first, then waits for the log.
+pid_t SpawnMaterialize(const std::string& store, const std::string& fifo, const std::string& errors) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen(errors.c_str(), "w", stderr)) _exit(126);
+    execl(UIH_CLI, "uih", "materialize", "--store", store.c_str(), "--log", fifo.c_str(), "--group", "a:24", "--out",
+          "/dev/null", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+// A read-only store, in this process or another, holds the generations it
+// opened: loads in the writer (keep 1) retire every other generation but
+// not those, until it lets go — closes, exits, or is killed — and it
+// rebuilds records from them, its first reads coming after the loads.
+TEST_F(StoreTest, AReadOnlyStoreHoldsItsGenerationsWhileLoadsRetireTheOthers) {
+  World w;
+  uih_store_close(Init("store", 2));
+  const std::string path = dir_ / "store";
+  uih_store_opts wo = UIH_STORE_OPTS_DEFAULT;
+  wo.keep = 1;
+  uih_store* s = nullptr;
+  uih_error err{};
+  ASSERT_EQ(uih_store_open(path.c_str(), &wo, &s, &err), UIH_OK) << uih_error_message(&err);
+  ASSERT_NO_FATAL_FAILURE(w.Build(s, dir_.path()));
+  uih_snapshotter* sn = nullptr;
+  ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
+  std::vector<std::string> records;
+  std::vector<std::vector<Ev>> seen;
+  for (int i = 0; i < 200; i++) {
+    const uih_batch* const* seqs;
+    const uint8_t* rec;
+    size_t len;
+    uih_snapshot_spec spec{1, {{1, 24}}};
+    ASSERT_EQ(uih_snapshot(sn, w.rng() % 12, w.through + static_cast<int64_t>(w.rng() % kDay), &spec, &seqs, &rec,
+                           &len, &err),
+              UIH_OK);
+    records.emplace_back(reinterpret_cast<const char*>(rec), len);
+    seen.push_back(Events(seqs[0]));
+  }
+  uih_snapshotter_free(sn);
+  std::string day1 = dir_ / "day1.csv";
+  WriteFile(day1, w.day1_csv);
+  ASSERT_EQ(Load(s, {day1}, w.through + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
+  int64_t through = w.through + kDay;
+  int loads = 0;
+  auto load_other = [&] {  // a load of another user's event: a new generation in every shard
+    std::string f = dir_ / ("other" + std::to_string(++loads) + ".csv");
+    WriteFile(f, "user_id,group,ts,item,liked\n" + std::to_string(5000 + loads) + ",a," + std::to_string(through) + ",5,1\n");
+    through += 1000;
+    ASSERT_EQ(Load(s, {f}, through, 0, &err), UIH_OK) << uih_error_message(&err);
+  };
+  ASSERT_EQ(LiveGenerations(s, 0), std::vector<uint32_t>{2}) << "keep 1: generation 1 retired";
+  uih_projection p{};
+  p.ngroups = 1;
+  p.groups[0] = {1, 24, 0, {}};
+  RecordPtrs logged(records);
+
+  // In this process.
+  uih_store* r = Open(path, 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(Pinned(s, 0, 2) && Pinned(s, 1, 2));
+  EXPECT_FALSE(Pinned(r, 0, 2)) << "a store's own pins are not another's";
+  for (int k = 0; k < 3; k++) ASSERT_NO_FATAL_FAILURE(load_other());
+  for (uint32_t shard = 0; shard < 2; shard++) EXPECT_EQ(LiveGenerations(s, shard), (std::vector<uint32_t>{2, 5}));
+  uih_materialized* m = nullptr;
+  uih_materialize_stats st{};
+  ASSERT_EQ(uih_materialize(r, logged.ptrs.data(), logged.lens.data(), records.size(), &p, &m, &st, &err), UIH_OK)
+      << uih_error_message(&err);
+  EXPECT_EQ(st.mismatches, 0u);
+  EXPECT_GT(st.stripes_read, 0u);
+  EXPECT_EQ(Sequences(m, 0), seen);
+  uih_materialized_free(m);
+  uih_store_close(r);
+  EXPECT_FALSE(Pinned(s, 0, 2));
+  ASSERT_NO_FATAL_FAILURE(load_other());
+  EXPECT_EQ(LiveGenerations(s, 0), std::vector<uint32_t>{6}) << "let go: retired with the next publish";
+
+  // In another process: `uih materialize`, which opens the store and then
+  // waits for its log on a FIFO; and one killed while it holds it.
+  const std::string log = dir_ / "snap.log", fifo = dir_ / "snap.fifo", errors = dir_ / "mat.err";
+  {
+    FILE* f = fopen(log.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    for (const std::string& rec : records)
+      ASSERT_EQ(uih_snapshot_log_append(f, reinterpret_cast<const uint8_t*>(rec.data()), rec.size(), &err), UIH_OK);
+    fclose(f);
+  }
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto wait_pinned = [&](uint32_t g) {
+    for (int i = 0; i < 3000 && !Pinned(s, 0, g); i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return Pinned(s, 0, g);
+  };
+  for (bool killed : {false, true}) {
+    SCOPED_TRACE(killed ? "killed" : "exits");
+    const uint32_t held = LiveGenerations(s, 0).back();
+    pid_t pid = SpawnMaterialize(path, fifo, errors);
+    ASSERT_GT(pid, 0);
+    ASSERT_TRUE(wait_pinned(held)) << "the child opened the store";
+    ASSERT_NO_FATAL_FAILURE(load_other());
+    ASSERT_NO_FATAL_FAILURE(load_other());
+    EXPECT_EQ(LiveGenerations(s, 0), (std::vector<uint32_t>{held, held + 2}));
+    int status = 0;
+    if (killed) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      EXPECT_TRUE(WIFSIGNALED(status));
+      // The FIFO may have no reader now; nothing is written to it.
+    } else {
+      std::ifstream in(log, std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::ofstream(fifo, std::ios::binary) << bytes;  // opens once the child does
+      waitpid(pid, &status, 0);
+      std::ifstream e(errors);
+      std::string text((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+      ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+      EXPECT_NE(text.find("200 records"), std::string::npos) << text;
+      EXPECT_NE(text.find(" 0 mismatched"), std::string::npos) << text;
+    }
+    EXPECT_FALSE(Pinned(s, 0, held)) << "the kernel drops a gone process's pins";
+    ASSERT_NO_FATAL_FAILURE(load_other());
+    EXPECT_EQ(LiveGenerations(s, 0), std::vector<uint32_t>{held + 3});
+  }
+  uih_store_close(s);
+}

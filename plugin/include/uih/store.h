@@ -62,8 +62,10 @@ int uih_store_init(const char *dir, const char *schema_json, size_t len, const c
                    uint32_t shards, uih_error *err);
 
 typedef struct uih_store_opts {
-  int read_only;            /* nothing in the store is written or created, not even a LOG file */
-  uint32_t keep;            /* generations a shard keeps live (>= 1; default 2) */
+  int read_only;            /* nothing in the store is written or created, not even a LOG file; it
+                               sees the generations it opened with, and holds them (uih_store_pinned) */
+  uint32_t keep;            /* generations a shard keeps live (>= 1; default 2), besides those a
+                               read-only store holds */
   size_t block_cache_bytes; /* the mutable tier's block cache per shard (default 32 MiB) */
   uint64_t file_bytes;      /* a load's table files roll over at this size (default 256 MiB) */
 } uih_store_opts;
@@ -106,6 +108,14 @@ uih_mutable *uih_store_mutable(uih_store *s, uint32_t shard);
  * *current (0: none yet). */
 int uih_store_generations(uih_store *s, uint32_t shard, uih_generation *out, size_t cap, size_t *n,
                           uint32_t *current, uih_error *err);
+
+/* Whether another open of the store, read-only, in this process or any
+ * other, holds the shard's generation (*pinned 1). A read-only store holds
+ * every generation it opened with until it closes (or its process dies):
+ * a load's retirement skips those, and retires them at a later publish,
+ * once let go. Nothing is written for it: the pins are byte-range locks
+ * on the store's UIHSTORE file. */
+int uih_store_pinned(uih_store *s, uint32_t shard, uint32_t generation, int *pinned, uih_error *err);
 
 /* Bytes on disk of the shard's current generation's files, and of its
  * mutable tier's. */
