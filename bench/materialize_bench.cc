@@ -3,6 +3,7 @@
 //
 //   build/release/bench/materialize_bench [--users N] [--days D] [--requests R] [--length L]
 //                                         [--batch B] [--shards S] [--scale X] [--dir DIR] [--seed S]
+//                                         [--cold 1]
 //
 // Data: `uih gen`'s generator (examples/feed.schema.json, group
 // "engagement", 9 traits) for N users over D days (--scale: the Pareto
@@ -18,8 +19,9 @@
 //    with every trait, and to L with two traits;
 //  - the materializer (uih_materializer): 1 worker with batches rebuilt
 //    ahead of the caller, the same without (depth 1: no prefetch), without
-//    data affinity (each record read and decoded alone), and with every
-//    core; the caller sums every value it gets, as a trainer reads them;
+//    batched reads (each user's read on its own), without data affinity
+//    (each record read and decoded alone), and with every core; the caller
+//    sums every value it gets, as a trainer reads them;
 //  - fat rows: every full sequence stored pre-materialized as one value per
 //    record (its columns as they are in memory) in a RocksDB BlockBasedTable
 //    compressed with LZ4, and with ZSTD, read back with Get (no block cache)
@@ -29,7 +31,12 @@
 //    checkpoints, no projection);
 // records/s, events/s, stripes decoded and bytes read from storage per
 // record (fat rows: their compressed bytes). Every rebuilt sequence of the
-// full projection is compared with what the snapshot returned.
+// full projection is compared with what the snapshot returned. With
+// --cold 1, every timed pass starts with the store's and the fat rows'
+// files evicted from the page cache (posix_fadvise), so it reads the device.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -104,12 +111,28 @@ Rows RowsOf(const uih_mat_group* g, size_t rec) {
   return out;
 }
 
+// --cold: every file under `dir` out of the page cache (written back
+// first), so that the next pass reads from the device.
+void Evict(const std::string& dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    int fd = open(it->path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    (void)fdatasync(fd);
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   uint64_t users = 20000, requests = 20000, seed = 1;
   uint32_t days = 30, length = 256, batch = 256, shards = 2;
   double scale = 10;
+  bool cold = false;
   std::string dir = "/tmp/uih_materialize_bench";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
@@ -122,10 +145,11 @@ int main(int argc, char** argv) {
     else if (a == "--dir") dir = v;
     else if (a == "--seed") seed = std::stoull(v);
     else if (a == "--scale") scale = std::stod(v);
+    else if (a == "--cold") cold = v == "1";
     else {
       fprintf(stderr,
               "usage: materialize_bench [--users N] [--days D] [--requests R] [--length L] [--batch B] [--shards S]"
-              " [--scale X] [--dir DIR] [--seed S]\n");
+              " [--scale X] [--dir DIR] [--seed S] [--cold 1]\n");
       return 2;
     }
   }
@@ -319,6 +343,7 @@ int main(int argc, char** argv) {
       p.layout = pj.layout;
       uih_materialize_stats total{};
       uint64_t identical = 0;
+      if (cold) Evict(dir);
       auto t0 = std::chrono::steady_clock::now();
       for (size_t at = 0; at < records.size(); at += batch) {
         size_t n = std::min<size_t>(batch, records.size() - at);
@@ -355,15 +380,17 @@ int main(int argc, char** argv) {
     struct Mode {
       const char* name;
       uih_materializer_opts o;
-    } modes[] = {{"materializer, 1 worker", {1, 2, 0}},
-                 {"  no prefetch (depth 1)", {1, 1, 0}},
-                 {"  no data affinity", {1, 2, 1}},
-                 {"  every core", {std::max(1u, std::thread::hardware_concurrency()), 0, 0}}};
+    } modes[] = {{"materializer, 1 worker", {1, 2, 0, 0}},
+                 {"  no prefetch (depth 1)", {1, 1, 0, 0}},
+                 {"  no batched reads (one by one)", {1, 2, 0, 1}},
+                 {"  no data affinity", {1, 2, 1, 0}},
+                 {"  every core", {std::max(1u, std::thread::hardware_concurrency()), 0, 0, 0}}};
     uih_projection p = projection(length, 0);
     for (const Mode& md : modes) {
       uih_materializer* mz = nullptr;
       Check(uih_materializer_create(s, &p, &md.o, &mz, &err), err, "materializer");
       uih_materialize_stats total{};
+      if (cold) Evict(dir);
       auto t0 = std::chrono::steady_clock::now();
       size_t submitted = 0, taken = 0;
       const size_t nbatches = (records.size() + batch - 1) / batch;
@@ -440,6 +467,7 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> present;
     std::vector<uint64_t> values;
     uint64_t events = 0;
+    if (cold) Evict(path);
     auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < records.size(); i++) {
       char key[8];
@@ -484,6 +512,7 @@ int main(int argc, char** argv) {
     Check(uih_batch_create(g, 64, ids.data(), static_cast<uint32_t>(ids.size()), &win, &err), err, "batch");
     Check(uih_batch_create(g, UIH_STRIPE_EVENTS_MAX, nullptr, 0, &mut, &err), err, "batch");
     uint64_t events = 0, identical = 0;
+    if (cold) Evict(dir);
     auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < records.size(); i++) {
       uih_snapshot_record r;

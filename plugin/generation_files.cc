@@ -2,7 +2,11 @@
 // UihTableReader, and a user's stripes in a group read as one span per file.
 #include "generation_files.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstring>
 
@@ -38,6 +42,9 @@ Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<Gen
       File file{f.smallestkey, f.largestkey, std::unique_ptr<UihTableReader>(new UihTableReader({}, std::move(reader)))};
       Status s = file.reader->Open(tro, f.size);
       if (!s.ok()) return s;
+      // Batches of reads need a descriptor; a store on another file system
+      // (an Env of the caller's) reads through it alone.
+      if (fs.get() == FileSystem::Default().get()) file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       g->files_.push_back(std::move(file));
     }
   }
@@ -111,14 +118,37 @@ int GenerationFiles::FilePlan(const File& f, const uint8_t* prefix, const uint8_
   return UIH_OK;
 }
 
+GenerationFiles::~GenerationFiles() {
+  for (File& f : files_)
+    if (f.fd >= 0) ::close(f.fd);
+}
+
+size_t GenerationFiles::RunEnd(const Extent* ex, size_t n, size_t i) {
+  size_t j = i + 1;
+  while (j < n && ex[j].file == ex[i].file && ex[j].voff == ex[j - 1].voff + ex[j - 1].vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE)
+    j++;
+  return j;
+}
+
+int GenerationFiles::ListRun(const Extent* ex, size_t i, size_t j, size_t at, StripeSet* out, uih_error* err) {
+  const File& f = *static_cast<const File*>(ex[i].file);
+  for (size_t k = i; k < j; k++) {
+    const size_t off = at + (ex[k].voff - ex[i].voff);
+    if (uih_table_value_check(reinterpret_cast<const uint8_t*>(out->bytes.data()) + off, ex[k].vlen, ex[k].voff, err) !=
+        UIH_OK) {
+      uih_error_prefix(err, "%s: ", f.reader->file()->file_name().c_str());
+      return UIH_ERR_CORRUPTION;
+    }
+    out->stripes.push_back({ex[k].start, off, ex[k].vlen});
+  }
+  return UIH_OK;
+}
+
 int GenerationFiles::Read(const Extent* ex, size_t n, StripeSet* out, uih_error* err) const {
   out->bytes.clear();
   out->stripes.clear();
   for (size_t i = 0; i < n;) {
-    // A run: the same file, each value right after the one before.
-    size_t j = i + 1;
-    while (j < n && ex[j].file == ex[i].file && ex[j].voff == ex[j - 1].voff + ex[j - 1].vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE)
-      j++;
+    const size_t j = RunEnd(ex, n, i);
     const File& f = *static_cast<const File*>(ex[i].file);
     const uint64_t begin = ex[i].voff, end = ex[j - 1].voff + ex[j - 1].vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
     const size_t at = out->bytes.size();
@@ -127,15 +157,49 @@ int GenerationFiles::Read(const Extent* ex, size_t n, StripeSet* out, uih_error*
     IOStatus io = ReadExact(f.reader->file(), begin, end - begin, out->bytes.data() + at, &bytes);
     if (!io.ok()) return uih_error_set(err, FromStatus(io), "%s", io.ToString().c_str());
     if (bytes.data() != out->bytes.data() + at) memcpy(out->bytes.data() + at, bytes.data(), bytes.size());
-    for (size_t k = i; k < j; k++) {
-      const size_t off = at + (ex[k].voff - begin);
-      if (uih_table_value_check(reinterpret_cast<const uint8_t*>(out->bytes.data()) + off, ex[k].vlen, ex[k].voff, err) !=
-          UIH_OK) {
-        uih_error_prefix(err, "%s: ", f.reader->file()->file_name().c_str());
-        return UIH_ERR_CORRUPTION;
-      }
-      out->stripes.push_back({ex[k].start, off, ex[k].vlen});
-    }
+    int rc = ListRun(ex, i, j, at, out, err);
+    if (rc != UIH_OK) return rc;
+    i = j;
+  }
+  return UIH_OK;
+}
+
+bool GenerationFiles::Prepare(const Extent* ex, size_t n, StripeSet* out, std::vector<uih_io_req>* reqs) const {
+  size_t total = 0;
+  for (size_t i = 0; i < n;) {
+    const size_t j = RunEnd(ex, n, i);
+    if (static_cast<const File*>(ex[i].file)->fd < 0) return false;
+    total += ex[j - 1].voff + ex[j - 1].vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE - ex[i].voff;
+    i = j;
+  }
+  out->bytes.resize(total);
+  out->stripes.clear();
+  size_t at = 0;
+  for (size_t i = 0; i < n;) {
+    const size_t j = RunEnd(ex, n, i);
+    const size_t len = ex[j - 1].voff + ex[j - 1].vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE - ex[i].voff;
+    reqs->push_back({static_cast<const File*>(ex[i].file)->fd, ex[i].voff, len, out->bytes.data() + at, 0});
+    at += len;
+    i = j;
+  }
+  return true;
+}
+
+int GenerationFiles::Finish(const Extent* ex, size_t n, StripeSet* out, const uih_io_req* reqs, uih_error* err) const {
+  size_t at = 0;
+  for (size_t i = 0; i < n; reqs++) {
+    const size_t j = RunEnd(ex, n, i);
+    const std::string& name = static_cast<const File*>(ex[i].file)->reader->file()->file_name();
+    if (reqs->result < 0)
+      return uih_error_set(err, UIH_ERR_IO, "%s: reading %zu bytes at offset %" PRIu64 ": %s", name.c_str(), reqs->len,
+                           reqs->offset, strerror(static_cast<int>(-reqs->result)));
+    if (static_cast<uint64_t>(reqs->result) != reqs->len)
+      return uih_error_set(err, UIH_ERR_CORRUPTION,
+                           "%s: %" PRId64 " of %zu bytes at offset %" PRIu64 ": the file ends before its index says",
+                           name.c_str(), reqs->result, reqs->len, reqs->offset);
+    int rc = ListRun(ex, i, j, at, out, err);
+    if (rc != UIH_OK) return rc;
+    at += reqs->len;
     i = j;
   }
   return UIH_OK;

@@ -24,6 +24,7 @@
 #include "c_api.h"
 #include "materialize_internal.h"
 #include "store_internal.h"
+#include "uih/io.h"
 #include "uih/key.h"
 #include "uih/stripe.h"
 
@@ -82,6 +83,32 @@ struct Pick {
   }
 };
 
+// Per record of a user's group: its group in the record, and the
+// immutable events it needs.
+struct Need {
+  size_t rec;
+  const uih_snapshot_group* rg;
+  uint32_t want, check;        // events output from the part; events verified (a checkpoint)
+  std::vector<uint32_t> rows;  // newest first, while collecting
+};
+
+// One user's group in a batch, from its plan to its decode: what its
+// records need, where their stripes lie, and the first (newest) run of
+// them, read together with every other job's of the batch.
+struct Job {
+  uint32_t gi = 0;
+  Shard* sh = nullptr;
+  std::shared_ptr<Generation> gen;
+  const GenerationFiles* files = nullptr;
+  uint64_t user = 0;
+  std::vector<Need> needs;
+  std::vector<GenerationFiles::Extent> plan;
+  size_t begin = 0;  // plan[begin, end) is the first run
+  GenerationFiles::StripeSet first;
+  size_t req = 0;    // its requests' first, when batched
+  bool batched = false;
+};
+
 }  // namespace
 
 struct uih_materialized {
@@ -91,6 +118,22 @@ struct uih_materialized {
 };
 
 namespace {
+
+// This thread's reader for batches of reads (none when it cannot be set up:
+// then each job reads on its own).
+uih_io* ThreadIo() {
+  struct Holder {
+    uih_io* io = nullptr;
+    bool tried = false;
+    ~Holder() { uih_io_free(io); }
+  };
+  thread_local Holder h;
+  if (!h.tried) {
+    h.tried = true;
+    if (uih_io_create(256, 1, &h.io, nullptr) != UIH_OK) h.io = nullptr;
+  }
+  return h.io;
+}
 
 template <typename E>
 int RawEnum(const E& e) {
@@ -111,17 +154,19 @@ int Fail(uih_error* err, int code, const char* fmt, ...) {
 
 class Materializer {
  public:
-  Materializer(uih_store* s, const uih_projection* p, bool affinity, uih_materialize_stats* st)
-      : s_(s), p_(p), affinity_(affinity), st_(st) {}
+  Materializer(uih_store* s, const uih_projection* p, bool affinity, bool batch_io, uih_materialize_stats* st)
+      : s_(s), p_(p), affinity_(affinity), batch_io_(batch_io), st_(st) {}
   ~Materializer() { uih_stripe_decoder_free(dec_); }
 
   int Run(const uint8_t* const* records, const size_t* lens, size_t n, uih_materialized* out, uih_error* err);
 
  private:
   int CheckProjection(uih_error* err);
-  int ServeUser(const std::vector<size_t>& idx, uih_error* err);
-  int ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard* sh, const std::shared_ptr<Generation>& gen,
-                 uih_error* err);
+  int PlanUser(const std::vector<size_t>& idx, uih_error* err);
+  int PlanGroup(const std::vector<size_t>& idx, uint32_t gi, Shard* sh, const std::shared_ptr<Generation>& gen,
+                uih_error* err);
+  int ReadFirstRuns(uih_error* err);
+  int DecodeGroup(Job& job, uih_error* err);
   int DecodeMutable(size_t rec, uint32_t gi, const uih_snapshot_group& rg, uih_error* err);
   int Mismatch(size_t rec, uint32_t gi, const char* why, uih_error* err);
   const uih_trait* DroppedIdTrait(const uih_group* vg, uint32_t gi) const;
@@ -132,6 +177,7 @@ class Materializer {
   uih_store* s_;
   const uih_projection* p_;
   bool affinity_;  // records of a user served together
+  bool batch_io_;  // the first runs of every job read as one batch (io_uring), not one by one
   uih_materialize_stats* st_;
   uih_stripe_decoder* dec_ = nullptr;
   const uih_schema* schema_ = nullptr;
@@ -143,13 +189,14 @@ class Materializer {
   std::string bad_message_;
   std::vector<std::vector<Pick>> picks_;        // [record][group]
   std::vector<std::vector<size_t>> served_;     // records served together (a user's, with affinity)
+  std::vector<Job> jobs_;                       // the batch's reads, planned before any is made
+  std::vector<uih_io_req> reqs_;
   std::vector<uint64_t> arrival_;               // a decoded stripe's arrival generations
   std::vector<size_t> share_order_;             // Share's, kept between users
   std::vector<int> share_cols_;
   std::vector<Src> share_region_;
   std::vector<int64_t> share_ts_;
   std::vector<std::unique_ptr<Batch>> keep_;    // decoded stripes the picks point into
-  std::vector<GenerationFiles::Extent> plan_;
   GenerationFiles::StripeSet stripes_;
 };
 
@@ -271,18 +318,14 @@ int Materializer::DecodeMutable(size_t rec, uint32_t gi, const uih_snapshot_grou
   return UIH_OK;
 }
 
-int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard* sh,
-                             const std::shared_ptr<Generation>& gen, uih_error* err) {
+// What a user's records need of group gi, and where it lies (the index
+// alone): a job, whose first run is read with the batch's.
+int Materializer::PlanGroup(const std::vector<size_t>& idx, uint32_t gi, Shard* sh,
+                            const std::shared_ptr<Generation>& gen, uih_error* err) {
   const uih_group* g = groups_[gi];
   const uint32_t max = p_->groups[gi].max_length;
-  // Per record: its group in the record, and the immutable events it needs.
-  struct Need {
-    size_t rec;
-    const uih_snapshot_group* rg;
-    uint32_t want, check;  // events output from the part; events verified (a checkpoint)
-    std::vector<uint32_t> rows;  // newest first, while collecting
-  };
-  std::vector<Need> needs;
+  Job job;
+  std::vector<Need>& needs = job.needs;
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (size_t rec : idx) {
     if (flags_[rec] & UIH_RECORD_UNREADABLE) continue;
@@ -323,14 +366,66 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
   rocksdb::Status st = gen->Files(&files);
   if (!st.ok())
     return uih::Fail(err, sh->path, st, "opening generation " + std::to_string(gen->record.generation) + "'s files");
-  const uint64_t user = recs_[needs[0].rec].user_id;
-  // Where the union of the windows lies (the index alone), then its newest
-  // stripes read and decoded, newest first, each into its own batch, until
-  // every record has its `check` newest events or the stripes end. Reads go
-  // backwards in runs sized by what is still missing (doubling), so a short
-  // projection reads only the tail of a long history.
-  int rc = files->Plan(user, g->id, lo, hi, &plan_, err);
+  // Where the union of the windows lies, and the first run: the newest
+  // stripes that hold the most events a record needs if they are full.
+  job.user = recs_[needs[0].rec].user_id;
+  int rc = files->Plan(job.user, g->id, lo, hi, &job.plan, err);
   if (rc != UIH_OK) return rc;
+  uint32_t most = 0;
+  for (const Need& nd : needs) most = std::max(most, nd.check);
+  const size_t run = most / g->stripe_events + 1;
+  job.begin = job.plan.size() > run ? job.plan.size() - run : 0;
+  job.gi = gi;
+  job.sh = sh;
+  job.gen = gen;
+  job.files = files;
+  jobs_.push_back(std::move(job));
+  return UIH_OK;
+}
+
+// One batch of reads for the first runs of every job (io_uring through
+// uih/io.h, one submission; pread where it is not there), or each job's
+// read on its own.
+int Materializer::ReadFirstRuns(uih_error* err) {
+  uih_io* io = batch_io_ ? ThreadIo() : nullptr;
+  reqs_.clear();
+  for (Job& job : jobs_) {
+    const size_t n = job.plan.size() - job.begin;
+    job.req = reqs_.size();
+    job.batched = io && job.files->Prepare(job.plan.data() + job.begin, n, &job.first, &reqs_);
+    if (job.batched) continue;
+    int rc = job.files->Read(job.plan.data() + job.begin, n, &job.first, err);
+    if (rc != UIH_OK) return rc;
+    st_->reads++;
+  }
+  if (reqs_.empty()) return UIH_OK;
+  st_->reads += reqs_.size();
+  st_->reads_batched += reqs_.size();
+  uih_error ring{};
+  (void)uih_io_read(io, reqs_.data(), reqs_.size(), &ring);  // a failed ring rereads with pread: results stand
+  for (Job& job : jobs_) {
+    if (!job.batched) continue;
+    int rc = job.files->Finish(job.plan.data() + job.begin, job.plan.size() - job.begin, &job.first,
+                               reqs_.data() + job.req, err);
+    if (rc != UIH_OK) return rc;
+  }
+  return UIH_OK;
+}
+
+// A job's stripes decoded, newest first, each into its own batch, until
+// every record has its `check` newest events or the stripes end: the
+// first run as read with the batch, then runs further back sized by what
+// is still missing (doubling), so a short projection reads only the tail
+// of a long history. Then each record verified and picked.
+int Materializer::DecodeGroup(Job& job, uih_error* err) {
+  const uint32_t gi = job.gi;
+  const uih_group* g = groups_[gi];
+  Shard* sh = job.sh;
+  const std::shared_ptr<Generation>& gen = job.gen;
+  const GenerationFiles* files = job.files;
+  const uint64_t user = job.user;
+  std::vector<Need>& needs = job.needs;
+  int rc = UIH_OK;
   std::vector<std::unique_ptr<Batch>> decoded;  // newest first
   auto missing = [&] {
     uint32_t most = 0;
@@ -339,23 +434,31 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
   };
   // Each record's rows, newest first, as (stripe slot, row).
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> found(needs.size());
-  size_t end = plan_.size(), run = 0;
+  size_t end = job.plan.size(), run = 0;
   while (end > 0 && missing() > 0) {
-    run = std::max<size_t>(run * 2, missing() / g->stripe_events + 1);
-    const size_t begin = end > run ? end - run : 0;
-    rc = files->Read(plan_.data() + begin, end - begin, &stripes_, err);
-    if (rc != UIH_OK) return rc;
-    st_->bytes_read += stripes_.bytes.size();
-    const auto& list = stripes_.stripes;
+    size_t begin = job.begin;
+    const GenerationFiles::StripeSet* set = &job.first;
+    if (end == job.plan.size()) {
+      run = end - begin;
+    } else {
+      run = std::max<size_t>(run * 2, missing() / g->stripe_events + 1);
+      begin = end > run ? end - run : 0;
+      rc = files->Read(job.plan.data() + begin, end - begin, &stripes_, err);
+      if (rc != UIH_OK) return rc;
+      st_->reads++;
+      set = &stripes_;
+    }
+    st_->bytes_read += set->bytes.size();
+    const auto& list = set->stripes;
     for (size_t i = list.size(); i-- > 0 && missing() > 0;) {
       auto b = std::make_unique<Batch>();
       uih_stripe_info info;
-      rc = uih_stripe_read_info(stripes_.at(list[i]), list[i].len, &info, err);
+      rc = uih_stripe_read_info(set->at(list[i]), list[i].len, &info, err);
       if (rc == UIH_OK)
         rc = uih_batch_create(g, std::max<uint32_t>(info.count, 1), reads_[gi].data(),
                               static_cast<uint32_t>(reads_[gi].size()), &b->b, err);
       if (rc == UIH_OK)
-        rc = uih_stripe_decode(dec_, stripes_.at(list[i]), list[i].len, 0, UIH_DECODE_TO_END,
+        rc = uih_stripe_decode(dec_, set->at(list[i]), list[i].len, 0, UIH_DECODE_TO_END,
                                UIH_DECODE_VERIFY_CHECKSUM, b->b, err);
       if (rc != UIH_OK) {
         uih_error_prefix(err, "store %s: generation %u: stripe of user %" PRIu64 " group %u at ts %" PRId64 ": ",
@@ -477,13 +580,13 @@ int Materializer::ServeGroup(const std::vector<size_t>& idx, uint32_t gi, Shard*
   return UIH_OK;
 }
 
-int Materializer::ServeUser(const std::vector<size_t>& idx, uih_error* err) {
+int Materializer::PlanUser(const std::vector<size_t>& idx, uih_error* err) {
   const uint64_t user = recs_[idx[0]].user_id;
   Shard* sh = s_->shards[uih_shard_of(user, static_cast<uint32_t>(s_->shards.size()))].get();
   std::shared_ptr<Generation> gen = sh->Get(0);
   st_->users++;
   for (uint32_t gi = 0; gi < p_->ngroups; gi++) {
-    int rc = ServeGroup(idx, gi, sh, gen, err);
+    int rc = PlanGroup(idx, gi, sh, gen, err);
     if (rc != UIH_OK) return rc;
   }
   return UIH_OK;
@@ -699,11 +802,13 @@ int Materializer::Run(const uint8_t* const* records, const size_t* lens, size_t 
     idx.push_back(order[k]);
     if (!affinity_ || k + 1 == n || (flags_[order[k + 1]] & UIH_RECORD_UNREADABLE) ||
         recs_[order[k + 1]].user_id != recs_[order[k]].user_id) {
-      rc = ServeUser(idx, err);
+      rc = PlanUser(idx, err);
       served_.push_back(std::move(idx));
       idx.clear();
     }
   }
+  if (rc == UIH_OK) rc = ReadFirstRuns(err);
+  for (size_t j = 0; j < jobs_.size() && rc == UIH_OK; j++) rc = DecodeGroup(jobs_[j], err);
   if (rc != UIH_OK) return rc;
   if (first_bad_ != SIZE_MAX) return Fail(err, UIH_ERR_CORRUPTION, "%s", bad_message_.c_str());
   for (uint8_t f : flags_) st_->mismatches += (f & UIH_RECORD_MISMATCH) != 0;
@@ -716,13 +821,13 @@ int Materializer::Run(const uint8_t* const* records, const size_t* lens, size_t 
 namespace uih {
 
 int Materialize(uih_store* s, const uint8_t* const* records, const size_t* lens, size_t n,
-                const uih_projection* projection, bool affinity, uih_materialized** out, uih_materialize_stats* stats,
-                uih_error* err) {
+                const uih_projection* projection, bool affinity, bool batch_io, uih_materialized** out,
+                uih_materialize_stats* stats, uih_error* err) {
   if (s == nullptr || projection == nullptr || out == nullptr || (n && (records == nullptr || lens == nullptr)))
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "materialize: NULL argument");
   uih_materialize_stats local{};
   auto result = std::make_unique<uih_materialized>();
-  Materializer m(s, projection, affinity, &local);
+  Materializer m(s, projection, affinity, batch_io, &local);
   int rc = m.Run(records, lens, n, result.get(), err);
   if (rc != UIH_OK) return rc;
   if (stats) *stats = local;
@@ -738,7 +843,7 @@ int uih_materialize(uih_store* s, const uint8_t* const* records, const size_t* l
                     const uih_projection* projection, uih_materialized** out, uih_materialize_stats* stats,
                     uih_error* err) {
   return uih::CallC(err, "uih_materialize",
-                    [&] { return uih::Materialize(s, records, lens, n, projection, true, out, stats, err); });
+                    [&] { return uih::Materialize(s, records, lens, n, projection, true, true, out, stats, err); });
 }
 
 size_t uih_materialized_records(const uih_materialized* m) { return m ? m->n : 0; }

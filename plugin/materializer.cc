@@ -65,7 +65,7 @@ struct uih_materializer {
       uih_materialize_stats st{};
       uih_error err{};
       int rc = uih::CallC(&err, "uih_materializer", [&] {
-        return uih::Materialize(s, ptrs.data(), lens.data(), ptrs.size(), &projection, !opts.each_record, &out, &st,
+        return uih::Materialize(s, ptrs.data(), lens.data(), ptrs.size(), &projection, !opts.each_record, !opts.no_batch_reads, &out, &st,
                                 &err);
       });
       lock.lock();
@@ -102,7 +102,7 @@ int uih_materializer_create(uih_store* s, const uih_projection* projection, cons
     if (o.depth == 0) o.depth = o.threads + 1;
     // The projection checked once, here: an empty batch runs every check.
     uih_materialized* none = nullptr;
-    int rc = uih::Materialize(s, nullptr, nullptr, 0, projection, true, &none, nullptr, err);
+    int rc = uih::Materialize(s, nullptr, nullptr, 0, projection, true, true, &none, nullptr, err);
     uih_materialized_free(none);
     if (rc != UIH_OK) return rc;
     auto m = std::make_unique<uih_materializer>();

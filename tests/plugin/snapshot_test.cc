@@ -27,6 +27,7 @@
 
 #include "engine/alloc_count.h"
 #include "plugin/store_fixture.h"
+#include "uih/io.h"
 #include "uih/key.h"
 #include "uih/materialize.h"
 #include "uih/snapshot.h"
@@ -767,6 +768,7 @@ TEST_F(StoreTest, MaterializersGiveTheSameResultsInAnyBatchingAndThreads) {
     o.threads = 1 + static_cast<uint32_t>(rng() % 4);
     o.depth = static_cast<uint32_t>(rng() % 4);
     o.each_record = static_cast<int>(rng() % 2);
+    o.no_batch_reads = static_cast<int>(rng() % 2);
     proj.layout = rng() % 2 ? UIH_LAYOUT_JAGGED : UIH_LAYOUT_SHARED;
     uih_materializer* mz = nullptr;
     ASSERT_EQ(uih_materializer_create(s, &proj, &o, &mz, &err), UIH_OK) << uih_error_message(&err);
@@ -994,5 +996,96 @@ TEST_F(StoreTest, AReadOnlyStoreHoldsItsGenerationsWhileLoadsRetireTheOthers) {
     ASSERT_NO_FATAL_FAILURE(load_other());
     EXPECT_EQ(LiveGenerations(s, 0), std::vector<uint32_t>{held + 3});
   }
+  uih_store_close(s);
+}
+
+namespace {
+
+// What the batch's reads saw, and what to do to them.
+struct ReadFaults {
+  std::atomic<int> calls{0};
+  std::atomic<int> mode{0};  // 0 none, 1 every read short by half and interrupted once, 2 -EIO
+  std::atomic<int> interrupted{0};
+  static int64_t Hook(void* ctx, int, uint64_t, const void*, int64_t res) {
+    auto* f = static_cast<ReadFaults*>(ctx);
+    f->calls++;
+    if (f->mode == 2) return -EIO;
+    if (f->mode == 1 && res > 1) {
+      if (f->interrupted++ % 3 == 0) return -EINTR;
+      return res / 2;
+    }
+    return res;
+  }
+};
+
+}  // namespace
+
+// A batch's first reads go out together through uih/io.h (one submission;
+// the fault hook sees each), straight from the generation's files: short
+// and interrupted reads change nothing, a failed one fails the batch
+// naming the file, and reads one by one give the same results.
+TEST_F(StoreTest, ABatchsReadsGoOutTogetherAndAFailedOneNamesItsFile) {
+  World w;
+  uih_store* s = Init("store", 2);
+  ASSERT_NO_FATAL_FAILURE(w.Build(s, dir_.path()));
+  uih_error err{};
+  uih_snapshotter* sn = nullptr;
+  ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
+  std::vector<std::string> records;
+  for (uint64_t u = 0; u < World::kUsers; u++) records.push_back(RecordOf(sn, u, w.through + kDay - 1, {2, {{1, 24}, {2, 6}}}));
+  uih_snapshotter_free(sn);
+  std::string day1 = dir_ / "day1.csv";
+  WriteFile(day1, w.day1_csv);
+  ASSERT_EQ(Load(s, {day1}, w.through + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
+  RecordPtrs logged(records);
+  uih_projection p{};
+  p.ngroups = 2;
+  p.groups[0] = {1, 24, 0, {}};
+  p.groups[1] = {2, 6, 0, {}};
+  ReadFaults faults;
+  uih_io_set_fault(ReadFaults::Hook, &faults);
+  auto rebuild = [&](std::vector<std::vector<Ev>>* a, std::vector<std::vector<Ev>>* b, uih_materialize_stats* st) {
+    uih_materialized* m = nullptr;
+    int rc = uih_materialize(s, logged.ptrs.data(), logged.lens.data(), records.size(), &p, &m, st, &err);
+    if (rc == UIH_OK) {
+      *a = Sequences(m, 0);
+      *b = Sequences(m, 1);
+    }
+    uih_materialized_free(m);
+    return rc;
+  };
+  std::vector<std::vector<Ev>> a, b, a2, b2;
+  uih_materialize_stats st{};
+  ASSERT_EQ(rebuild(&a, &b, &st), UIH_OK) << uih_error_message(&err);
+  EXPECT_EQ(st.mismatches, 0u);
+  EXPECT_GE(st.reads_batched, 60u) << "one first read per user and group with events";
+  EXPECT_GE(st.reads, st.reads_batched) << "a record needing more than the first run reads further back after";
+  EXPECT_GE(faults.calls.load(), static_cast<int>(st.reads_batched)) << "through uih/io.h";
+  // Short and interrupted reads: read again, the same sequences.
+  faults.mode = 1;
+  ASSERT_EQ(rebuild(&a2, &b2, &st), UIH_OK) << uih_error_message(&err);
+  EXPECT_GT(faults.interrupted.load(), 0);
+  EXPECT_EQ(a2, a);
+  EXPECT_EQ(b2, b);
+  // A failed read: the batch fails, naming the file.
+  faults.mode = 2;
+  EXPECT_EQ(rebuild(&a2, &b2, &st), UIH_ERR_IO);
+  EXPECT_NE(std::string(uih_error_message(&err)).find(".sst: reading "), std::string::npos) << uih_error_message(&err);
+  faults.mode = 0;
+  uih_io_set_fault(nullptr, nullptr);
+  // One by one, through a materializer: the same.
+  uih_materializer_opts o = UIH_MATERIALIZER_OPTS_DEFAULT;
+  o.no_batch_reads = 1;
+  uih_materializer* mz = nullptr;
+  ASSERT_EQ(uih_materializer_create(s, &p, &o, &mz, &err), UIH_OK);
+  ASSERT_EQ(uih_materializer_submit(mz, logged.ptrs.data(), logged.lens.data(), records.size(), &err), UIH_OK);
+  uih_materialized* m = nullptr;
+  ASSERT_EQ(uih_materializer_next(mz, &m, &st, &err), UIH_OK) << uih_error_message(&err);
+  EXPECT_EQ(st.reads_batched, 0u);
+  EXPECT_GT(st.reads, 0u);
+  EXPECT_EQ(Sequences(m, 0), a);
+  EXPECT_EQ(Sequences(m, 1), b);
+  uih_materialized_free(m);
+  uih_materializer_free(mz);
   uih_store_close(s);
 }

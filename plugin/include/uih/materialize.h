@@ -20,7 +20,11 @@
  *
  * Records of the same user in a batch are served together: one read of the
  * user's stripes and one decode of the union of their windows (data
- * affinity). Output, per projected group: per trait one array of values for
+ * affinity). The batch's reads are planned from the indexes first, then
+ * the newest stripes every user's records need are read at once (one
+ * io_uring submission through uih/io.h; pread where io_uring is not
+ * there), straight from the generation's files; older ones, when a
+ * record needs more, after. Output, per projected group: per trait one array of values for
  * the whole batch, and per record the rows [offset, offset + length) of it
  * that are its sequence, in time order. Two layouts (uih_projection.layout):
  *
@@ -113,6 +117,8 @@ typedef struct uih_materialize_stats {
   uint64_t rows;          /* rows written for them (fewer when the layout shares them) */
   uint64_t stripes_read;  /* stripes decoded */
   uint64_t bytes_read;    /* stripe bytes read from the generation's files */
+  uint64_t reads;         /* reads of those files: a run of adjacent stripes each */
+  uint64_t reads_batched; /* of them, submitted together, the batch's first ones */
 } uih_materialize_stats;
 
 typedef struct uih_materialized uih_materialized;
@@ -141,9 +147,11 @@ typedef struct uih_materializer_opts {
                           1: no batch is rebuilt ahead of the one the caller waits for) */
   int each_record;     /* 1: no data affinity, each record read and decoded on its own
                           (what affinity saves, measured) */
+  int no_batch_reads;  /* 1: each user's reads made on their own, not as one batch (what batching
+                          saves, measured) */
 } uih_materializer_opts;
 
-#define UIH_MATERIALIZER_OPTS_DEFAULT {1, 0, 0}
+#define UIH_MATERIALIZER_OPTS_DEFAULT {1, 0, 0, 0}
 
 int uih_materializer_create(uih_store *s, const uih_projection *projection, const uih_materializer_opts *opts,
                             uih_materializer **out, uih_error *err);
