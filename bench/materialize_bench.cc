@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -233,6 +234,7 @@ int main(int argc, char** argv) {
   std::vector<double> lat;
   uint64_t seq_events = 0;
   std::vector<uint64_t> of_user;  // per record: the user's number of requests so far
+  std::vector<std::pair<uint64_t, int64_t>> reqs;  // (user, request time)
   uint64_t user = 0, left = 0;
   for (uint64_t i = 0; i < requests; i++) {
     if (left == 0) {  // 16 or 17 requests per user: 16.5 on average
@@ -241,6 +243,7 @@ int main(int argc, char** argv) {
     }
     of_user.push_back(17 - left--);
     int64_t ts = boundary + static_cast<int64_t>(rng() % kDay);
+    reqs.push_back({user, ts});
     const uih_batch* const* seqs;
     const uint8_t* rec;
     size_t len;
@@ -252,15 +255,56 @@ int main(int argc, char** argv) {
     seq_events += seqs[0]->count;
   }
   uih_snapshotter_free(sn);
-  std::sort(lat.begin(), lat.end());
+  // First requests of a user against the others: the first reads its
+  // stripes and mutable blocks from the page cache into the block cache.
+  std::vector<double> first_lat, again_lat;
+  for (size_t i = 0; i < lat.size(); i++) (of_user[i] == 0 ? first_lat : again_lat).push_back(lat[i]);
+  auto pct = [](std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))] * 1e6;
+  };
   uint64_t rec_bytes = 0;
   for (auto& r : records) rec_bytes += r.size();
   printf("\nsnapshot (1 thread): p50 %.1f us, p99 %.1f us, p99.9 %.1f us; %.1f events per sequence,"
          " %.1f record bytes per example (%.2f per event shown to the model)\n",
-         lat[lat.size() / 2] * 1e6, lat[lat.size() * 99 / 100] * 1e6, lat[lat.size() * 999 / 1000] * 1e6,
-         static_cast<double>(seq_events) / static_cast<double>(requests),
+         pct(lat, 0.5), pct(lat, 0.99), pct(lat, 0.999), static_cast<double>(seq_events) / static_cast<double>(requests),
          static_cast<double>(rec_bytes) / static_cast<double>(requests),
          static_cast<double>(rec_bytes) / static_cast<double>(std::max<uint64_t>(seq_events, 1)));
+  printf("    a user's first request p50 %.1f us, p99 %.1f us; its later ones p50 %.1f us, p99 %.1f us\n",
+         pct(first_lat, 0.5), pct(first_lat, 0.99), pct(again_lat, 0.5), pct(again_lat, 0.99));
+  // Warm: the same requests again, on every core, each thread with its
+  // snapshotter and a share of the requests; the records must not change.
+  {
+    const unsigned nt = std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::vector<double>> tl(nt);
+    std::atomic<uint64_t> differ{0};
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < nt; t++)
+      threads.emplace_back([&, t] {
+        uih_snapshotter* tsn = nullptr;
+        uih_error e{};
+        Check(uih_snapshotter_create(s, &tsn, &e), e, "snapshotter");
+        for (size_t i = t; i < reqs.size(); i += nt) {
+          const uih_batch* const* seqs;
+          const uint8_t* rec;
+          size_t len;
+          auto c0 = std::chrono::steady_clock::now();
+          Check(uih_snapshot(tsn, reqs[i].first, reqs[i].second, &spec, &seqs, &rec, &len, &e), e, "snapshot");
+          tl[t].push_back(Seconds(c0));
+          differ += std::string(reinterpret_cast<const char*>(rec), len) != records[i];
+        }
+        uih_snapshotter_free(tsn);
+      });
+    for (auto& th : threads) th.join();
+    const double wall = Seconds(t0);
+    std::vector<double> all;
+    for (auto& v : tl) all.insert(all.end(), v.begin(), v.end());
+    printf("snapshot warm (the same requests again, %u threads): p50 %.1f us, p99 %.1f us, p99.9 %.1f us;"
+           " %.0f k snapshots/s; %" PRIu64 " records differ\n",
+           nt, pct(all, 0.5), pct(all, 0.99), pct(all, 0.999), static_cast<double>(all.size()) / wall / 1e3,
+           differ.load());
+  }
 
   // The day moves on: today's events (now in the records) are loaded.
   lo.through = INT64_MIN;
