@@ -281,11 +281,11 @@ int cmd_status(int argc, char **argv) {
   const uih_schema *schema = uih_store_schema(s);
   uint32_t n = uih_store_shards(s);
   if (json)
-    printf("{\"store\":\"%s\",\"schema\":{\"name\":\"%s\",\"version\":%u},\"shards\":[", dir, uih_schema_name(schema),
-           uih_schema_version(schema));
+    printf("{\"store\":\"%s\",\"id\":\"%016" PRIx64 "\",\"schema\":{\"name\":\"%s\",\"version\":%u},\"shards\":[", dir,
+           uih_store_id(s), uih_schema_name(schema), uih_schema_version(schema));
   else
-    printf("store %s: schema '%s' version %u, %u shard%s\n", dir, uih_schema_name(schema), uih_schema_version(schema), n,
-           n == 1 ? "" : "s");
+    printf("store %s (id %016" PRIx64 "): schema '%s' version %u, %u shard%s\n", dir, uih_store_id(s),
+           uih_schema_name(schema), uih_schema_version(schema), n, n == 1 ? "" : "s");
   int rc = CLI_OK;
   for (uint32_t i = 0; i < n && rc == CLI_OK; i++) {
     uih_generation gens[16];

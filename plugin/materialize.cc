@@ -119,6 +119,9 @@ struct uih_materialized {
 
 namespace {
 
+// Records that are not served: they did not decode, or are another store's.
+constexpr uint8_t kNotServed = UIH_RECORD_UNREADABLE | UIH_RECORD_OTHER_STORE;
+
 // This thread's reader for batches of reads (none when it cannot be set up:
 // then each job reads on its own).
 uih_io* ThreadIo() {
@@ -328,7 +331,7 @@ int Materializer::PlanGroup(const std::vector<size_t>& idx, uint32_t gi, Shard* 
   std::vector<Need>& needs = job.needs;
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (size_t rec : idx) {
-    if (flags_[rec] & UIH_RECORD_UNREADABLE) continue;
+    if (flags_[rec] & kNotServed) continue;
     const uih_snapshot_record& r = recs_[rec];
     const uih_snapshot_group* rg = nullptr;
     for (uint32_t k = 0; k < r.ngroups; k++)
@@ -788,19 +791,31 @@ int Materializer::Run(const uint8_t* const* records, const size_t* lens, size_t 
     recs_[i] = uih_snapshot_record{};
     st_->unreadable++;
   }
+  // Records logged against another store: nothing here is theirs.
+  const uint32_t store = static_cast<uint32_t>(s_->id);
+  for (size_t i = 0; i < n; i++) {
+    const uint32_t theirs = recs_[i].store;
+    if ((flags_[i] & UIH_RECORD_UNREADABLE) || theirs == 0 || store == 0 || theirs == store) continue;
+    if (p_->on_mismatch == UIH_MISMATCH_FAIL)
+      return Fail(err, UIH_ERR_CORRUPTION, "record %zu (user %" PRIu64 ", request %" PRId64
+                  "): logged against store %08x, this is store %08x (%s)", i, recs_[i].user_id, recs_[i].request_ts,
+                  theirs, store, s_->dir.c_str());
+    flags_[i] |= UIH_RECORD_OTHER_STORE;
+    recs_[i] = uih_snapshot_record{};
+  }
   // Users in order of first appearance; each user's records together.
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    bool ua = flags_[a] & UIH_RECORD_UNREADABLE, ub = flags_[b] & UIH_RECORD_UNREADABLE;
+    bool ua = flags_[a] & kNotServed, ub = flags_[b] & kNotServed;
     if (ua != ub) return ub;
     return recs_[a].user_id < recs_[b].user_id;
   });
   std::vector<size_t> idx;
   for (size_t k = 0; k < n && rc == UIH_OK; k++) {
-    if (flags_[order[k]] & UIH_RECORD_UNREADABLE) break;
+    if (flags_[order[k]] & kNotServed) break;
     idx.push_back(order[k]);
-    if (!affinity_ || k + 1 == n || (flags_[order[k + 1]] & UIH_RECORD_UNREADABLE) ||
+    if (!affinity_ || k + 1 == n || (flags_[order[k + 1]] & kNotServed) ||
         recs_[order[k + 1]].user_id != recs_[order[k]].user_id) {
       rc = PlanUser(idx, err);
       served_.push_back(std::move(idx));
@@ -811,7 +826,7 @@ int Materializer::Run(const uint8_t* const* records, const size_t* lens, size_t 
   for (size_t j = 0; j < jobs_.size() && rc == UIH_OK; j++) rc = DecodeGroup(jobs_[j], err);
   if (rc != UIH_OK) return rc;
   if (first_bad_ != SIZE_MAX) return Fail(err, UIH_ERR_CORRUPTION, "%s", bad_message_.c_str());
-  for (uint8_t f : flags_) st_->mismatches += (f & UIH_RECORD_MISMATCH) != 0;
+  for (uint8_t f : flags_) st_->mismatches += (f & (UIH_RECORD_MISMATCH | UIH_RECORD_OTHER_STORE)) != 0;
   Write(out);
   return UIH_OK;
 }

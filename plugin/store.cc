@@ -5,6 +5,7 @@
 #include "uih/store.h"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,8 +20,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -216,8 +217,14 @@ int Init(const char* dir, const char* json, size_t len, const char* origin, uint
   if (!existed && !fs::create_directories(dir, ec))
     return uih_error_set(err, UIH_ERR_IO, "store_init: creating %s: %s", dir, ec.message().c_str());
   for (uint32_t i = 0; i < shards && rc == UIH_OK; i++) rc = CreateShard(ShardPath(dir, i), schema, json, len, err);
-  if (rc == UIH_OK) {
-    std::string text = "uihstore 1\nshards " + std::to_string(shards) + "\n";
+  if (rc == UIH_OK) {  // a random id names the store in the records logged against it
+    uint64_t id = 0;
+    while (id == 0)
+      if (getrandom(&id, sizeof id, 0) != static_cast<ssize_t>(sizeof id))
+        return uih_error_set(err, UIH_ERR_IO, "store_init: getrandom: %s", strerror(errno));
+    char line[32];
+    snprintf(line, sizeof line, "id %016" PRIx64 "\n", id);
+    std::string text = "uihstore 1\nshards " + std::to_string(shards) + "\n" + line;
     rc = WriteFileDurably(dir, uih::kDescriptorFile, text, err);
   }
   if (rc != UIH_OK) {  // leave the directory as it was found
@@ -378,7 +385,7 @@ int Open(const char* dir, const uih_store_opts* opts, uih_store** out, uih_error
   text << in.rdbuf();
   std::string desc = text.str();
   uint32_t nshards;
-  int rc = uih_store_descriptor_parse(desc.data(), desc.size(), &nshards, err);
+  int rc = uih_store_descriptor_parse(desc.data(), desc.size(), &nshards, &s->id, err);
   if (rc != UIH_OK) {
     uih_error_prefix(err, "%s: ", path.c_str());
     return rc;
@@ -497,6 +504,7 @@ void uih_store_close(uih_store* s) {
 const uih_schema* uih_store_schema(const uih_store* s) { return s ? s->schema.load() : nullptr; }
 uint32_t uih_store_shards(const uih_store* s) { return s ? static_cast<uint32_t>(s->shards.size()) : 0; }
 const char* uih_store_dir(const uih_store* s) { return s ? s->dir.c_str() : nullptr; }
+uint64_t uih_store_id(const uih_store* s) { return s ? s->id : 0; }
 const char* uih_store_tmpdir(const uih_store* s) { return s ? s->tmp.c_str() : nullptr; }
 
 uih_mutable* uih_store_mutable(uih_store* s, uint32_t shard) {

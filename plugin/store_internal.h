@@ -121,6 +121,7 @@ inline int Fail(uih_error* err, const std::string& where, const rocksdb::Status&
 
 struct uih_store {
   std::string dir, tmp;
+  uint64_t id = 0;  // the descriptor's (0: a store made before ids)
   uih_store_opts opts{};
   std::atomic<const uih_schema*> schema{nullptr};  // the newest version a shard holds
   std::mutex schemas_mu;

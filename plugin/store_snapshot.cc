@@ -246,6 +246,7 @@ int Snapshot(uih_snapshotter* sn, uint64_t user, int64_t request_ts, const uih_s
   r.user_id = user;
   r.request_ts = request_ts;
   r.schema_version = uih_schema_version(schema);
+  r.store = static_cast<uint32_t>(s->id);
   r.ngroups = spec->ngroups;
   sn->out.assign(spec->ngroups, nullptr);
   // The record lists groups by id; the sequences come in the spec's order.

@@ -100,8 +100,23 @@ static int number_line(const char *s, size_t n, const char *keyword, uint64_t lo
   return 1;
 }
 
-int uih_store_descriptor_parse(const char *text, size_t len, uint32_t *shards, uih_error *err) {
-  UIH_RETURN_IF(text == NULL || shards == NULL, err, UIH_ERR_INVALID_ARGUMENT, "store descriptor: NULL argument");
+/* "id " and 16 lowercase hex digits, not all zero. */
+static int id_line(const char *s, size_t n, uint64_t *out) {
+  if (n != 19 || memcmp(s, "id ", 3) != 0) return 0;
+  uint64_t v = 0;
+  for (size_t i = 3; i < n; i++) {
+    int d = s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10 : -1;
+    if (d < 0) return 0;
+    v = v << 4 | (uint64_t)d;
+  }
+  if (v == 0) return 0;
+  *out = v;
+  return 1;
+}
+
+int uih_store_descriptor_parse(const char *text, size_t len, uint32_t *shards, uint64_t *id, uih_error *err) {
+  UIH_RETURN_IF(text == NULL || shards == NULL || id == NULL, err, UIH_ERR_INVALID_ARGUMENT,
+                "store descriptor: NULL argument");
   const char *p = text, *end = text + len, *s;
   size_t n;
   uint64_t format, count;
@@ -115,7 +130,12 @@ int uih_store_descriptor_parse(const char *text, size_t len, uint32_t *shards, u
   s = next_line(&p, end, &n);
   if (!s || !number_line(s, n, "shards", 1, UIH_STORE_SHARDS_MAX, &count))
     return uih_corruption(err, "store descriptor: line 2: expected 'shards N' with N in 1..%d", UIH_STORE_SHARDS_MAX);
-  if (p != end) return uih_corruption(err, "store descriptor: line 3: expected the end of the file");
+  uint64_t store = 0;
+  s = next_line(&p, end, &n);
+  if (s && !id_line(s, n, &store))
+    return uih_corruption(err, "store descriptor: line 3: expected 'id' and 16 hex digits (lowercase, not all 0)");
+  if (p != end) return uih_corruption(err, "store descriptor: line %d: expected the end of the file", s ? 4 : 3);
   *shards = (uint32_t)count;
+  *id = store;
   return UIH_OK;
 }

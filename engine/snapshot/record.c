@@ -107,6 +107,7 @@ static int check_record(const uih_snapshot_record *r, uih_error *err) {
 
 static void write_record(const uih_snapshot_record *r, sink *s) {
   put_u8(s, UIH_SNAPSHOT_FORMAT);
+  put_u32(s, r->store);
   put_varint(s, r->user_id);
   put_varint(s, zigzag(r->request_ts));
   put_varint(s, r->schema_version);
@@ -165,9 +166,10 @@ int uih_snapshot_record_decode(const uint8_t *buf, size_t len, uih_snapshot_reco
                          UIH_SNAPSHOT_FORMAT);
   if (buf[0] == 0) return uih_corruption(err, "snapshot record: version 0 at offset 0");
   uih_cursor c = uih_cursor_make(buf, body);
-  (void)uih_cursor_u8(&c);
+  const uint8_t version = uih_cursor_u8(&c);
   uih_snapshot_record r;
   memset(&r, 0, sizeof r);
+  if (version >= 2) r.store = uih_cursor_u32(&c);
   r.user_id = uih_cursor_varint(&c);
   r.request_ts = unzigzag(uih_cursor_varint(&c));
   uint64_t schema = uih_cursor_varint(&c);
@@ -244,7 +246,8 @@ size_t uih_snapshot_record_format(const uih_snapshot_record *r, char *out, size_
     int k_ = snprintf(out && at < cap ? out + at : NULL, out && at < cap ? cap - at : 0, __VA_ARGS__); \
     if (k_ > 0) at += (size_t)k_;                                                         \
   } while (0)
-  EMIT("user %" PRIu64 " at %" PRId64 ", schema %u:", r->user_id, r->request_ts, r->schema_version);
+  EMIT("store %08x, user %" PRIu64 " at %" PRId64 ", schema %u:", r->store, r->user_id, r->request_ts,
+       r->schema_version);
   for (uint32_t i = 0; i < r->ngroups && i < UIH_SNAPSHOT_GROUPS_MAX; i++) {
     const uih_snapshot_group *g = &r->groups[i];
     EMIT("%s group %u: ", i ? ";" : "", g->group);

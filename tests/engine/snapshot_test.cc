@@ -60,6 +60,7 @@ class SnapshotTest : public ::testing::Test {
   }
   uih_snapshot_record Random(std::mt19937_64& rng, std::vector<std::string>* keep) {
     uih_snapshot_record r{};
+    r.store = rng() % 3 == 0 ? 0 : static_cast<uint32_t>(rng());
     r.user_id = rng() % 4 == 0 ? ~uint64_t{0} - rng() % 3 : rng() % 1000000;
     static const int64_t kTs[] = {INT64_MIN, INT64_MIN + 1, -1, 0, 1700000000000, INT64_MAX};
     r.request_ts = rng() % 3 == 0 ? kTs[rng() % 6] : 1700000000000 + static_cast<int64_t>(rng() % 100000000);
@@ -102,6 +103,7 @@ class SnapshotTest : public ::testing::Test {
     return r;
   }
   static void ExpectSame(const uih_snapshot_record& a, const uih_snapshot_record& b) {
+    EXPECT_EQ(a.store, b.store);
     EXPECT_EQ(a.user_id, b.user_id);
     EXPECT_EQ(a.request_ts, b.request_ts);
     EXPECT_EQ(a.schema_version, b.schema_version);
@@ -183,7 +185,9 @@ TEST_F(SnapshotTest, WellSealedNonsenseIsRefused) {
     int rc;
     const char* message;
   } cases[] = {
-      {{2, 1, 0, 1, 1, 1, 0, 0}, UIH_ERR_NOT_SUPPORTED, "version 2"},
+      {{3, 1, 0, 1, 1, 1, 0, 0}, UIH_ERR_NOT_SUPPORTED, "version 3"},
+      {{2, 7, 7, 7}, UIH_ERR_CORRUPTION, "the header ends early"},  // version 2: a u32 store first
+      {{2, 1, 2, 3, 4, 1, 0, 1, 0}, UIH_ERR_CORRUPTION, "0 groups"},
       {{1, 1, 0, 0, 1, 1, 0, 0}, UIH_ERR_CORRUPTION, "schema version 0"},
       {{1, 1, 0, 1, 0}, UIH_ERR_CORRUPTION, "0 groups"},
       {{1, 1, 0, 1, 33}, UIH_ERR_CORRUPTION, "33 groups"},
@@ -198,15 +202,38 @@ TEST_F(SnapshotTest, WellSealedNonsenseIsRefused) {
       {{1, 1, 0, 1, 1, 1, 0, 3, 5, 1, 2}, UIH_ERR_CORRUPTION, "not length-prefixed"},
       {{1, 1, 0, 1, 1, 1, 0, 2, 0, 0}, UIH_ERR_CORRUPTION, "not length-prefixed"},
   };
-  // The "out of range" case's request ts is 0 (zigzag 0), so "end 1 before
+  // (Version 1 bodies: the same as version 2 without the store.) The "out of range" case's request ts is 0 (zigzag 0), so "end 1 before
   // it" stays in range; make the request INT64_MIN (zigzag 2^64 - 1) there.
-  cases[8].body = {1, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 1, 1, 1, 1, 1, 1, 0, 1, 2, 3, 4, 0};
+  cases[10].body = {1, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 1, 1, 1, 1, 1, 1, 0, 1, 2, 3, 4, 0};
   for (const Case& c : cases) {
     std::vector<uint8_t> rec = seal(c.body);
     uih_snapshot_record r;
     EXPECT_EQ(uih_snapshot_record_decode(rec.data(), rec.size(), &r, &err_), c.rc) << c.message;
     EXPECT_NE(std::string(uih_error_message(&err_)).find(c.message), std::string::npos)
         << "want \"" << c.message << "\" in: " << uih_error_message(&err_);
+  }
+}
+
+// Version 1 records (no store field) still decode, with store 0, to the
+// same fields as the version 2 record they differ from.
+TEST_F(SnapshotTest, Version1RecordsDecodeWithStoreZero) {
+  std::mt19937_64 rng(8);
+  for (int i = 0; i < 200; i++) {
+    std::vector<std::string> keep;
+    uih_snapshot_record r = Random(rng, &keep);
+    size_t len = 0;
+    std::vector<uint8_t> buf(uih_snapshot_record_size(&r));
+    ASSERT_EQ(uih_snapshot_record_encode(&r, buf.data(), buf.size(), &len, &err_), UIH_OK);
+    ASSERT_EQ(buf[0], UIH_SNAPSHOT_FORMAT);
+    std::vector<uint8_t> v1 = {1};
+    v1.insert(v1.end(), buf.begin() + 5, buf.end() - 4);  // without the store and the checksum
+    uint32_t sum = static_cast<uint32_t>(XXH3_64bits(v1.data(), v1.size()));
+    for (int k = 0; k < 4; k++) v1.push_back(static_cast<uint8_t>(sum >> (8 * k)));
+    uih_snapshot_record back;
+    ASSERT_EQ(uih_snapshot_record_decode(v1.data(), v1.size(), &back, &err_), UIH_OK) << uih_error_message(&err_);
+    EXPECT_EQ(back.store, 0u);
+    back.store = r.store;
+    ExpectSame(r, back);
   }
 }
 

@@ -18,9 +18,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uih_error err;
   if (data[0] & 1) {
     uint32_t shards;
-    if (uih_store_descriptor_parse((const char *)p, n, &shards, &err) != UIH_OK) return 0;
-    char canon[64];
-    int len = snprintf(canon, sizeof canon, "uihstore 1\nshards %u\n", shards);
+    uint64_t id;
+    if (uih_store_descriptor_parse((const char *)p, n, &shards, &id, &err) != UIH_OK) return 0;
+    char canon[96];
+    int len = id ? snprintf(canon, sizeof canon, "uihstore 1\nshards %u\nid %016llx\n", shards, (unsigned long long)id)
+                 : snprintf(canon, sizeof canon, "uihstore 1\nshards %u\n", shards);
     if (shards < 1 || shards > UIH_STORE_SHARDS_MAX || (size_t)len != n || memcmp(canon, p, n) != 0) abort();
     return 0;
   }

@@ -1089,3 +1089,63 @@ TEST_F(StoreTest, ABatchsReadsGoOutTogetherAndAFailedOneNamesItsFile) {
   uih_materializer_free(mz);
   uih_store_close(s);
 }
+
+// Records carry their store's id: against another store (here one built
+// with the very same events, so every checksum would pass) they are refused
+// per record, never rebuilt; a copy of the store is the same store.
+TEST_F(StoreTest, ARecordOfAnotherStoreIsNamedNotRebuilt) {
+  World wa, wb;  // the same seed: the same events
+  uih_store* a = Init("a", 2);
+  uih_store* b = Init("b", 2);
+  ASSERT_NO_FATAL_FAILURE(wa.Build(a, dir_ / "a"));
+  ASSERT_NO_FATAL_FAILURE(wb.Build(b, dir_ / "b"));
+  uih_error err{};
+  uih_snapshotter* sn = nullptr;
+  ASSERT_EQ(uih_snapshotter_create(a, &sn, &err), UIH_OK);
+  std::vector<std::string> records;
+  for (uint64_t u = 0; u < 10; u++) records.push_back(RecordOf(sn, u, wa.through + kDay - 1, {1, {{1, 24}}}));
+  uih_snapshotter_free(sn);
+  uih_snapshot_record r;
+  ASSERT_EQ(uih_snapshot_record_decode(reinterpret_cast<const uint8_t*>(records[3].data()), records[3].size(), &r, &err),
+            UIH_OK);
+  EXPECT_EQ(r.store, static_cast<uint32_t>(uih_store_id(a)));
+  RecordPtrs logged(records);
+  uih_projection p{};
+  p.ngroups = 1;
+  p.groups[0] = {1, 24, 0, {}};
+  uih_materialized* m = nullptr;
+  uih_materialize_stats st{};
+  ASSERT_EQ(uih_materialize(a, logged.ptrs.data(), logged.lens.data(), records.size(), &p, &m, &st, &err), UIH_OK);
+  const std::vector<std::vector<Ev>> want = Sequences(m, 0);
+  uih_materialized_free(m);
+  EXPECT_EQ(st.mismatches, 0u);
+  EXPECT_EQ(uih_materialize(b, logged.ptrs.data(), logged.lens.data(), records.size(), &p, &m, &st, &err),
+            UIH_ERR_CORRUPTION);
+  char ids[64];
+  snprintf(ids, sizeof ids, "logged against store %08x, this is store %08x", static_cast<uint32_t>(uih_store_id(a)),
+           static_cast<uint32_t>(uih_store_id(b)));
+  EXPECT_NE(std::string(uih_error_message(&err)).find(std::string("record 0 (user 0, request ")), std::string::npos)
+      << uih_error_message(&err);
+  EXPECT_NE(std::string(uih_error_message(&err)).find(ids), std::string::npos) << uih_error_message(&err);
+  p.on_mismatch = UIH_MISMATCH_FLAG;
+  ASSERT_EQ(uih_materialize(b, logged.ptrs.data(), logged.lens.data(), records.size(), &p, &m, &st, &err), UIH_OK);
+  EXPECT_EQ(st.mismatches, records.size());
+  EXPECT_EQ(st.unreadable, 0u);
+  for (size_t i = 0; i < records.size(); i++) {
+    EXPECT_EQ(uih_materialized_flags(m)[i], UIH_RECORD_OTHER_STORE) << i;
+    EXPECT_EQ(uih_materialized_group(m, 0)->lengths[i], 0u) << i;
+  }
+  uih_materialized_free(m);
+  uih_store_close(b);
+  // A copy (a backup restored) is the same store.
+  uih_store_close(a);
+  std::filesystem::copy(dir_ / "a", dir_ / "copy", std::filesystem::copy_options::recursive);
+  uih_store* copy = Open(dir_ / "copy");
+  ASSERT_NE(copy, nullptr);
+  p.on_mismatch = UIH_MISMATCH_FAIL;
+  ASSERT_EQ(uih_materialize(copy, logged.ptrs.data(), logged.lens.data(), records.size(), &p, &m, &st, &err), UIH_OK)
+      << uih_error_message(&err);
+  EXPECT_EQ(Sequences(m, 0), want);
+  uih_materialized_free(m);
+  uih_store_close(copy);
+}

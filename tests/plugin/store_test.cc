@@ -7,8 +7,10 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -974,6 +976,47 @@ TEST_F(StoreTest, OpenRefusesWhatIsNotAStore) {
   EXPECT_EQ(uih_store_init(dir_.path().c_str(), kSchema, strlen(kSchema), "t.json", 1, &err), UIH_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(std::filesystem::exists(dir_ / "keep.txt"));
   EXPECT_FALSE(std::filesystem::exists(dir_ / "shard-0000"));
+}
+
+// Each store gets a random id in its descriptor (line 3); a descriptor of a
+// store made before ids opens with id 0; a damaged id line is named.
+TEST_F(StoreTest, TheDescriptorNamesItsStore) {
+  uih_store* a = Init("a", 1);
+  uih_store* b = Init("b", 1);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(uih_store_id(a), 0u);
+  EXPECT_NE(uih_store_id(a), uih_store_id(b));
+  char line[32];
+  snprintf(line, sizeof line, "id %016" PRIx64 "\n", uih_store_id(a));
+  std::ifstream in(dir_ / "a/UIHSTORE");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, std::string("uihstore 1\nshards 1\n") + line);
+  uih_store_close(a);
+  uih_store_close(b);
+  uih_error err{};
+  uih_store* s = nullptr;
+  struct Case {
+    std::string text;
+    int rc;
+    const char* message;
+  } cases[] = {
+      {"uihstore 1\nshards 1\n", UIH_OK, ""},
+      {"uihstore 1\nshards 1\nid 00000000000000ff\n", UIH_OK, ""},
+      {"uihstore 1\nshards 1\nid 0000000000000000\n", UIH_ERR_CORRUPTION, "line 3: expected 'id'"},
+      {"uihstore 1\nshards 1\nid 00000000000000FF\n", UIH_ERR_CORRUPTION, "line 3: expected 'id'"},
+      {"uihstore 1\nshards 1\nid 12345\n", UIH_ERR_CORRUPTION, "line 3: expected 'id'"},
+      {"uihstore 1\nshards 1\nid 00000000000000ff\nx\n", UIH_ERR_CORRUPTION, "line 4: expected the end"},
+  };
+  for (const Case& c : cases) {
+    WriteFile(dir_ / "a/UIHSTORE", c.text);
+    EXPECT_EQ(uih_store_open((dir_ / "a").c_str(), nullptr, &s, &err), c.rc) << c.text;
+    if (c.rc == UIH_OK) {
+      EXPECT_EQ(uih_store_id(s), c.text.find("ff") != std::string::npos ? 0xffu : 0u) << c.text;
+      uih_store_close(s);
+    } else {
+      EXPECT_NE(std::string(uih_error_message(&err)).find(c.message), std::string::npos) << uih_error_message(&err);
+    }
+  }
 }
 
 // A load killed after it created its generation's column family but before

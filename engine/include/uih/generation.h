@@ -71,11 +71,16 @@ int uih_generation_decode(const uint8_t *buf, size_t len, uih_generation *out, u
  *
  *   uihstore 1
  *   shards 4
+ *   id 9f86d081884c7d65
+ *
+ * The id (16 lowercase hex digits, not all zero; random at init) names the
+ * store in the snapshot records logged against it; stores made before it
+ * existed have no id line (*id 0).
  *
  * Parses `len` untrusted bytes; UIH_ERR_CORRUPTION naming the line and what
  * was expected, UIH_ERR_NOT_SUPPORTED for a newer format. */
 #define UIH_STORE_SHARDS_MAX 4096
-int uih_store_descriptor_parse(const char *text, size_t len, uint32_t *shards, uih_error *err);
+int uih_store_descriptor_parse(const char *text, size_t len, uint32_t *shards, uint64_t *id, uih_error *err);
 
 #ifdef __cplusplus
 }

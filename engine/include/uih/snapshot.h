@@ -19,12 +19,15 @@
  * (or the mutable events alone when they are N or more), and verifying
  * costs the timestamp and id columns whatever traits the projection wants.
  *
- * Binary form, version 1 (varints are LEB128; zigzag varints map signed
+ * Binary form, version 2 (varints are LEB128; zigzag varints map signed
  * values to unsigned ones, 0 -1 1 -2 ... to 0 1 2 3 ...):
  *
  *   field                      encoding
  *   -------------------------- ---------------------------------------------
- *   version                    u8, 1
+ *   version                    u8, 2 (1: the same without the store field)
+ *   store                      u32 little-endian: the low 32 bits of the
+ *                              id of the store it was logged against
+ *                              (uih_store_id; 0: not known)
  *   user id                    varint
  *   request ts                 zigzag varint
  *   schema version             varint: the version whose traits the
@@ -50,7 +53,8 @@
  *                              of every byte before it
  *
  * A group with an immutable part of 256 events costs 12-16 bytes besides
- * its checksums (4-16 bytes) and its mutable events.
+ * its checksums (4-16 bytes) and its mutable events; a record 9 bytes
+ * (version, store, record checksum) and its user, request and schema.
  */
 #ifndef UIH_SNAPSHOT_H
 #define UIH_SNAPSHOT_H
@@ -66,7 +70,7 @@
 extern "C" {
 #endif
 
-#define UIH_SNAPSHOT_FORMAT 1
+#define UIH_SNAPSHOT_FORMAT 2
 #define UIH_SNAPSHOT_GROUPS_MAX 32
 #define UIH_SNAPSHOT_CHECKS_MAX 4
 #define UIH_SNAPSHOT_CHECK_MIN 16
@@ -82,6 +86,7 @@ typedef struct uih_snapshot_group {
 } uih_snapshot_group;
 
 typedef struct uih_snapshot_record {
+  uint32_t store; /* the low 32 bits of its store's id; 0: not known (and in version 1 records) */
   uint64_t user_id;
   int64_t request_ts;
   uint32_t schema_version;
@@ -120,11 +125,12 @@ int uih_snapshot_record_encode(const uih_snapshot_record *r, uint8_t *out, size_
 /* Decodes `len` untrusted bytes. The groups' mutable_events point into
  * `buf` (keep it while using them); the stripes themselves are checked
  * when decoded. UIH_ERR_CORRUPTION names the offset and what was expected;
- * UIH_ERR_NOT_SUPPORTED a newer version. */
+ * UIH_ERR_NOT_SUPPORTED a newer version. Version 1 records decode with
+ * store 0. */
 int uih_snapshot_record_decode(const uint8_t *buf, size_t len, uih_snapshot_record *out, uih_error *err);
 
 /* The record as one line of text for people (no newline), e.g.
- *   user 42 at 1700000000000, schema 1: group 1: 256 immutable events
+ *   store 1a2b3c4d, user 42 at 1700000000000, schema 1: group 1: 256 immutable events
  *   [1699900000000, 1699999999999] of generation 7 (checks 256:1a2b3c4d
  *   64:...), 3 mutable events in 61 bytes
  * Returns the length it needs (snprintf's rule: output cut at `cap`). */

@@ -109,6 +109,8 @@ enum {
   UIH_RECORD_MISMATCH = 1 << 0,   /* its immutable part did not verify (group bits below say where) */
   UIH_RECORD_NO_GROUP = 1 << 1,   /* a projected group is not in the record: empty there */
   UIH_RECORD_UNREADABLE = 1 << 2, /* the record itself did not decode: empty everywhere */
+  UIH_RECORD_OTHER_STORE = 1 << 3, /* logged against another store (uih_store_id): empty everywhere,
+                                      counted with the mismatches */
 };
 
 typedef struct uih_materialize_stats {
@@ -126,7 +128,9 @@ typedef struct uih_materialized uih_materialized;
 /* Rebuilds the `n` records (records[i] of lens[i] bytes, e.g. as logged by
  * uih_snapshot) for `projection`. On success *out owns every array
  * (uih_materialized_free). A record that does not decode is
- * UIH_ERR_CORRUPTION under UIH_MISMATCH_FAIL, else flagged unreadable. */
+ * UIH_ERR_CORRUPTION under UIH_MISMATCH_FAIL, else flagged unreadable; one
+ * logged against another store (its store field is neither 0 nor this
+ * store's) is UIH_ERR_CORRUPTION under fail, else flagged other-store. */
 int uih_materialize(uih_store *s, const uint8_t *const *records, const size_t *lens, size_t n,
                     const uih_projection *projection, uih_materialized **out, uih_materialize_stats *stats,
                     uih_error *err);

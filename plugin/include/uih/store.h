@@ -2,7 +2,7 @@
  * tiers and the shards.
  *
  *   DIR/
- *     UIHSTORE              the descriptor: format and shard count
+ *     UIHSTORE              the descriptor: format, shard count and the store's id (uih/generation.h)
  *                           (uih/generation.h), written last by init
  *     shard-0000/ ...       one RocksDB database per shard:
  *       column family "default"     the shard's metadata:
@@ -98,6 +98,10 @@ int uih_store_schema_add(uih_store *s, const char *json, size_t len, const char 
                          const uih_schema **out, uih_error *err);
 uint32_t uih_store_shards(const uih_store *s);
 const char *uih_store_dir(const uih_store *s);
+/* The store's id (its UIHSTORE descriptor's, random at init; 0 for a store
+ * made before ids): snapshot records carry its low 32 bits, and a record
+ * logged against another store is refused by uih_materialize. */
+uint64_t uih_store_id(const uih_store *s);
 
 /* Shard `shard`'s mutable tier: appends, reads, its watermark. It belongs
  * to the store (do not close it); valid until uih_store_close. */
