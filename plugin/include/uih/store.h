@@ -2,7 +2,7 @@
  * tiers and the shards.
  *
  *   DIR/
- *     UIHSTORE              the descriptor: format, shard count and the store's id (uih/generation.h)
+ *     UIHSTORE              the descriptor: format, shard count and the store's id
  *                           (uih/generation.h), written last by init
  *     shard-0000/ ...       one RocksDB database per shard:
  *       column family "default"     the shard's metadata:
