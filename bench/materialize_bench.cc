@@ -15,8 +15,9 @@
 // into generation 2) and the records are rebuilt in batches of B, with the
 // records of a user together (R = 16.5 per user per batch) and spread out
 // (the same records reordered so a batch's users are distinct, R = 1):
-//  - materialize: uih_materialize for projections to L, L/4 and L/16 events
-//    with every trait, and to L with two traits;
+//  - materialize: uih_materialize for tenants reading L, L/4 and L/32
+//    events (4,096 / 1,024 / 128 with --length 4096), each with every trait
+//    and with two, and L in the jagged layout;
 //  - the materializer (uih_materializer): 1 worker with batches rebuilt
 //    ahead of the caller, the same without (depth 1: no prefetch), without
 //    batched reads (each user's read on its own), without data affinity
@@ -154,8 +155,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (days < 2 || length < 16) {
-    fprintf(stderr, "materialize_bench: --days >= 2 and --length >= 16\n");
+  if (days < 2 || length < 32) {
+    fprintf(stderr, "materialize_bench: --days >= 2 and --length >= 32\n");
     return 2;
   }
   uih_error err{};
@@ -365,11 +366,10 @@ int main(int argc, char** argv) {
   struct Proj {
     uint32_t length, ntraits;
     uih_mat_layout layout;
-  } projs[] = {{length, 0, UIH_LAYOUT_SHARED},
-               {length, 0, UIH_LAYOUT_JAGGED},
-               {length / 4, 0, UIH_LAYOUT_SHARED},
-               {length / 16, 0, UIH_LAYOUT_SHARED},
-               {length, 2, UIH_LAYOUT_SHARED}};
+  } projs[] = {{length, 0, UIH_LAYOUT_SHARED},      {length, 0, UIH_LAYOUT_JAGGED},
+               {length, 2, UIH_LAYOUT_SHARED},      {length / 4, 0, UIH_LAYOUT_SHARED},
+               {length / 4, 2, UIH_LAYOUT_SHARED},  {length / 32, 0, UIH_LAYOUT_SHARED},
+               {length / 32, 2, UIH_LAYOUT_SHARED}};  // tenants: 4096 / 1024 / 128 with --length 4096
   {  // warm: the generation's files in the page cache, as every run after the first finds them
     uih_projection p = projection(length, 0);
     for (size_t at = 0; at < records.size(); at += batch) {

@@ -272,7 +272,7 @@ int AppendMany(uih_mutable* m, const uint64_t* user_ids,
 }
 
 int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
-                     int64_t max_ts, uih_batch** batch, uih_error* err) {
+                     int64_t max_ts, uint32_t newest, uih_batch** batch, uih_error* err) {
   if (m == nullptr || batch == nullptr)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "read: NULL argument");
   const uih_group* g = uih_schema_group_by_id(m->schema, group);
@@ -315,18 +315,18 @@ int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
   }
   // One pass when the caller's batch is large enough (the common case);
   // otherwise size a new one from the list's event count and decode again.
-  int rc = usable ? uih_events_decode(data, value.size(), min_ts, max_ts, *batch, err)
+  int rc = usable ? uih_events_decode_newest(data, value.size(), min_ts, max_ts, newest, *batch, err)
                   : UIH_ERR_OUT_OF_RANGE;
   if (rc != UIH_ERR_OUT_OF_RANGE) return rc == UIH_OK ? UIH_OK : failed(rc);
   uih_events_info info{};
   rc = uih_events_read_info(data, value.size(), &info, err);
   if (rc != UIH_OK) return failed(rc);
-  uint32_t want = std::min<uint32_t>(std::max<uint32_t>(info.count, 1), UIH_STRIPE_EVENTS_MAX);
+  uint32_t want = std::min<uint32_t>(std::max<uint32_t>(std::min(info.count, newest), 1), UIH_STRIPE_EVENTS_MAX);
   if (!usable || (*batch)->capacity < want) {
     rc = regrow(want);
     if (rc != UIH_OK) return rc;
   }
-  rc = uih_events_decode(data, value.size(), min_ts, max_ts, *batch, err);
+  rc = uih_events_decode_newest(data, value.size(), min_ts, max_ts, newest, *batch, err);
   return rc == UIH_OK ? UIH_OK : failed(rc);
 }
 
@@ -373,6 +373,15 @@ int Compact(uih_mutable* m, uih_error* err) {
 
 }  // namespace
 
+namespace uih {
+
+int ReadMutableNewest(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts,
+                      uint32_t newest, uih_batch** batch, uih_error* err) {
+  return ReadEvents(m, user_id, group, min_ts, max_ts, newest, batch, err);
+}
+
+}  // namespace uih
+
 // ---- the C API: every entry point behind the exception firewall ------------
 
 extern "C" {
@@ -400,7 +409,7 @@ int uih_mutable_append(uih_mutable* m, uint64_t user_id, const uih_batch* events
 int uih_mutable_read(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts,
                      uih_batch** batch, uih_error* err) {
   return uih::CallC(err, "uih_mutable_read",
-                    [&] { return ReadEvents(m, user_id, group, min_ts, max_ts, batch, err); });
+                    [&] { return ReadEvents(m, user_id, group, min_ts, max_ts, UINT32_MAX, batch, err); });
 }
 
 int uih_mutable_set_watermark(uih_mutable* m, int64_t watermark, uih_error* err) {

@@ -88,7 +88,8 @@ int SnapshotGroup(uih_snapshotter* sn, Shard* sh, const std::shared_ptr<Generati
   // The mutable tier's events from the watermark up to the request.
   const int64_t lo = split.at;
   int rc = Ensure(&w->mut, g, nullptr, 0, 64, err);
-  if (rc == UIH_OK && lo <= request_ts) rc = uih_mutable_read(sh->mut, user, g->id, lo, request_ts, &w->mut.b, err);
+  if (rc == UIH_OK && lo <= request_ts)
+    rc = uih::ReadMutableNewest(sh->mut, user, g->id, lo, request_ts, spec.max_length, &w->mut.b, err);
   if (rc != UIH_OK) return rc;
   const uint32_t m = w->mut.b->count, keep_m = std::min(m, spec.max_length), want = spec.max_length - keep_m;
 

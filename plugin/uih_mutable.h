@@ -92,5 +92,10 @@ int AdoptMutable(const std::string& path, const uih_schema* schema, rocksdb::DB*
 void FreeMutable(uih_mutable* m);
 // Sets the schema appends and reads use (an adopted store's, once read).
 void SetMutableSchema(uih_mutable* m, const uih_schema* schema);
+// uih_mutable_read of only the newest `newest` events in [min_ts, max_ts]
+// (the older ones are not decoded): what a snapshot of max_length needs.
+// Not behind the exception firewall: for callers already behind it.
+int ReadMutableNewest(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts,
+                      uint32_t newest, uih_batch** batch, uih_error* err);
 
 }  // namespace uih

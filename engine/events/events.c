@@ -536,11 +536,37 @@ static void reencode_rows(uih_events *ev, const input_cols *in, size_t from, siz
   }
 }
 
+/* Whether `lim` (NULL: none) keeps every event of the valid list L, as
+ * finish() applies it. */
+static int within_limits(const list *L, const uih_events_limits *lim) {
+  if (lim == NULL || L->n == 0) return 1;
+  if (lim->max_events && L->n > lim->max_events) return 0;
+  const int64_t newest = row_ts(L->last);
+  if (lim->max_age > 0 && newest >= INT64_MIN + lim->max_age && row_ts(L->body) < newest - lim->max_age) return 0;
+  return 1;
+}
+
 static int merge_impl(uih_events *ev, uint16_t group, const uih_slice *in, size_t n,
                       input_namer *nm, const uih_events_limits *lim, const uint8_t **out,
                       size_t *out_len, uih_error *err) {
   UIH_RETURN_IF(ev == NULL || in == NULL || n == 0 || out == NULL || out_len == NULL, err,
                 UIH_ERR_INVALID_ARGUMENT, "events_merge: no inputs");
+  /* One valid list the limits leave whole (a read of a key with a single
+   * operand, the common case) merges to itself, byte for byte: a canonical
+   * list is its own union. Validated and copied, not rebuilt row by row. */
+  if (n == 1) {
+    list L;
+    if (parse_list(NULL, in[0].data, in[0].len, &L, 0, NULL) == UIH_OK && !(L.flags & UIH_EVENTS_FLAG_QUARANTINED) &&
+        L.group == group && within_limits(&L, lim)) {
+      uih_wbuf *o = &ev->out;
+      uih_wbuf_reset(o);
+      uih_wbuf_put(o, in[0].data, in[0].len);
+      UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "event list: out of memory");
+      *out = o->data;
+      *out_len = o->len;
+      return UIH_OK;
+    }
+  }
   ev->ncols = 0;
   ev->nrefs = 0;
   UIH_FORWARD(grow((void **)&ev->inputs, &ev->inputs_cap, n + 1, sizeof *ev->inputs, err));
@@ -673,6 +699,11 @@ int uih_events_merge_value(uih_events *ev, const uint8_t *key, size_t key_len,
 
 int uih_events_decode(const uint8_t *buf, size_t len, int64_t min_ts, int64_t max_ts,
                       uih_batch *out, uih_error *err) {
+  return uih_events_decode_newest(buf, len, min_ts, max_ts, UINT32_MAX, out, err);
+}
+
+int uih_events_decode_newest(const uint8_t *buf, size_t len, int64_t min_ts, int64_t max_ts, uint32_t newest,
+                             uih_batch *out, uih_error *err) {
   UIH_RETURN_IF(out == NULL || (buf == NULL && len), err, UIH_ERR_INVALID_ARGUMENT,
                 "events_decode: NULL argument");
   list L;
@@ -685,47 +716,57 @@ int uih_events_decode(const uint8_t *buf, size_t len, int64_t min_ts, int64_t ma
   UIH_RETURN_IF(L.group != out->group->id, err, UIH_ERR_INVALID_ARGUMENT,
                 "events_decode: the list is of feature group %u, the batch of '%s' (%u)", L.group,
                 out->group->name, out->group->id);
-  int map[UIH_EVENTS_COLUMNS_MAX]; /* stored column -> batch column or -1 */
+  /* Stored column -> the batch's column (NULL: not asked for) and width. */
+  uih_column *dst[UIH_EVENTS_COLUMNS_MAX];
   for (uint32_t j = 0; j < L.c; j++) {
     column cj = col_at(L.cols, L.c, j);
-    map[j] = uih_batch_column_index(out, cj.id);
-    if (map[j] >= 0 && (uint8_t)out->columns[map[j]].trait->type != cj.type)
+    int k = uih_batch_column_index(out, cj.id);
+    dst[j] = k >= 0 ? &out->columns[k] : NULL;
+    if (k >= 0 && (uint8_t)out->columns[k].trait->type != cj.type)
       return uih_error_set(err, UIH_ERR_TYPE_MISMATCH, "events_decode: trait %u ('%s') is stored as %s, asked as %s",
-                           cj.id, out->columns[map[j]].trait->name,
+                           cj.id, out->columns[k].trait->name,
                            uih_type_name((uih_type)cj.type) ? uih_type_name((uih_type)cj.type) : "?",
-                           uih_type_name(out->columns[map[j]].trait->type));
+                           uih_type_name(out->columns[k].trait->type));
   }
-  /* Rows are in time order: find the range, check it fits, then copy. */
+  /* Rows are in time order: find the range (the newest `newest` of it),
+   * check it fits, then copy. */
   uih_cursor rows = body(&L), first = rows;
-  uint32_t count = 0;
+  uint32_t count = 0, from = 0; /* rows in the range; the range's first row's index */
   const char *why;
   for (uint32_t i = 0; i < L.n; i++) {
     int64_t ts = row_ts(rows.p);
     if (ts > max_ts) break;
-    if (ts >= min_ts) {
-      if (!count) first = rows;
-      count++;
-    }
+    if (ts >= min_ts && count++ == 0) from = i;
     row_next(&L, &rows, &why);
   }
+  const uint32_t skip = count > newest ? count - newest : 0;
+  count -= skip;
   UIH_RETURN_IF(count > out->capacity, err, UIH_ERR_OUT_OF_RANGE,
                 "events_decode: %u events in [%lld, %lld], the batch holds %u", count,
                 (long long)min_ts, (long long)max_ts, out->capacity);
   uih_batch_clear(out);
+  rows = body(&L);
+  for (uint32_t i = 0; i < from + skip; i++) row_next(&L, &rows, &why);
+  first = rows;
   uint32_t pb = presence_bytes(L.c);
   rows = first;
+  /* Values go straight to the columns: a stored value has its type's width
+   * (checked above), little-endian as the batch holds it; flags as 0 or 1. */
   for (uint32_t r = 0; r < count; r++) {
     uint64_t ts = uih_cursor_be64(&rows) ^ UIH_SIGN64;
-    if (map[0] >= 0) uih_column_set_bits(&out->columns[map[0]], r, ts);
+    if (dst[0]) uih_column_set_bits(dst[0], r, ts);
     const uint8_t *pres = uih_cursor_take(&rows, pb);
     for (uint32_t j = 1; j < L.c; j++) {
       if (!uih_bit_get(pres, j - 1)) continue;
       const uint8_t *at = uih_cursor_take(&rows, L.width[j]);
-      if (map[j] >= 0) {
-        uint64_t v = 0;
-        memcpy(&v, at, L.width[j]);
-        uih_column_set_bits(&out->columns[map[j]], r, v);
+      uih_column *c = dst[j];
+      if (c == NULL) continue;
+      switch (L.width[j]) {
+        case 8: memcpy((uint8_t *)c->values + (size_t)r * 8, at, 8); break;
+        case 4: memcpy((uint8_t *)c->values + (size_t)r * 4, at, 4); break;
+        default: ((uint8_t *)c->values)[r] = at[0] != 0; break;
       }
+      uih_column_mark(c, r);
     }
   }
   out->count = count;

@@ -295,6 +295,56 @@ TEST_F(Events, DecodeRangesAndProjections) {
   EXPECT_NE(nullptr, strstr(err.msg, "the batch holds")) << err.msg;
 }
 
+// The newest N of a range are the range's last N, whatever traits each
+// event has (rows of every width), and a batch of N holds them.
+TEST_F(Events, DecodingTheNewestIsTheTailOfTheRange) {
+  BatchPtr b;
+  RandomBatch(300, &b);
+  Bytes list = Encode(b.b);
+  std::vector<Event> all = Decode(list);
+  for (int iter = 0; iter < 200; iter++) {
+    int64_t lo = all[rng_() % all.size()].first, hi = all[rng_() % all.size()].first;
+    if (lo > hi) std::swap(lo, hi);
+    if (iter % 10 == 0) lo = INT64_MIN;
+    std::vector<Event> range;
+    for (const Event& e : all)
+      if (e.first >= lo && e.first <= hi) range.push_back(e);
+    const uint32_t newest = static_cast<uint32_t>(rng_() % (range.size() + 3));
+    std::vector<Event> want(range.end() - std::min<std::ptrdiff_t>(newest, static_cast<std::ptrdiff_t>(range.size())),
+                            range.end());
+    BatchPtr out;
+    ASSERT_EQ(UIH_OK, uih_batch_create(g_, std::max<uint32_t>(1, std::min<uint32_t>(newest, 300)), all_ids_.data(),
+                                       (uint32_t)all_ids_.size(), &out.b, nullptr));
+    uih_error err{};
+    ASSERT_EQ(UIH_OK, uih_events_decode_newest(list.data(), list.size(), lo, hi, newest, out.b, &err)) << err.msg;
+    EXPECT_EQ(want, uih_test::EventsOf(out.b)) << "[" << lo << ", " << hi << "] newest " << newest;
+  }
+}
+
+// A list merged alone is itself, byte for byte, when the limits leave it
+// whole, and what the row-by-row merge gives when they cut it (that merge
+// is run here with an empty list beside it, which changes nothing).
+TEST_F(Events, AListMergedAloneIsItselfOrItsLimitedMerge) {
+  BatchPtr none;  // no events, and no column but the timestamp: the union's columns are the list's
+  const uint16_t ts = g_->ts->id;
+  ASSERT_EQ(UIH_OK, uih_batch_create(g_, 1, &ts, 1, &none.b, nullptr));
+  const Bytes empty = Encode(none.b);
+  for (int iter = 0; iter < 100; iter++) {
+    BatchPtr b;
+    RandomBatch(1 + static_cast<uint32_t>(rng_() % 200), &b);
+    const Bytes list = Encode(b.b);
+    const std::vector<Event> all = Decode(list);
+    uih_events_limits lim{};
+    if (iter % 3 == 1) lim.max_events = 1 + static_cast<uint32_t>(rng_() % (all.size() + 5));
+    if (iter % 3 == 2) lim.max_age = 1 + static_cast<int64_t>(rng_() % 1000000000);
+    const Bytes alone = Merge({list}, &lim), slow = Merge({list, empty}, &lim);
+    EXPECT_EQ(alone, slow) << iter;
+    if (iter % 3 == 0) {
+      EXPECT_EQ(alone, list) << iter;
+    }
+  }
+}
+
 TEST_F(Events, MismatchedTypesAndGroupsAreErrors) {
   // A list whose trait 1000 is an id, merged with one where it is a flag.
   const char* a_json =

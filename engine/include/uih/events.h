@@ -77,6 +77,10 @@ int uih_events_quarantined(const uint8_t *buf, size_t len, uint32_t i, uih_slice
  * when it cannot hold them all (nothing is truncated). */
 int uih_events_decode(const uint8_t *buf, size_t len, int64_t min_ts, int64_t max_ts,
                       uih_batch *out, uih_error *err);
+/* The same, of those events only the newest `newest` (UINT32_MAX: all): the
+ * older ones are stepped over, not decoded. */
+int uih_events_decode_newest(const uint8_t *buf, size_t len, int64_t min_ts, int64_t max_ts, uint32_t newest,
+                             uih_batch *out, uih_error *err);
 
 /* What a merge keeps; a zeroed struct (or NULL) keeps everything. Limits
  * are applied after the union, and are safe to apply to any subset of the
