@@ -4,7 +4,7 @@
  * behind them. Any input must give an error with a message or a valid list,
  * and for a valid list: re-merging it alone gives the same bytes (canonical
  * form is a fixed point), merging it with itself too, decoding matches its
- * info, retention keeps a suffix, and the merge operator quarantines
+ * info and its newest k (k = byte 0 >> 1) are the last k decoded, retention keeps a suffix, and the merge operator quarantines
  * exactly the invalid ones. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,11 +17,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static uih_events *ev;
-static uih_batch *out;
+static uih_batch *out, *tail;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!ev && (uih_events_create(&ev, NULL) != UIH_OK ||
-              uih_batch_create(fuzz_stripe_group(), UIH_STRIPE_EVENTS_MAX, NULL, 0, &out, NULL) != UIH_OK))
+              uih_batch_create(fuzz_stripe_group(), UIH_STRIPE_EVENTS_MAX, NULL, 0, &out, NULL) != UIH_OK ||
+              uih_batch_create(fuzz_stripe_group(), 128, NULL, 0, &tail, NULL) != UIH_OK))
     abort();
   if (size < 1) return 0;
   unsigned mode = data[0];
@@ -50,6 +51,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rc = uih_events_decode(buf, len, INT64_MIN, INT64_MAX, out, &err);
     if (rc == UIH_OK && out->count != info.count) abort();
     if (rc != UIH_OK && rc != UIH_ERR_TYPE_MISMATCH && rc != UIH_ERR_OUT_OF_RANGE) abort();
+    if (rc == UIH_OK) { /* the newest k are the full decode's last k */
+      uint32_t k = mode >> 1;
+      if (uih_events_decode_newest(buf, len, INT64_MIN, INT64_MAX, k, tail, &err) != UIH_OK) abort();
+      uint32_t want = k < out->count ? k : out->count, skip = out->count - want;
+      if (tail->count != want) abort();
+      for (uint32_t c = 0; c < out->ncolumns; c++)
+        for (uint32_t r = 0; r < want; r++) {
+          int has = uih_column_has(&tail->columns[c], r);
+          if (has != uih_column_has(&out->columns[c], skip + r) ||
+              (has && uih_column_get_bits(&tail->columns[c], r) != uih_column_get_bits(&out->columns[c], skip + r)))
+            abort();
+        }
+    }
     int64_t wm = (int64_t)((uint64_t)info.min_ts + ((uint64_t)info.max_ts - (uint64_t)info.min_ts) / 2);
     uih_retain_action a = uih_events_retain(ev, buf, len, wm, &p, &n);
     if (a == UIH_RETAIN_CHANGE) {
