@@ -282,7 +282,11 @@ int uih_snapshotter_create(uih_store* s, uih_snapshotter** out, uih_error* err) 
     auto sn = std::make_unique<uih_snapshotter>();
     sn->s = s;
     int rc = uih_stripe_decoder_create(&sn->dec, err);
-    if (rc == UIH_OK) rc = uih_stripe_encoder_create(nullptr, &sn->enc, err);
+    // The record's mutable events are encoded on the request path: the
+    // columns' own encodings, no LZ4/ZSTD attempts.
+    uih_stripe_encoder_opts eo = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
+    eo.no_compression = 1;
+    if (rc == UIH_OK) rc = uih_stripe_encoder_create(&eo, &sn->enc, err);
     if (rc == UIH_OK) *out = sn.release();
     return rc;
   });

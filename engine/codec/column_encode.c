@@ -187,7 +187,7 @@ static size_t try_compress(uih_stripe_encoder *e, int algo) {
 
 static int pick_compression(uih_stripe_encoder *e, uih_compression hint) {
   size_t raw = e->payload.len;
-  if (hint == UIH_COMPRESS_NONE || raw < 32) return STRIPE_COMPRESS_NONE;
+  if (hint == UIH_COMPRESS_NONE || raw < 32 || e->opts.no_compression) return STRIPE_COMPRESS_NONE;
   double limit = (double)raw * (1.0 - e->opts.min_compression_gain);
   int best = STRIPE_COMPRESS_NONE;
   size_t best_len = raw;

@@ -424,7 +424,7 @@ TEST_F(Stripe, EncoderRejectsWhatAStripeCannotHold) {
   EXPECT_STREQ("stripe encode: the batch has no column for the timestamp trait 'ts'", err.msg);
 
   uih_stripe_encoder* e = nullptr;
-  uih_stripe_encoder_opts bad_gain = {1.0, 3}, bad_level = {0.1, 30};
+  uih_stripe_encoder_opts bad_gain = {1.0, 3, 0}, bad_level = {0.1, 30, 0};
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_stripe_encoder_create(&bad_gain, &e, &err));
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_stripe_encoder_create(&bad_level, &e, &err));
   EXPECT_EQ(nullptr, e);
@@ -709,8 +709,8 @@ TEST_F(Stripe, CompressionIsKeptOnlyWhenItSavesTheMargin) {
     uih_column_set_bits(&in.b->columns[0], i, 1000ull * i);
     uih_column_set_bits(&in.b->columns[1], i, few[rng() % 40]);  // plain bytes zstd can shrink
   }
-  auto encode_with = [&](double gain, uih_stripe_column_info* ci) {
-    uih_stripe_encoder_opts o = {gain, 3};
+  auto encode_with = [&](double gain, uih_stripe_column_info* ci, int no_compression = 0) {
+    uih_stripe_encoder_opts o = {gain, 3, no_compression};
     uih_stripe_encoder* e = nullptr;
     ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&o, &e, nullptr));
     const uint8_t* p;
@@ -734,6 +734,11 @@ TEST_F(Stripe, CompressionIsKeptOnlyWhenItSavesTheMargin) {
   encode_with(saving + 0.001, &above);
   EXPECT_EQ(UIH_COMPRESS_NONE, above.compression);
   EXPECT_EQ(static_cast<uint32_t>(raw), above.bytes);
+  // no_compression: not even tried, whatever it would gain; the same events back.
+  uih_stripe_column_info never{};
+  encode_with(0.0, &never, 1);
+  EXPECT_EQ(UIH_COMPRESS_NONE, never.compression);
+  EXPECT_EQ(static_cast<uint32_t>(raw), never.bytes);
 }
 
 // After warm-up a decoder allocates nothing: the same stripes (every

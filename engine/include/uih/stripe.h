@@ -35,10 +35,12 @@ typedef struct uih_stripe_encoder_opts {
   /* Keep LZ4/ZSTD output only if it is at most (1 - min_gain) of the raw
    * column; 0.1 means "at least 10% smaller". In [0, 1). */
   double min_compression_gain;
-  int zstd_level; /* 1..19 */
+  int zstd_level;     /* 1..19 */
+  int no_compression; /* 1: never try LZ4/ZSTD (the columns' own encodings still compete): faster
+                         encodes where latency matters more than bytes, e.g. snapshot records */
 } uih_stripe_encoder_opts;
 
-#define UIH_STRIPE_ENCODER_OPTS_DEFAULT {0.10, 3}
+#define UIH_STRIPE_ENCODER_OPTS_DEFAULT {0.10, 3, 0}
 
 typedef struct uih_stripe_encoder uih_stripe_encoder;
 
