@@ -161,7 +161,11 @@ int WriterAdd(uih_store_writer* w, const uint8_t* key, size_t klen, const uint8_
     char name[32];
     snprintf(name, sizeof name, "/%06zu.sst", w->files.size() + 1);
     w->files.push_back(w->dir + name);
-    w->file = std::make_unique<SstFileWriter>(EnvOptions(), w->options);
+    // The page cache keeps what is written (SstFileWriter drops it by
+    // default): the generation is served as soon as it is published, and
+    // its first snapshots would otherwise read the device.
+    w->file = std::make_unique<SstFileWriter>(EnvOptions(), w->options, /*column_family=*/nullptr,
+                                              /*invalidate_page_cache=*/false);
     Status st = w->file->Open(w->files.back());
     if (!st.ok()) return Fail(err, w->files.back(), st, "creating a table file");
   }
