@@ -12,7 +12,10 @@
 
 /* ---- uih init ---------------------------------------------------------------------- */
 
-static const char kInitUsage[] = "usage: uih init --store DIR --schema FILE [--shards N]";
+static const char kInitUsage[] =
+    "usage: uih init --store DIR --schema FILE [--shards N] [--chunk-span T]\n"
+    "  --chunk-span T  the mutable tier keeps a user's events in chunks of T time units\n"
+    "                  (default 3600000: an hour of milliseconds; 3600 for seconds)";
 
 static int read_file(const char *path, char **out, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -41,7 +44,7 @@ static int read_file(const char *path, char **out, size_t *len) {
 
 int cmd_init(int argc, char **argv) {
   const char *dir = NULL, *schema_path = NULL;
-  uint64_t shards = 1;
+  uint64_t shards = 1, span = UIH_CHUNK_SPAN_DEFAULT;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, kInitUsage);
@@ -51,6 +54,8 @@ int cmd_init(int argc, char **argv) {
     else if (!strcmp(a, "--shards") && cli_parse_u64(a, v, &shards)) {
       if (shards < 1 || shards > UIH_STORE_SHARDS_MAX)
         return cli_fail(CLI_USAGE, "--shards %s: expected 1..%d", v, UIH_STORE_SHARDS_MAX);
+    } else if (!strcmp(a, "--chunk-span") && cli_parse_u64(a, v, &span)) {
+      if (span < 1 || span > INT64_MAX) return cli_fail(CLI_USAGE, "--chunk-span %s: expected 1..%lld", v, (long long)INT64_MAX);
     } else
       return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kInitUsage);
   }
@@ -59,7 +64,10 @@ int cmd_init(int argc, char **argv) {
   size_t len;
   if (!read_file(schema_path, &json, &len)) return cli_fail(CLI_FAIL, "%s: cannot read the schema file", schema_path);
   uih_error err = {0};
-  int rc = uih_store_init(dir, json, len, schema_path, (uint32_t)shards, &err);
+  uih_store_init_opts o = UIH_STORE_INIT_OPTS_DEFAULT;
+  o.shards = (uint32_t)shards;
+  o.chunk_span = (int64_t)span;
+  int rc = uih_store_create(dir, json, len, schema_path, &o, &err);
   free(json);
   if (rc != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
   printf("uih init: store %s with %" PRIu64 " shard%s\n", dir, shards, shards == 1 ? "" : "s");

@@ -65,11 +65,15 @@ bool UihAppendOperator::FullMergeV2(const MergeOperationInput& in,
 bool UihAppendOperator::PartialMergeMulti(const Slice& key, const std::deque<Slice>& operands,
                                           std::string* new_value, Logger* /*logger*/) const {
   uih_events* ev = ThreadEvents<Workspace::kMergeOperator>();
+  const uint8_t* k = reinterpret_cast<const uint8_t*>(key.data());
   uint64_t user;
   uint16_t group;
-  if (ev == nullptr || uih_key_group_prefix_decode(reinterpret_cast<const uint8_t*>(key.data()),
-                                                   key.size(), &user, &group, nullptr) != UIH_OK)
+  uih_key chunk;
+  if (key.size() == UIH_KEY_SIZE && uih_key_decode(k, key.size(), &chunk, nullptr) == UIH_OK)
+    group = chunk.group;  // a chunk's key
+  else if (uih_key_group_prefix_decode(k, key.size(), &user, &group, nullptr) != UIH_OK)
     return false;
+  if (ev == nullptr) return false;
   const std::vector<uih_slice>& ops = AsSlices(operands);
   const uint8_t* p;
   size_t n;

@@ -40,6 +40,7 @@ struct uih_mutable {
   ColumnFamilyHandle* meta = nullptr;    // default: the watermark
   std::shared_ptr<uih::UihRetentionFactory> retention;  // null: not bound
   std::mutex watermark_mu;
+  int64_t span = 0;     // the chunk span; 0: one key per (user, group) (a store made before chunks)
   bool owns_db = true;  // false: a store's shard database (uih/store.h) lent to it
   // Closes the database, so a store given up half-open (an error or an
   // exception after DB::Open) does not keep its LOCK.
@@ -54,6 +55,26 @@ struct uih_mutable {
 namespace uih {
 
 const char kWatermarkKey[] = "uih.watermark";
+const char kChunkSpanKey[] = "uih.chunk_span";
+
+size_t MutableKey(int64_t span, uint64_t user, uint16_t group, int64_t ts, uint8_t key[UIH_KEY_SIZE]) {
+  if (span == 0) {
+    uih_key_group_prefix(user, group, key);
+    return UIH_KEY_GROUP_PREFIX_SIZE;
+  }
+  uih_key k{user, group, uih_key_chunk_start(ts, span)};
+  uih_key_encode(&k, key);
+  return UIH_KEY_SIZE;
+}
+
+void MutableKeyRange(uint64_t user, uint16_t group, uint8_t begin[UIH_KEY_GROUP_PREFIX_SIZE],
+                     uint8_t end[UIH_KEY_SIZE]) {
+  uih_key_group_prefix(user, group, begin);
+  // No chunk starts at INT64_MAX (a multiple of a span > 1 is below it; a
+  // span of 1 puts ts = INT64_MAX there, so the bound is past that key).
+  uih_key k{user, group, INT64_MAX};
+  uih_key_encode(&k, end);
+}
 
 DB* MutableDB(uih_mutable* m) { return m->db; }
 ColumnFamilyHandle* MutableColumnFamily(uih_mutable* m) { return m->events; }
@@ -68,6 +89,7 @@ int Fail(uih_error* err, const uih_mutable* m, const Status& s, const char* what
 }
 
 int ReadWatermark(uih_mutable* m, int64_t* wm, int* has, uih_error* err);
+int ReadChunkSpan(uih_mutable* m, uih_error* err);
 
 }  // namespace
 
@@ -107,6 +129,7 @@ int AdoptMutable(const std::string& path, const uih_schema* schema, DB* db, Colu
   int64_t wm;
   int has;
   int rc = ReadWatermark(m.get(), &wm, &has, err);
+  if (rc == UIH_OK) rc = ReadChunkSpan(m.get(), err);
   if (rc != UIH_OK) return rc;
   if (has && m->retention) m->retention->SetWatermark(wm);
   *out = m.release();
@@ -137,6 +160,24 @@ int ReadWatermark(uih_mutable* m, int64_t* wm, int* has, uih_error* err) {
   return UIH_OK;
 }
 
+// The chunk span: 8 bytes, little-endian int64 > 0; absent in stores made
+// before chunks (span 0).
+int ReadChunkSpan(uih_mutable* m, uih_error* err) {
+  std::string v;
+  Status s = m->db->Get(ReadOptions(), m->meta, uih::kChunkSpanKey, &v);
+  m->span = 0;
+  if (s.IsNotFound()) return UIH_OK;
+  if (!s.ok()) return Fail(err, m, s, "reading the chunk span");
+  int64_t span = 0;
+  if (v.size() == sizeof span) memcpy(&span, v.data(), sizeof span);
+  if (v.size() != sizeof span || span <= 0)
+    return uih_error_set(err, UIH_ERR_CORRUPTION,
+                         "mutable store %s: key '%s' holds %zu bytes%s, expected 8 bytes of a span > 0",
+                         m->path.c_str(), uih::kChunkSpanKey, v.size(), v.size() == sizeof span ? " (span <= 0)" : "");
+  m->span = span;
+  return UIH_OK;
+}
+
 int CheckBatch(uih_mutable* m, const uih_batch* b, uih_error* err) {
   if (b == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "append: NULL batch");
   const uih_group* g = uih_schema_group_by_id(m->schema, b->group->id);
@@ -156,6 +197,9 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
   *out = nullptr;
   uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
   if (opts) o = *opts;
+  if (o.chunk_span <= 0)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "mutable_open: chunk_span %lld, expected > 0",
+                         static_cast<long long>(o.chunk_span));
   auto m = std::make_unique<uih_mutable>();
   m->path = path;
   m->schema = schema;
@@ -195,6 +239,7 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
   // What is at `path`: a store (a database with uih.mutable), nothing (a new
   // store, when creating), or something else, which is left untouched.
   std::vector<std::string> names;
+  bool created = false;
   s = DB::ListColumnFamilies(dbo, path, &names);
   if (!s.ok()) {
     struct stat st;
@@ -212,6 +257,7 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
       return Fail(err, m.get(), s, "reading its column families");
     if (exists && !S_ISDIR(st.st_mode)) return uih::NotAStore(err, path, "it is not a directory");
     names = {kDefaultColumnFamilyName};  // a new database
+    created = true;
   } else if (std::find(names.begin(), names.end(), UIH_MUTABLE_CF) == names.end()) {
     return uih::NotAStore(err, path, "a RocksDB database without column family " UIH_MUTABLE_CF);
   }
@@ -229,9 +275,16 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
     if (h->GetName() == UIH_MUTABLE_CF) m->events = h;
     if (h->GetName() == kDefaultColumnFamilyName) m->meta = h;
   }
+  if (created) {  // a new store is chunked: its span is written once, durably
+    WriteOptions wo;
+    wo.sync = true;
+    s = m->db->Put(wo, m->meta, uih::kChunkSpanKey, Slice(reinterpret_cast<const char*>(&o.chunk_span), sizeof o.chunk_span));
+    if (!s.ok()) return Fail(err, m.get(), s, "writing the chunk span");
+  }
   int64_t wm;
   int has;
   int rc = ReadWatermark(m.get(), &wm, &has, err);
+  if (rc == UIH_OK) rc = ReadChunkSpan(m.get(), err);
   if (rc != UIH_OK) return rc;  // m's destructor closes the database
   if (has && m->retention) m->retention->SetWatermark(wm);
   *out = m.release();
@@ -240,35 +293,179 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
 
 void CloseStore(uih_mutable* m) { delete m; }
 
+// Merges the events of `b` into the key of the chunk holding `ts`.
+int MergeEvents(uih_mutable* m, WriteBatch* wb, uint64_t user, const uih_batch* b, int64_t ts, uih_error* err) {
+  uih_events* ev = uih::ThreadEvents<uih::Workspace::kStore>();
+  if (ev == nullptr) return uih_error_set(err, UIH_ERR_NO_MEMORY, "append: out of memory");
+  const uint8_t* p;
+  size_t len;
+  int rc = uih_events_encode(ev, b, &p, &len, err);
+  if (rc != UIH_OK)
+    return uih_error_prefix(err, "append: user %" PRIu64 " group '%s': ", user, b->group->name);
+  uint8_t key[UIH_KEY_SIZE];
+  size_t klen = uih::MutableKey(m->span, user, b->group->id, ts, key);
+  Status s = wb->Merge(m->events, Slice(reinterpret_cast<char*>(key), klen), Slice(reinterpret_cast<const char*>(p), len));
+  return s.ok() ? UIH_OK : Fail(err, m, s, "append");
+}
+
+// Merges the events of `b` chunk by chunk: one Merge when they share a
+// chunk (the common case), else one per chunk, the rows split in order.
+int MergeChunks(uih_mutable* m, WriteBatch* wb, uint64_t user, const uih_batch* b, uih_error* err) {
+  const int tsc = uih_batch_column_index(b, b->group->ts->id);
+  if (tsc < 0)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "append: user %" PRIu64 " group '%s': the batch has no timestamp column",
+                         user, b->group->name);
+  if (m->span == 0) return MergeEvents(m, wb, user, b, 0, err);  // a store without chunks: one key
+  auto chunk_of = [&](uint32_t r) {
+    return uih_key_chunk_start(static_cast<int64_t>(uih_column_get_bits(&b->columns[tsc], r)), m->span);
+  };
+  const int64_t first = chunk_of(0);
+  uint32_t r = 1;
+  while (r < b->count && chunk_of(r) == first) r++;
+  if (r == b->count) return MergeEvents(m, wb, user, b, first, err);
+  thread_local std::vector<std::pair<int64_t, uint32_t>> rows;  // (chunk, row)
+  rows.clear();
+  for (uint32_t i = 0; i < b->count; i++) rows.push_back({chunk_of(i), i});
+  std::sort(rows.begin(), rows.end());
+  std::vector<uint16_t> ids(b->ncolumns);
+  for (uint32_t c = 0; c < b->ncolumns; c++) ids[c] = b->columns[c].trait->id;
+  uih_batch* part = nullptr;
+  int rc = uih_batch_create(b->group, b->count, ids.data(), b->ncolumns, &part, err);
+  std::unique_ptr<uih_batch, void (*)(uih_batch*)> own(part, uih_batch_free);
+  for (size_t i = 0; rc == UIH_OK && i < rows.size();) {
+    uih_batch_clear(part);
+    size_t j = i;
+    for (; rc == UIH_OK && j < rows.size() && rows[j].first == rows[i].first; j++)
+      rc = uih_batch_copy_row(part, b, rows[j].second, err);
+    if (rc == UIH_OK) rc = MergeEvents(m, wb, user, part, rows[i].first, err);
+    i = j;
+  }
+  return rc;
+}
+
 int AppendMany(uih_mutable* m, const uint64_t* user_ids,
                             const uih_batch* const* events, size_t n, unsigned flags,
                             uih_error* err) {
   if (m == nullptr || (n && (user_ids == nullptr || events == nullptr)))
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "append: NULL argument");
-  uih_events* ev = uih::ThreadEvents<uih::Workspace::kStore>();
-  if (ev == nullptr) return uih_error_set(err, UIH_ERR_NO_MEMORY, "append: out of memory");
   WriteBatch wb;
   for (size_t i = 0; i < n; i++) {
     int rc = CheckBatch(m, events[i], err);
     if (rc != UIH_OK) return rc;
     if (events[i]->count == 0) continue;
-    const uint8_t* p;
-    size_t len;
-    rc = uih_events_encode(ev, events[i], &p, &len, err);
-    if (rc != UIH_OK)
-      return uih_error_prefix(err, "append: user %" PRIu64 " group '%s': ", user_ids[i],
-                              events[i]->group->name);
-    uint8_t key[UIH_KEY_GROUP_PREFIX_SIZE];
-    uih_key_group_prefix(user_ids[i], events[i]->group->id, key);
-    Status s = wb.Merge(m->events, Slice(reinterpret_cast<char*>(key), sizeof key),
-                        Slice(reinterpret_cast<const char*>(p), len));
-    if (!s.ok()) return Fail(err, m, s, "append");
+    rc = MergeChunks(m, &wb, user_ids[i], events[i], err);
+    if (rc != UIH_OK) return rc;
   }
   if (wb.Count() == 0) return UIH_OK;
   WriteOptions wo;
   wo.sync = (flags & UIH_APPEND_SYNC) != 0;
   Status s = m->db->Write(wo, &wb);
   return s.ok() ? UIH_OK : Fail(err, m, s, "append");
+}
+
+// Decodes the newest `newest` events in [min_ts, max_ts] of the list
+// `data` into *b (of the group, its columns kept), growing it as needed.
+int DecodeList(const uint8_t* data, size_t len, int64_t min_ts, int64_t max_ts, uint32_t newest, uih_batch** b,
+               uih_error* err) {
+  int rc = uih_events_decode_newest(data, len, min_ts, max_ts, newest, *b, err);
+  if (rc != UIH_ERR_OUT_OF_RANGE) return rc;
+  uih_events_info info{};
+  rc = uih_events_read_info(data, len, &info, err);
+  if (rc != UIH_OK) return rc;
+  uint32_t want = std::min<uint32_t>(std::max<uint32_t>(std::min(info.count, newest), 1), UIH_STRIPE_EVENTS_MAX);
+  if ((*b)->capacity < want) {
+    rc = uih_batch_reserve(b, want, err);
+    if (rc != UIH_OK) return rc;
+  }
+  return uih_events_decode_newest(data, len, min_ts, max_ts, newest, *b, err);
+}
+
+bool SameColumns(const uih_batch* a, const uih_batch* b) {
+  if (a->group != b->group || a->ncolumns != b->ncolumns) return false;
+  for (uint32_t c = 0; c < a->ncolumns; c++)
+    if (a->columns[c].trait->id != b->columns[c].trait->id) return false;
+  return true;
+}
+
+// A chunked history, newest first: windows of chunks back from the one
+// holding max_ts (4 chunks, then 8, 16, ...; never before the one holding
+// min_ts), each read forwards — one seek, then next entries, as cheap as a
+// step gets in a memtable, where a step back is a seek of its own — and
+// its chunks decoded newest first, each (only what is still wanted of it)
+// into a batch of the thread's pool, until `newest` events are there or
+// the chunks run out; then those copied into `out` oldest first. A read of
+// a user's newest events reads about as many chunks as hold them.
+int ReadChunks(uih_mutable* m, uint64_t user_id, const uih_group* g, int64_t min_ts, int64_t max_ts, uint32_t newest,
+               uih_batch* out, uih_error* err) {
+  struct Pool {
+    std::vector<std::pair<int64_t, std::string>> chunks;  // (start, value) of a window
+    std::vector<uih_batch*> b;
+    ~Pool() {
+      for (uih_batch* x : b) uih_batch_free(x);
+    }
+  };
+  thread_local Pool pool;
+  const int64_t first = uih_key_chunk_start(min_ts, m->span);
+  ReadOptions ro;
+  ro.prefix_same_as_start = true;
+  std::unique_ptr<Iterator> it(m->db->NewIterator(ro, m->events));
+  std::vector<uint16_t> ids;
+  size_t used = 0;
+  uint32_t total = 0;
+  int64_t end = uih_key_chunk_start(max_ts, m->span);  // the newest chunk not read yet
+  for (__int128 window = 4; total < newest; window *= 2) {
+    const __int128 from = static_cast<__int128>(end) - (window - 1) * m->span;
+    const int64_t start = from <= first ? first : static_cast<int64_t>(from);
+    uint8_t lo[UIH_KEY_SIZE], hi[UIH_KEY_SIZE];
+    uih::MutableKey(m->span, user_id, g->id, start, lo);
+    uih::MutableKey(m->span, user_id, g->id, end, hi);
+    const Slice last(reinterpret_cast<char*>(hi), UIH_KEY_SIZE);
+    size_t nchunks = 0;
+    for (it->Seek(Slice(reinterpret_cast<char*>(lo), UIH_KEY_SIZE)); it->Valid(); it->Next()) {
+      const Slice k = it->key();
+      if (k.compare(last) > 0) break;
+      uih_key key;
+      if (k.size() != UIH_KEY_SIZE ||
+          uih_key_decode(reinterpret_cast<const uint8_t*>(k.data()), k.size(), &key, err) != UIH_OK ||
+          key.user_id != user_id || key.group != g->id || key.ts != uih_key_chunk_start(key.ts, m->span))
+        return uih_error_set(err, UIH_ERR_CORRUPTION,
+                             "key of %zu bytes %s among user %" PRIu64 " group %u's chunks (span %" PRId64
+                             "): expected 18 bytes naming a chunk start",
+                             k.size(), k.ToString(true).c_str(), user_id, g->id, m->span);
+      if (nchunks == pool.chunks.size()) pool.chunks.emplace_back();
+      pool.chunks[nchunks].first = key.ts;
+      pool.chunks[nchunks++].second.assign(it->value().data(), it->value().size());
+    }
+    if (!it->status().ok()) return Fail(err, m, it->status(), "read");
+    for (size_t c = nchunks; c-- > 0 && total < newest;) {
+      if (used == pool.b.size()) pool.b.push_back(nullptr);
+      uih_batch*& b = pool.b[used];
+      if (b == nullptr || !SameColumns(b, out)) {
+        if (ids.empty())
+          for (uint32_t k = 0; k < out->ncolumns; k++) ids.push_back(out->columns[k].trait->id);
+        uih_batch_free(b);
+        b = nullptr;
+        int rc = uih_batch_create(out->group, 64, ids.data(), out->ncolumns, &b, err);
+        if (rc != UIH_OK) return rc;
+      }
+      const std::string& v = pool.chunks[c].second;
+      int rc = DecodeList(reinterpret_cast<const uint8_t*>(v.data()), v.size(), min_ts, max_ts, newest - total, &b, err);
+      if (rc != UIH_OK) return uih_error_prefix(err, "chunk at %" PRId64 ": ", pool.chunks[c].first);
+      total += b->count;
+      used++;
+    }
+    if (start == first) break;
+    end = uih_key_chunk_start(start - 1, m->span);  // the chunk before (start > first: no overflow)
+  }
+  if (total > out->capacity)
+    return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "read: %u events in [%lld, %lld], the batch holds %u", total,
+                         static_cast<long long>(min_ts), static_cast<long long>(max_ts), out->capacity);
+  uih_batch_clear(out);
+  for (size_t k = used; k-- > 0;) {
+    int rc = uih_batch_copy_rows(out, pool.b[k], 0, pool.b[k]->count, err);
+    if (rc != UIH_OK) return rc;
+  }
+  return UIH_OK;
 }
 
 int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
@@ -278,16 +475,6 @@ int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
   const uih_group* g = uih_schema_group_by_id(m->schema, group);
   if (g == nullptr)
     return uih_error_set(err, UIH_ERR_NOT_FOUND, "read: the schema has no group with id %u", group);
-  uint8_t key[UIH_KEY_GROUP_PREFIX_SIZE];
-  uih_key_group_prefix(user_id, group, key);
-  PinnableSlice value;
-  Status s = m->db->Get(ReadOptions(), m->events,
-                        Slice(reinterpret_cast<char*>(key), sizeof key), &value);
-  if (!s.ok() && !s.IsNotFound()) {
-    Fail(err, m, s, "read");
-    return uih_error_prefix(err, "user %" PRIu64 " group %u: ", user_id, group);
-  }
-  const uint8_t* data = reinterpret_cast<const uint8_t*>(value.data());
   auto failed = [&](int rc) -> int {
     uih_error_prefix(err, "mutable store %s: user %" PRIu64 " group %u: ", m->path.c_str(),
                      user_id, group);
@@ -307,26 +494,36 @@ int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
     *batch = nb;
     return UIH_OK;
   };
-  bool usable = same_group();
-  if (s.IsNotFound()) {
-    if (!usable) return regrow(1);
+  if (!same_group()) {
+    int rc = regrow(64);
+    if (rc != UIH_OK) return rc;
+  }
+  if (min_ts > max_ts) {
     uih_batch_clear(*batch);
     return UIH_OK;
   }
-  // One pass when the caller's batch is large enough (the common case);
-  // otherwise size a new one from the list's event count and decode again.
-  int rc = usable ? uih_events_decode_newest(data, value.size(), min_ts, max_ts, newest, *batch, err)
-                  : UIH_ERR_OUT_OF_RANGE;
-  if (rc != UIH_ERR_OUT_OF_RANGE) return rc == UIH_OK ? UIH_OK : failed(rc);
-  uih_events_info info{};
-  rc = uih_events_read_info(data, value.size(), &info, err);
-  if (rc != UIH_OK) return failed(rc);
-  uint32_t want = std::min<uint32_t>(std::max<uint32_t>(std::min(info.count, newest), 1), UIH_STRIPE_EVENTS_MAX);
-  if (!usable || (*batch)->capacity < want) {
-    rc = regrow(want);
-    if (rc != UIH_OK) return rc;
+  if (m->span > 0) {
+    int rc = ReadChunks(m, user_id, g, min_ts, max_ts, newest, *batch, err);
+    if (rc == UIH_ERR_OUT_OF_RANGE && (*batch)->capacity < UIH_STRIPE_EVENTS_MAX) {
+      rc = regrow(UIH_STRIPE_EVENTS_MAX);
+      if (rc == UIH_OK) rc = ReadChunks(m, user_id, g, min_ts, max_ts, newest, *batch, err);
+    }
+    return rc == UIH_OK ? UIH_OK : failed(rc);
   }
-  rc = uih_events_decode_newest(data, value.size(), min_ts, max_ts, newest, *batch, err);
+  // A store without chunks: the history is one key.
+  uint8_t key[UIH_KEY_SIZE];
+  const size_t klen = uih::MutableKey(0, user_id, group, 0, key);
+  PinnableSlice value;
+  Status s = m->db->Get(ReadOptions(), m->events, Slice(reinterpret_cast<char*>(key), klen), &value);
+  if (!s.ok() && !s.IsNotFound()) {
+    Fail(err, m, s, "read");
+    return uih_error_prefix(err, "user %" PRIu64 " group %u: ", user_id, group);
+  }
+  if (s.IsNotFound()) {
+    uih_batch_clear(*batch);
+    return UIH_OK;
+  }
+  int rc = DecodeList(reinterpret_cast<const uint8_t*>(value.data()), value.size(), min_ts, max_ts, newest, batch, err);
   return rc == UIH_OK ? UIH_OK : failed(rc);
 }
 
@@ -350,6 +547,8 @@ int SetWatermark(uih_mutable* m, int64_t watermark, uih_error* err) {
   if (m->retention) m->retention->SetWatermark(watermark);
   return UIH_OK;
 }
+
+int64_t ChunkSpan(const uih_mutable* m) { return m ? m->span : 0; }
 
 int GetWatermark(uih_mutable* m, int64_t* watermark, int* has, uih_error* err) {
   if (m == nullptr || watermark == nullptr || has == nullptr)
@@ -411,6 +610,8 @@ int uih_mutable_read(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t m
   return uih::CallC(err, "uih_mutable_read",
                     [&] { return ReadEvents(m, user_id, group, min_ts, max_ts, UINT32_MAX, batch, err); });
 }
+
+int64_t uih_mutable_chunk_span(const uih_mutable* m) { return ChunkSpan(m); }
 
 int uih_mutable_set_watermark(uih_mutable* m, int64_t watermark, uih_error* err) {
   return uih::CallC(err, "uih_mutable_set_watermark", [&] { return SetWatermark(m, watermark, err); });

@@ -174,7 +174,8 @@ int WriteFileDurably(const std::string& dir, const std::string& name, const std:
 
 // ---- init ------------------------------------------------------------------------
 
-int CreateShard(const std::string& path, const uih_schema* schema, const char* json, size_t len, uih_error* err) {
+int CreateShard(const std::string& path, const uih_schema* schema, const char* json, size_t len, int64_t span,
+                uih_error* err) {
   DBOptions dbo;
   dbo.create_if_missing = true;
   dbo.create_missing_column_families = true;
@@ -188,7 +189,10 @@ int CreateShard(const std::string& path, const uih_schema* schema, const char* j
   if (!s.ok()) return Fail(err, path, s, "creating the shard's database");
   WriteOptions wo;
   wo.sync = true;
-  s = db->Put(wo, handles[0], uih::SchemaKey(uih_schema_version(schema)), Slice(json, len));
+  WriteBatch wb;
+  s = wb.Put(handles[0], uih::SchemaKey(uih_schema_version(schema)), Slice(json, len));
+  if (s.ok()) s = wb.Put(handles[0], uih::kChunkSpanKey, Slice(reinterpret_cast<const char*>(&span), sizeof span));
+  if (s.ok()) s = db->Write(wo, &wb);
   for (ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
   Status c = db->Close();
   delete db;
@@ -196,9 +200,15 @@ int CreateShard(const std::string& path, const uih_schema* schema, const char* j
   return s.ok() ? UIH_OK : Fail(err, path, s, "writing the schema");
 }
 
-int Init(const char* dir, const char* json, size_t len, const char* origin, uint32_t shards, uih_error* err) {
+int Init(const char* dir, const char* json, size_t len, const char* origin, const uih_store_init_opts* opts,
+         uih_error* err) {
   if (dir == nullptr || json == nullptr)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_init: NULL argument");
+  const uih_store_init_opts o = opts ? *opts : uih_store_init_opts UIH_STORE_INIT_OPTS_DEFAULT;
+  const uint32_t shards = o.shards;
+  if (o.chunk_span <= 0)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_init: chunk span %lld, expected > 0",
+                         static_cast<long long>(o.chunk_span));
   if (shards < 1 || shards > UIH_STORE_SHARDS_MAX)
     return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "store_init: %u shards, expected 1..%d", shards,
                          UIH_STORE_SHARDS_MAX);
@@ -216,7 +226,7 @@ int Init(const char* dir, const char* json, size_t len, const char* origin, uint
                          "store_init: %s is not empty (a store is created in a new or empty directory)", dir);
   if (!existed && !fs::create_directories(dir, ec))
     return uih_error_set(err, UIH_ERR_IO, "store_init: creating %s: %s", dir, ec.message().c_str());
-  for (uint32_t i = 0; i < shards && rc == UIH_OK; i++) rc = CreateShard(ShardPath(dir, i), schema, json, len, err);
+  for (uint32_t i = 0; i < shards && rc == UIH_OK; i++) rc = CreateShard(ShardPath(dir, i), schema, json, len, o.chunk_span, err);
   if (rc == UIH_OK) {  // a random id names the store in the records logged against it
     uint64_t id = 0;
     while (id == 0)
@@ -490,7 +500,14 @@ extern "C" {
 
 int uih_store_init(const char* dir, const char* schema_json, size_t len, const char* origin, uint32_t shards,
                    uih_error* err) {
-  return uih::CallC(err, "uih_store_init", [&] { return Init(dir, schema_json, len, origin, shards, err); });
+  uih_store_init_opts o = UIH_STORE_INIT_OPTS_DEFAULT;
+  o.shards = shards;
+  return uih::CallC(err, "uih_store_init", [&] { return Init(dir, schema_json, len, origin, &o, err); });
+}
+
+int uih_store_create(const char* dir, const char* schema_json, size_t len, const char* origin,
+                     const uih_store_init_opts* opts, uih_error* err) {
+  return uih::CallC(err, "uih_store_create", [&] { return Init(dir, schema_json, len, origin, opts, err); });
 }
 
 int uih_store_open(const char* dir, const uih_store_opts* opts, uih_store** out, uih_error* err) {

@@ -271,9 +271,9 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
   const uih_schema* schema = version->schema;
   for (size_t i = 0; st.ok() && i < w->erased_users.size(); i++)
     for (uint32_t k = 0; st.ok() && k < uih_schema_group_count(schema); k++) {
-      uint8_t key[UIH_KEY_GROUP_PREFIX_SIZE];
-      uih_key_group_prefix(w->erased_users[i], uih_schema_group_at(schema, k)->id, key);
-      st = wb.Delete(sh->events, S(key, sizeof key));
+      uint8_t begin[UIH_KEY_GROUP_PREFIX_SIZE], end[UIH_KEY_SIZE];  // every chunk of the history
+      uih::MutableKeyRange(w->erased_users[i], uih_schema_group_at(schema, k)->id, begin, end);
+      st = wb.DeleteRange(sh->events, S(begin, sizeof begin), S(end, sizeof end));
     }
   WriteOptions wo;
   wo.sync = true;

@@ -14,6 +14,7 @@
 #include "rocksdb/db.h"
 #include "rocksdb/merge_operator.h"
 #include "uih/events.h"
+#include "uih/key.h"
 #include "uih/mutable.h"
 
 struct uih_mutable;
@@ -77,8 +78,18 @@ class UihRetentionFactory : public rocksdb::CompactionFilterFactory {
 rocksdb::DB* MutableDB(uih_mutable* m);
 rocksdb::ColumnFamilyHandle* MutableColumnFamily(uih_mutable* m);
 
-// The key under which the durable watermark lives in the default column family.
+// The keys under which the durable watermark and the chunk span live in the
+// default column family.
 extern const char kWatermarkKey[];
+extern const char kChunkSpanKey[];
+
+// The key of the chunk holding `ts` in (user, group)'s history, for a store
+// of chunk span `span` (0: the 10-byte key of a store without chunks); its
+// length.
+size_t MutableKey(int64_t span, uint64_t user, uint16_t group, int64_t ts, uint8_t key[UIH_KEY_SIZE]);
+// [begin, end): every key of (user, group)'s history, chunked or not.
+void MutableKeyRange(uint64_t user, uint16_t group, uint8_t begin[UIH_KEY_GROUP_PREFIX_SIZE],
+                     uint8_t end[UIH_KEY_SIZE]);
 
 // The options of column family uih.mutable (merge operator, retention,
 // bloom filter, compression) for the settings `o`.

@@ -671,10 +671,17 @@ int uih_events_merge_value(uih_events *ev, const uint8_t *key, size_t key_len,
   *quarantined = 0;
   uint64_t user;
   uint16_t group;
-  int krc = uih_key_group_prefix_decode(key, key_len, &user, &group, why);
-  if (krc != UIH_OK) {
-    uih_error_prefix(why, "mutable-tier keys are (user_id, group) prefixes: ");
-    return krc;
+  if (key_len == UIH_KEY_SIZE) { /* a chunk's key */
+    uih_key k;
+    uih_key_decode(key, key_len, &k, NULL); /* every 18-byte string is a key */
+    user = k.user_id;
+    group = k.group;
+  } else {
+    int krc = uih_key_group_prefix_decode(key, key_len, &user, &group, why);
+    if (krc != UIH_OK) {
+      uih_error_prefix(why, "mutable-tier keys are (user_id, group, chunk) keys or (user_id, group) prefixes: ");
+      return krc;
+    }
   }
   size_t total = n + (existing != NULL);
   UIH_FORWARD(grow((void **)&ev->slices, &ev->slices_cap, total, sizeof *ev->slices, why));

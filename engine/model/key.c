@@ -32,6 +32,13 @@ void uih_key_group_prefix(uint64_t user_id, uint16_t group,
   uih_store_be16(out + 8, group);
 }
 
+int64_t uih_key_chunk_start(int64_t ts, int64_t span) {
+  int64_t r = ts % span; /* in (-span, span), the sign of ts */
+  if (r >= 0) return ts - r;
+  if (ts < INT64_MIN + span + r) return INT64_MIN; /* ts - r - span would overflow */
+  return ts - r - span;
+}
+
 int uih_key_group_prefix_decode(const uint8_t *buf, size_t len, uint64_t *user_id,
                                 uint16_t *group, uih_error *err) {
   if (UIH_UNLIKELY(buf == NULL || len != UIH_KEY_GROUP_PREFIX_SIZE))

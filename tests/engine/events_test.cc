@@ -460,9 +460,20 @@ TEST_F(Events, MalformedInputsAreQuarantinedWithNothingLost) {
   ASSERT_EQ(UIH_OK, uih_events_merge_value(ev_, other, sizeof other, nullptr, ops, 1, nullptr, &p,
                                            &n, &q, &why));
   EXPECT_EQ(1, q);
+  // A chunk's 18-byte key merges the same, its group and user named alike.
+  uint8_t chunk[UIH_KEY_SIZE];
+  uih_key ck{42, g_->id, -3600};
+  uih_key_encode(&ck, chunk);
+  ASSERT_EQ(UIH_OK, uih_events_merge_value(ev_, chunk, sizeof chunk, &ex, ops, 1, nullptr, &p, &n, &q, &why));
+  EXPECT_EQ(0, q);
+  EXPECT_EQ(Merge({existing, good}), Bytes(p, p + n));
+  ASSERT_EQ(UIH_OK, uih_events_merge_value(ev_, chunk, sizeof chunk, &ex, ops, 2, nullptr, &p, &n, &q, &why));
+  EXPECT_EQ(1, q);
+  EXPECT_NE(nullptr, strstr(why.msg, "user 42 group 3: operand 1")) << why.msg;
   // A key that is not a mutable key is an error, not a quarantine.
-  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT,
-            uih_events_merge_value(ev_, key, 9, nullptr, ops, 1, nullptr, &p, &n, &q, &why));
+  for (size_t len : {(size_t)0, (size_t)9, (size_t)11, (size_t)17, (size_t)19})
+    EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT,
+              uih_events_merge_value(ev_, chunk, len, nullptr, ops, 1, nullptr, &p, &n, &q, &why)) << len;
   // Retention never drops what it cannot read.
   EXPECT_EQ(UIH_RETAIN_KEEP,
             uih_events_retain(ev_, q2.data(), q2.size(), INT64_MAX, &p, &n));

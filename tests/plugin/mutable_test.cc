@@ -84,21 +84,44 @@ class Mutable : public testing::Test {
     uih_error err{};
     ASSERT_EQ(UIH_OK, uih_mutable_append(m_, user, b.b, flags, &err)) << err.msg;
   }
-  // Every key of the events column family, straight from RocksDB.
-  std::set<uint64_t> StoredUsers() {
-    std::set<uint64_t> users;
+  // Every key and value of the events column family, straight from RocksDB.
+  std::map<std::string, std::string> Stored() {
+    std::map<std::string, std::string> kv;
     std::unique_ptr<rocksdb::Iterator> it(uih::MutableDB(m_)->NewIterator(
         rocksdb::ReadOptions(), uih::MutableColumnFamily(m_)));
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      uint64_t u;
-      uint16_t g;
-      EXPECT_EQ(UIH_OK, uih_key_group_prefix_decode((const uint8_t*)it->key().data(),
-                                                    it->key().size(), &u, &g, nullptr));
-      EXPECT_EQ(g_->id, g);
-      users.insert(u);
-    }
+    for (it->SeekToFirst(); it->Valid(); it->Next()) kv[it->key().ToString()] = it->value().ToString();
     EXPECT_TRUE(it->status().ok()) << it->status().ToString();
+    return kv;
+  }
+  // The users with keys, each key checked: a chunk's (18 bytes, its ts a
+  // chunk start, its events inside the chunk) or, in a store without
+  // chunks, the 10-byte (user, group) key.
+  std::set<uint64_t> StoredUsers() {
+    std::set<uint64_t> users;
+    const int64_t span = uih_mutable_chunk_span(m_);
+    for (const auto& [k, v] : Stored()) {
+      uih_key key{};
+      if (span == 0) {
+        EXPECT_EQ(UIH_OK, uih_key_group_prefix_decode((const uint8_t*)k.data(), k.size(), &key.user_id, &key.group,
+                                                      nullptr));
+      } else {
+        EXPECT_EQ(UIH_OK, uih_key_decode((const uint8_t*)k.data(), k.size(), &key, nullptr));
+        EXPECT_EQ(key.ts, uih_key_chunk_start(key.ts, span));
+        uih_events_info info{};
+        EXPECT_EQ(UIH_OK, uih_events_read_info((const uint8_t*)v.data(), v.size(), &info, nullptr));
+        if (info.count && !info.quarantined) {
+          EXPECT_EQ(key.ts, uih_key_chunk_start(info.min_ts, span)) << "the chunk's first event";
+          EXPECT_EQ(key.ts, uih_key_chunk_start(info.max_ts, span)) << "the chunk's last event";
+        }
+      }
+      EXPECT_EQ(g_->id, key.group);
+      users.insert(key.user_id);
+    }
     return users;
+  }
+  std::string Key(uint64_t user, int64_t ts) {
+    uint8_t k[UIH_KEY_SIZE];
+    return std::string((const char*)k, uih::MutableKey(uih_mutable_chunk_span(m_), user, g_->id, ts, k));
   }
 
   uih_test::TempDir dir_;
@@ -182,15 +205,10 @@ TEST_F(Mutable, RetriesAreIdempotent) {
   ASSERT_EQ(UIH_OK, uih_mutable_compact(m_, nullptr));
   Append(1, b);  // and on top of a compacted value
   EXPECT_EQ(once, Read(1));
-  std::string before;
-  uint8_t key[UIH_KEY_GROUP_PREFIX_SIZE];
-  uih_key_group_prefix(1, g_->id, key);
-  rocksdb::Slice k((const char*)key, sizeof key);
-  ASSERT_TRUE(uih::MutableDB(m_)->Get({}, uih::MutableColumnFamily(m_), k, &before).ok());
+  std::map<std::string, std::string> before = Stored();
+  EXPECT_LT(1u, before.size()) << "random timestamps fall in many chunks";
   ASSERT_EQ(UIH_OK, uih_mutable_compact(m_, nullptr));
-  std::string after;
-  ASSERT_TRUE(uih::MutableDB(m_)->Get({}, uih::MutableColumnFamily(m_), k, &after).ok());
-  EXPECT_EQ(before, after);
+  EXPECT_EQ(before, Stored());
 }
 
 TEST_F(Mutable, EveryAcknowledgedAppendSurvivesSigkill) {
@@ -349,11 +367,9 @@ TEST_F(Mutable, CorruptOperandsAndValuesStayConfinedToTheirKey) {
   Append(2, good);
   Append(3, good);
   rocksdb::DB* db = uih::MutableDB(m_);
-  auto key = [&](uint64_t u) {
-    uint8_t k[UIH_KEY_GROUP_PREFIX_SIZE];
-    uih_key_group_prefix(u, g_->id, k);
-    return std::string((const char*)k, sizeof k);
-  };
+  // The chunk of the first event.
+  const int64_t first = (int64_t)uih_column_get_bits(&good.b->columns[uih_batch_column_index(good.b, g_->ts->id)], 0);
+  auto key = [&](uint64_t u) { return Key(u, first); };
   // User 1: a garbage operand on top of its events. User 2: a garbage base
   // value under a good append. User 3 stays healthy.
   const std::string garbage("\x01\x00not an event list at all", 26);
@@ -510,6 +526,144 @@ TEST_F(Mutable, WhatIsNotAStoreIsRefusedAndLeftAlone) {
     EXPECT_EQ(nullptr, m_);
   }
   EXPECT_EQ(before, DirState(other)) << "another RocksDB database was changed";
+}
+
+// A user's history in chunks against a model: random appends whose events
+// straddle chunks (negative times, both ends of int64 among them), flushes
+// and compactions, then random windows and newest-N reads — uih_mutable_read
+// and the snapshot's ReadMutableNewest — are exactly the model's slices, in
+// time order; and every key is a chunk holding only its own events.
+TEST_F(Mutable, ChunkedHistoriesReadLikeOneList) {
+  uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
+  o.chunk_span = 1000;
+  o.max_successive_merges = 4;
+  Open(&o);
+  ASSERT_EQ(1000, uih_mutable_chunk_span(m_));
+  std::mt19937_64 rng(21);
+  const int kUsers = 3;
+  std::vector<std::map<int64_t, Event>> model(kUsers);  // distinct times: the newest N are unambiguous
+  std::set<int64_t> used;
+  auto draw_ts = [&]() -> int64_t {
+    for (;;) {
+      int64_t t;
+      switch (rng() % 10) {
+        case 0: t = INT64_MIN + (int64_t)(rng() % 3000); break;
+        case 1: t = INT64_MAX - (int64_t)(rng() % 3000); break;
+        default: t = (int64_t)(rng() % 40000) - 20000;
+      }
+      if (used.insert(t).second) return t;
+    }
+  };
+  for (int round = 0; round < 60; round++) {
+    uint64_t user = rng() % kUsers;
+    uint32_t n = 1 + (uint32_t)(rng() % 40);
+    BatchPtr b = Random(rng, n);
+    int tsc = uih_batch_column_index(b.b, g_->ts->id);
+    for (uint32_t r = 0; r < n; r++) uih_column_set_bits(&b.b->columns[tsc], r, (uint64_t)draw_ts());
+    Append(user, b);
+    if (rng() % 3 == 0) Append(user, b);  // a retry
+    for (const Event& e : uih_test::EventsOf(b.b)) model[user][e.first] = e;
+    if (rng() % 7 == 0) {
+      ASSERT_EQ(UIH_OK, uih_mutable_flush(m_, nullptr));
+    }
+    if (rng() % 11 == 0) {
+      ASSERT_EQ(UIH_OK, uih_mutable_compact(m_, nullptr));
+    }
+  }
+  EXPECT_EQ(kUsers, (int)StoredUsers().size());
+  EXPECT_LT(20u, Stored().size()) << "the histories span many chunks";
+  for (int q = 0; q < 400; q++) {
+    uint64_t user = rng() % kUsers;
+    int64_t lo = q % 10 == 0 ? INT64_MIN : (int64_t)(rng() % 50000) - 25000;
+    int64_t hi = q % 10 == 1 ? INT64_MAX : lo + (int64_t)(rng() % 20000);
+    if (q % 20 == 2) std::swap(lo, hi);  // empty
+    uint32_t newest = q % 3 == 0 ? UINT32_MAX : 1 + (uint32_t)(rng() % 30);
+    std::vector<Event> want;
+    for (auto it = model[user].lower_bound(lo); it != model[user].end() && it->first <= hi; ++it)
+      want.push_back(it->second);
+    if (want.size() > newest) want.erase(want.begin(), want.end() - newest);
+    BatchPtr b;
+    uih_error err{};
+    ASSERT_EQ(UIH_OK, uih::ReadMutableNewest(m_, user, g_->id, lo, hi, newest, &b.b, &err)) << err.msg;
+    EXPECT_EQ(want, uih_test::EventsOf(b.b)) << "user " << user << " [" << lo << ", " << hi << "] newest " << newest;
+    if (newest == UINT32_MAX) {
+      EXPECT_EQ(want, Read(user, lo, hi));
+    }
+  }
+  // Reopened (the span is the store's, not the options'), after a compaction.
+  uih_mutable_opts other = UIH_MUTABLE_OPTS_DEFAULT;
+  other.chunk_span = 7;
+  Open(&other);
+  EXPECT_EQ(1000, uih_mutable_chunk_span(m_));
+  ASSERT_EQ(UIH_OK, uih_mutable_compact(m_, nullptr));
+  for (int u = 0; u < kUsers; u++) {
+    std::vector<Event> want;
+    for (const auto& [t, e] : model[u]) want.push_back(e);
+    EXPECT_EQ(want, Read(u));
+  }
+}
+
+// A store made before chunks (no span in it) keeps one key per user and
+// group, read and written as before; a malformed span is named, and a span
+// must be positive.
+TEST_F(Mutable, StoresWithoutChunksKeepTheirSingleKey) {
+  Open();
+  EXPECT_EQ(UIH_CHUNK_SPAN_DEFAULT, uih_mutable_chunk_span(m_));
+  rocksdb::DB* db = uih::MutableDB(m_);
+  ASSERT_TRUE(db->Delete({}, db->DefaultColumnFamily(), uih::kChunkSpanKey).ok());
+  Open();
+  EXPECT_EQ(0, uih_mutable_chunk_span(m_));
+  std::mt19937_64 rng(2);
+  BatchPtr a = Random(rng, 30), b = Random(rng, 30);
+  Append(4, a);
+  Append(4, b);
+  std::vector<Event> want = uih_test::EventsOf(a.b), more = uih_test::EventsOf(b.b);
+  want.insert(want.end(), more.begin(), more.end());
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  std::vector<Event> got = Read(4);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(want, got);
+  std::map<std::string, std::string> kv = Stored();
+  ASSERT_EQ(1u, kv.size());
+  EXPECT_EQ(Key(4, 0), kv.begin()->first);
+  EXPECT_EQ(10u, kv.begin()->first.size());
+
+  db = uih::MutableDB(m_);
+  ASSERT_TRUE(db->Put({}, db->DefaultColumnFamily(), uih::kChunkSpanKey, "abc").ok());
+  uih_mutable_close(m_);
+  m_ = nullptr;
+  uih_error err{};
+  EXPECT_EQ(UIH_ERR_CORRUPTION, uih_mutable_open(dir_.path().c_str(), schema_, nullptr, &m_, &err));
+  EXPECT_NE(nullptr, strstr(err.msg, "'uih.chunk_span' holds 3 bytes")) << err.msg;
+  EXPECT_EQ(nullptr, m_);
+  uih_mutable_opts zero = UIH_MUTABLE_OPTS_DEFAULT;
+  zero.chunk_span = 0;
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_mutable_open((dir_ / "new").c_str(), schema_, &zero, &m_, &err));
+  EXPECT_NE(nullptr, strstr(err.msg, "chunk_span 0")) << err.msg;
+}
+
+TEST(ChunkStart, IsTheFloorMultipleOfTheSpan) {
+  EXPECT_EQ(0, uih_key_chunk_start(0, 3600));
+  EXPECT_EQ(0, uih_key_chunk_start(3599, 3600));
+  EXPECT_EQ(3600, uih_key_chunk_start(3600, 3600));
+  EXPECT_EQ(-3600, uih_key_chunk_start(-1, 3600));
+  EXPECT_EQ(-3600, uih_key_chunk_start(-3600, 3600));
+  EXPECT_EQ(INT64_MIN, uih_key_chunk_start(INT64_MIN, 1));
+  EXPECT_EQ(INT64_MIN, uih_key_chunk_start(INT64_MIN, 2));
+  EXPECT_EQ(INT64_MIN, uih_key_chunk_start(INT64_MIN + 5, 3600)) << "no multiple below is representable";
+  EXPECT_EQ(INT64_MAX, uih_key_chunk_start(INT64_MAX, 1));
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < 100000; i++) {
+    int64_t span = 1 + (int64_t)(rng() % (i % 2 ? 5000 : UINT64_MAX >> 1));
+    int64_t ts = (int64_t)rng();
+    int64_t c = uih_key_chunk_start(ts, span);
+    ASSERT_LE(c, ts);
+    __int128 floor = (__int128)ts - (((__int128)ts % span) + span) % span;
+    if (floor >= (__int128)INT64_MIN) ASSERT_EQ((__int128)c, floor) << ts << " " << span;
+    else ASSERT_EQ(INT64_MIN, c);
+    ASSERT_LE(c, uih_key_chunk_start(ts == INT64_MAX ? ts : ts + 1, span)) << "non-decreasing";
+  }
 }
 
 // The C API's firewall: no exception reaches a C caller.

@@ -108,10 +108,14 @@ int uih_events_quarantine(uih_events *ev, uint16_t group, const char *reason,
                           const uih_slice *inputs, size_t n, const uint8_t **out,
                           size_t *out_len, uih_error *err);
 
-/* The merge operator's rule, for the value of mutable key `key` (the 10-byte
- * (user, group) key prefix of uih/key.h): merge `existing` (may be NULL)
+/* The merge operator's rule, for the value of mutable key `key` (a chunk's
+ * key: the 18-byte key of uih/key.h whose ts is the chunk's start, or the
+ * 10-byte (user, group) prefix of stores without chunks; see
+ * uih/mutable.h): merge `existing` (may be NULL)
  * with the operands; if any of them cannot be merged, quarantine them all
- * instead. Returns UIH_OK with the value in *out either way (and
+ * instead. Returns UIH_OK with the value in *out either way (an input's
+ * own bytes when the merge is that input unchanged, as uih_events_merge
+ * gives them; and
  * *quarantined = 1 with the reason in `why` in the second case); an error
  * only for an invalid key or no memory. */
 int uih_events_merge_value(uih_events *ev, const uint8_t *key, size_t key_len,

@@ -20,8 +20,10 @@
  *   ts = INT64_MAX -> ff ff ff ff ff ff ff ff
  *
  * Prefixes: the first 8 bytes select all stripes of a user, the first 10 all
- * stripes of a user in one group (the mutable tier's key is exactly this
- * 10-byte prefix). Format version 1; a change would be a new key format.
+ * stripes of a user in one group. The mutable tier uses the same 18 bytes
+ * for a chunk of a user's events in one group, ts being the chunk's start
+ * (uih_key_chunk_start; stores made before chunks use the 10-byte prefix
+ * alone). Format version 1; a change would be a new key format.
  */
 #ifndef UIH_KEY_H
 #define UIH_KEY_H
@@ -59,7 +61,12 @@ void uih_key_user_prefix(uint64_t user_id, uint8_t out[UIH_KEY_USER_PREFIX_SIZE]
 void uih_key_group_prefix(uint64_t user_id, uint16_t group,
                           uint8_t out[UIH_KEY_GROUP_PREFIX_SIZE]);
 
-/* Reads a (user, group) prefix — the mutable tier's key — back.
+/* The start of the chunk of `span` (> 0) time units holding `ts`: the
+ * largest multiple of span at or below ts, or INT64_MIN when that is not
+ * representable. Non-decreasing in ts. */
+int64_t uih_key_chunk_start(int64_t ts, int64_t span);
+
+/* Reads a (user, group) prefix — the key of an unchunked mutable tier — back.
  * UIH_ERR_INVALID_ARGUMENT unless len == UIH_KEY_GROUP_PREFIX_SIZE. */
 int uih_key_group_prefix_decode(const uint8_t *buf, size_t len, uint64_t *user_id,
                                 uint16_t *group, uih_error *err);

@@ -1,16 +1,24 @@
 /* uihstore — the mutable tier: recent events, appended blind.
  *
  * A mutable store is a RocksDB database whose column family "uih.mutable"
- * holds one value per (user, feature group): an event list (uih/events.h)
- * under the 10-byte key uih_key_group_prefix() writes. Appends are RocksDB
+ * holds a user's events in one feature group in chunks of time: the events
+ * with ts in [k * span, (k + 1) * span) are one value, an event list
+ * (uih/events.h), under the 18-byte key of uih/key.h (user, group, k * span)
+ * (uih_key_chunk_start). So a read of a user's newest events reads the
+ * newest chunks only, however many events the user has today, and a hot
+ * key's merges stay the size of a chunk. The span is the store's, fixed when
+ * it is created (opts.chunk_span) and kept in it; stores made before chunks
+ * keep one value per (user, group) under the 10-byte uih_key_group_prefix()
+ * key, and are read and written that way (span 0). Appends are RocksDB
  * Merge()s with the UihAppend merge operator — no read on the write path —
  * and the UihRetention compaction filter drops, during compactions, the
  * events below the store's watermark: the time before which the latest
  * published daily generation of the immutable tier covers everything.
  *
  * Defaults (each can be overridden with `cf_options`): BlockBasedTable with
- * a 10-bit bloom filter on the whole key, a fixed 10-byte prefix extractor
- * with a memtable prefix bloom, LZ4 (ZSTD at the bottommost level), and
+ * a 10-bit bloom filter on the whole key, a fixed 10-byte (user, group)
+ * prefix extractor with a memtable prefix bloom, LZ4 (ZSTD at the
+ * bottommost level), and
  * max_successive_merges = 64 so a hot key's operand chain in a memtable is
  * collapsed before reads of it get slow.
  *
@@ -37,8 +45,8 @@ extern "C" {
 
 typedef struct uih_mutable_opts {
   int create_if_missing;          /* create the database when absent (default 1) */
-  uint32_t max_events;            /* UihAppend: keep the newest N per key; 0: all */
-  int64_t max_age;                /* UihAppend: keep ts >= newest - max_age; 0: all */
+  uint32_t max_events;            /* UihAppend: keep the newest N per key (a chunk); 0: all */
+  int64_t max_age;                /* UihAppend: keep ts >= newest - max_age per key; 0: all */
   uint32_t max_successive_merges; /* RocksDB's option (default 64; 0: off) */
   size_t block_cache_bytes;       /* LRU block cache (default 64 MiB) */
   const char *db_options;         /* RocksDB DBOptions "k=v;..." applied last, or NULL */
@@ -46,9 +54,15 @@ typedef struct uih_mutable_opts {
   int read_only;                  /* open for reading only: nothing at `path` is written or
                                      created (no LOG file either); appends, the watermark,
                                      flush and compact fail with UIH_ERR_NOT_SUPPORTED */
+  int64_t chunk_span;             /* a new store's chunk, in time units (> 0; default
+                                     UIH_CHUNK_SPAN_DEFAULT); an existing store keeps its own */
 } uih_mutable_opts;
 
-#define UIH_MUTABLE_OPTS_DEFAULT {1, 0, 0, 64, (size_t)64 << 20, NULL, NULL, 0}
+/* An hour when timestamps are milliseconds, as `uih gen` writes them (3600
+ * suits seconds): a heavy user's chunk holds a hundred or so events, a
+ * light user's day a handful of chunks. */
+#define UIH_CHUNK_SPAN_DEFAULT 3600000
+#define UIH_MUTABLE_OPTS_DEFAULT {1, 0, 0, 64, (size_t)64 << 20, NULL, NULL, 0, UIH_CHUNK_SPAN_DEFAULT}
 
 typedef struct uih_mutable uih_mutable;
 
@@ -73,7 +87,8 @@ enum {
 
 /* Appends the events of `events` (a batch of one of the schema's groups;
  * every event with its timestamp) to `user_id`'s history in that group. One
- * Merge, no read. Appending the same events again changes nothing. */
+ * Merge per chunk the events fall in, no read. Appending the same events
+ * again changes nothing. */
 int uih_mutable_append(uih_mutable *m, uint64_t user_id, const uih_batch *events, unsigned flags,
                        uih_error *err);
 
@@ -91,6 +106,10 @@ int uih_mutable_append_many(uih_mutable *m, const uint64_t *user_ids,
  * UIH_STRIPE_EVENTS_MAX events in the range is UIH_ERR_OUT_OF_RANGE. */
 int uih_mutable_read(uih_mutable *m, uint64_t user_id, uint16_t group, int64_t min_ts,
                      int64_t max_ts, uih_batch **batch, uih_error *err);
+
+/* The store's chunk span; 0 for a store made before chunks (one key per
+ * user and group). */
+int64_t uih_mutable_chunk_span(const uih_mutable *m);
 
 /* Advances the watermark: events with ts < watermark may be dropped by the
  * next compactions of any key. Written durably (synced) before it takes

@@ -61,6 +61,19 @@ extern "C" {
 int uih_store_init(const char *dir, const char *schema_json, size_t len, const char *origin,
                    uint32_t shards, uih_error *err);
 
+typedef struct uih_store_init_opts {
+  uint32_t shards;    /* 1..UIH_STORE_SHARDS_MAX (default 1) */
+  int64_t chunk_span; /* the mutable tier's chunk, in time units (> 0; see uih/mutable.h;
+                         default UIH_CHUNK_SPAN_DEFAULT, an hour of milliseconds) */
+} uih_store_init_opts;
+
+#define UIH_STORE_INIT_OPTS_DEFAULT {1, UIH_CHUNK_SPAN_DEFAULT}
+
+/* uih_store_init with every setting a store is created with; `opts` NULL
+ * means UIH_STORE_INIT_OPTS_DEFAULT. */
+int uih_store_create(const char *dir, const char *schema_json, size_t len, const char *origin,
+                     const uih_store_init_opts *opts, uih_error *err);
+
 typedef struct uih_store_opts {
   int read_only;            /* nothing in the store is written or created, not even a LOG file; it
                                sees the generations it opened with, and holds them (uih_store_pinned) */
