@@ -138,6 +138,39 @@ static void enc_values(uih_stripe_encoder *e, uih_wbuf *out, uint32_t enc, const
   }
 }
 
+/* The encoding a fast encoder uses (uih_stripe_encoder_opts.fast): the
+ * smallest by an estimate from one pass over the values — bits per value
+ * of frame of reference (their range), of delta (the deltas' range), of
+ * runs and of the non-zero values — among those `allowed`; dictionaries,
+ * delta-of-delta and byte-stream split are not estimated, and used only
+ * when nothing else is allowed. Ties go to the lowest-numbered encoding. */
+static uint32_t fast_encoding(const uint64_t *v, size_t m, uih_type t, uint32_t allowed) {
+  uint64_t lo = v[0], hi = v[0];
+  int64_t dlo = 0, dhi = 0;
+  size_t runs = 1, nonzero = v[0] != 0;
+  for (size_t i = 1; i < m; i++) {
+    lo = v[i] < lo ? v[i] : lo;
+    hi = v[i] > hi ? v[i] : hi;
+    int64_t d = (int64_t)(v[i] - v[i - 1]);
+    if (i == 1 || d < dlo) dlo = d;
+    if (i == 1 || d > dhi) dhi = d;
+    runs += v[i] != v[i - 1];
+    nonzero += v[i] != 0;
+  }
+  const uint64_t range_bits = uih_bits(hi - lo), pos_bits = uih_bits(m);
+  uint64_t cost[UIH_ENC_COUNT] = {0};
+  uint32_t estimated = 0;
+  cost[0] = (uint64_t)m * 8 * uih_type_width(t), estimated |= UIH_ENC_PLAIN;
+  cost[1] = 64 + (uint64_t)m * uih_bits((uint64_t)dhi - (uint64_t)dlo), estimated |= UIH_ENC_DELTA;
+  cost[3] = (uint64_t)m * range_bits, estimated |= UIH_ENC_FOR;
+  cost[5] = (uint64_t)runs * (range_bits + pos_bits), estimated |= UIH_ENC_RLE;
+  cost[7] = (uint64_t)nonzero * (range_bits + pos_bits) + 8, estimated |= UIH_ENC_SPARSE;
+  uint32_t best = 0;
+  for (uint32_t k = 0, enc = 1; k < UIH_ENC_COUNT; k++, enc <<= 1)
+    if ((allowed & estimated & enc) && (best == 0 || cost[k] < cost[stripe_enc_id(best)])) best = enc;
+  return best ? best : (allowed & -allowed);
+}
+
 /* ---- presence ------------------------------------------------------------- */
 
 static uint8_t enc_presence(uih_stripe_encoder *e, const uih_column *col, uint32_t n, size_t m) {
@@ -187,7 +220,7 @@ static size_t try_compress(uih_stripe_encoder *e, int algo) {
 
 static int pick_compression(uih_stripe_encoder *e, uih_compression hint) {
   size_t raw = e->payload.len;
-  if (hint == UIH_COMPRESS_NONE || raw < 32 || e->opts.no_compression) return STRIPE_COMPRESS_NONE;
+  if (hint == UIH_COMPRESS_NONE || raw < 32 || e->opts.no_compression || e->opts.fast) return STRIPE_COMPRESS_NONE;
   double limit = (double)raw * (1.0 - e->opts.min_compression_gain);
   int best = STRIPE_COMPRESS_NONE;
   size_t best_len = raw;
@@ -210,9 +243,29 @@ static int pick_compression(uih_stripe_encoder *e, uih_compression hint) {
 int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t n,
                          stripe_dir_entry *de, uih_error *err) {
   const uih_trait *t = col->trait;
+  /* The present values, widened (signed types with their sign bit
+   * flipped, so they order as unsigned): the width's loop chosen once. */
   size_t m = 0;
-  for (uint32_t i = 0; i < n; i++)
-    if (uih_column_has(col, i)) e->vals[m++] = stripe_to_u64(t->type, uih_column_get_bits(col, i));
+  const uint64_t flip = stripe_to_u64(t->type, 0);
+  switch (uih_type_width(t->type)) {
+    case 8: {
+      const uint64_t *x = col->values;
+      for (uint32_t i = 0; i < n; i++)
+        if (uih_column_has(col, i)) e->vals[m++] = x[i] ^ flip;
+      break;
+    }
+    case 4: {
+      const uint32_t *x = col->values;
+      for (uint32_t i = 0; i < n; i++)
+        if (uih_column_has(col, i)) e->vals[m++] = x[i] ^ flip;
+      break;
+    }
+    default: {
+      const uint8_t *x = col->values;
+      for (uint32_t i = 0; i < n; i++)
+        if (uih_column_has(col, i)) e->vals[m++] = x[i] ^ flip;
+    }
+  }
 
   uih_wbuf_reset(&e->payload);
   de->trait_id = t->id;
@@ -232,6 +285,11 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
   size_t presence_len = e->payload.len, best_len = 0;
   uint32_t best = 0;
   uih_wbuf_reset(&e->best);
+  if (e->opts.fast && m > 0) { /* one encoding, chosen by estimate: no competition */
+    best = fast_encoding(e->vals, m, t->type, allowed);
+    enc_values(e, &e->best, best, e->vals, m, t->type);
+    allowed = 0; /* the loop below has nothing to try */
+  }
   for (uint32_t enc = 1; m > 0 && enc < (1u << UIH_ENC_COUNT); enc <<= 1) {
     if (!(allowed & enc)) continue;
     uih_wbuf_reset(&e->cand);

@@ -424,13 +424,72 @@ TEST_F(Stripe, EncoderRejectsWhatAStripeCannotHold) {
   EXPECT_STREQ("stripe encode: the batch has no column for the timestamp trait 'ts'", err.msg);
 
   uih_stripe_encoder* e = nullptr;
-  uih_stripe_encoder_opts bad_gain = {1.0, 3, 0}, bad_level = {0.1, 30, 0};
+  uih_stripe_encoder_opts bad_gain = {1.0, 3, 0, 0}, bad_level = {0.1, 30, 0, 0};
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_stripe_encoder_create(&bad_gain, &e, &err));
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_stripe_encoder_create(&bad_level, &e, &err));
   EXPECT_EQ(nullptr, e);
 }
 
 // The smallest encoding wins for shapes where the winner is obvious.
+// A fast encoder (one encoding per column, chosen by estimate) writes
+// stripes that decode to the same events, whole, by ranges and projected,
+// deterministically, inside the schema's hints and never compressed; it
+// uses several encodings, and is not far from the competition's size.
+TEST_F(Stripe, AFastEncoderRoundTripsInsideTheHints) {
+  uih_stripe_encoder_opts o = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
+  o.fast = 1;
+  uih_stripe_encoder* fast = nullptr;
+  ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&o, &fast, nullptr));
+  std::unique_ptr<uih_stripe_encoder, void (*)(uih_stripe_encoder*)> own(fast, uih_stripe_encoder_free);
+  std::mt19937_64 rng(43);
+  uint32_t encodings_seen = 0;
+  uint64_t fast_bytes = 0, best_bytes = 0;
+  for (int iter = 0; iter < 300; iter++) {
+    SCOPED_TRACE("iteration " + std::to_string(iter));
+    SchemaPtr schema;
+    Parse(uih_test::RandomSchemaJson(rng, 1 + static_cast<int>(rng() % 10)), &schema);
+    const uih_group* g = uih_schema_group_at(schema.s, 0);
+    uint32_t n = RandomCount(rng);
+    BatchPtr in, out;
+    ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
+    FillRandomBatch(rng, in.b, n);
+    const uint8_t* p;
+    size_t len;
+    uih_error err{};
+    ASSERT_EQ(UIH_OK, uih_stripe_encode(fast, in.b, 1, &p, &len, &err)) << err.msg;
+    std::vector<uint8_t> st(p, p + len);
+    ASSERT_EQ(UIH_OK, uih_stripe_encode(fast, in.b, 1, &p, &len, &err)) << err.msg;
+    EXPECT_EQ(st, std::vector<uint8_t>(p, p + len)) << "deterministic";
+    fast_bytes += st.size();
+    best_bytes += Encode(in.b).size();
+    for (uint32_t c = 0; c < in.b->ncolumns; c++) {
+      uih_stripe_column_info ci{};
+      ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), c, &ci, nullptr));
+      EXPECT_NE(0u, ci.encoding & in.b->columns[c].trait->encodings) << uih_encoding_name(ci.encoding);
+      EXPECT_EQ(UIH_COMPRESS_NONE, ci.compression);
+      encodings_seen |= ci.encoding;
+    }
+    ASSERT_EQ(UIH_OK, Decode(st, 0, UIH_DECODE_TO_END, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err)) << err.msg;
+    ASSERT_TRUE(SameEvents(in.b, 0, out.b));
+    uint32_t a = static_cast<uint32_t>(rng() % (n + 1)), b = a + static_cast<uint32_t>(rng() % (n - a + 1));
+    ASSERT_EQ(UIH_OK, Decode(st, a, b, out.b, 0, &err)) << err.msg;
+    ASSERT_TRUE(SameEvents(in.b, a, out.b));
+    std::vector<uint16_t> ids{g->ts->id};
+    for (uint32_t c = 0; c < in.b->ncolumns; c++)
+      if (rng() % 2 && in.b->columns[c].trait != g->ts) ids.push_back(in.b->columns[c].trait->id);
+    BatchPtr proj;
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, ids.data(), static_cast<uint32_t>(ids.size()), &proj.b, nullptr));
+    ASSERT_EQ(UIH_OK, Decode(st, 0, n, proj.b, 0, &err)) << err.msg;
+    ASSERT_TRUE(SameEvents(in.b, 0, proj.b));
+  }
+  for (uint32_t enc : {UIH_ENC_PLAIN, UIH_ENC_DELTA, UIH_ENC_FOR, UIH_ENC_RLE, UIH_ENC_SPARSE})
+    EXPECT_NE(0u, encodings_seen & enc) << uih_encoding_name(enc) << " never chosen";
+  EXPECT_LT(static_cast<double>(fast_bytes), 1.6 * static_cast<double>(best_bytes))
+      << fast_bytes << " bytes fast, " << best_bytes << " with every encoding competing";
+  printf("fast encoder: %.2fx the bytes of the full competition\n",
+         static_cast<double>(fast_bytes) / static_cast<double>(best_bytes));
+}
+
 TEST_F(Stripe, PicksTheEncodingTheDataCallsFor) {
   SchemaPtr s;
   Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
@@ -710,7 +769,7 @@ TEST_F(Stripe, CompressionIsKeptOnlyWhenItSavesTheMargin) {
     uih_column_set_bits(&in.b->columns[1], i, few[rng() % 40]);  // plain bytes zstd can shrink
   }
   auto encode_with = [&](double gain, uih_stripe_column_info* ci, int no_compression = 0) {
-    uih_stripe_encoder_opts o = {gain, 3, no_compression};
+    uih_stripe_encoder_opts o = {gain, 3, no_compression, 0};
     uih_stripe_encoder* e = nullptr;
     ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&o, &e, nullptr));
     const uint8_t* p;

@@ -36,11 +36,15 @@ typedef struct uih_stripe_encoder_opts {
    * column; 0.1 means "at least 10% smaller". In [0, 1). */
   double min_compression_gain;
   int zstd_level;     /* 1..19 */
-  int no_compression; /* 1: never try LZ4/ZSTD (the columns' own encodings still compete): faster
-                         encodes where latency matters more than bytes, e.g. snapshot records */
+  int no_compression; /* 1: never try LZ4/ZSTD (the columns' own encodings still compete) */
+  int fast;           /* 1: no competition at all: each column is encoded once, in the encoding
+                         one pass over its values estimates smallest (frame of reference, delta,
+                         runs or sparse when allowed), never compressed. 4-5x faster encodes,
+                         somewhat larger stripes, decoded like any: for encodes on a request's
+                         path, e.g. snapshot records */
 } uih_stripe_encoder_opts;
 
-#define UIH_STRIPE_ENCODER_OPTS_DEFAULT {0.10, 3, 0}
+#define UIH_STRIPE_ENCODER_OPTS_DEFAULT {0.10, 3, 0, 0}
 
 typedef struct uih_stripe_encoder uih_stripe_encoder;
 
