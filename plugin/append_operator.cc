@@ -58,6 +58,18 @@ bool UihAppendOperator::FullMergeV2(const MergeOperationInput& in,
     Log(InfoLogLevel::ERROR_LEVEL, in.logger, "UihAppend: %s%s", uih_error_message(&why),
         rc == UIH_OK ? " (value quarantined, nothing dropped)" : "");
   if (rc != UIH_OK) return false;
+  // A merge that is one of its inputs unchanged (a read of a key with one
+  // operand, or a value alone) hands that input back: RocksDB uses it as
+  // it is, no copy.
+  if (in.existing_value && p == existing.data) {
+    out->existing_operand = *in.existing_value;
+    return true;
+  }
+  for (size_t i = 0; i < ops.size(); i++)
+    if (p == ops[i].data) {
+      out->existing_operand = in.operand_list[i];
+      return true;
+    }
   out->new_value.assign(reinterpret_cast<const char*>(p), n);
   return true;
 }

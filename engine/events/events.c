@@ -87,6 +87,9 @@ static inline int64_t row_ts(const uint8_t *row) {
 }
 
 static inline int row_cmp(const row_ref *a, const row_ref *b) {
+  /* Rows start with their 8-byte big-endian timestamp: most differ there. */
+  const uint64_t x = uih_load_be64(a->p), y = uih_load_be64(b->p);
+  if (x != y) return x < y ? -1 : 1;
   uint32_t m = a->len < b->len ? a->len : b->len;
   int c = memcmp(a->p, b->p, m);
   if (c) return c;
@@ -233,9 +236,20 @@ static uint32_t row_next(const list *L, uih_cursor *rows, const char **why) {
   return (uint32_t)(rows->p - start);
 }
 
+/* A time range a walk over the rows counts on its way: the rows with
+ * min_ts <= ts <= max_ts (contiguous, rows being in time order) and the
+ * first of them. */
+typedef struct range_scan {
+  int64_t min_ts, max_ts;
+  uint32_t count;
+  const uint8_t *first;
+} range_scan;
+
 /* parse_head() plus a walk over every row (or quarantined input). When
- * `refs` is given, the rows are appended to ev->refs. */
-static int parse_list(uih_events *ev, const uint8_t *buf, size_t len, list *L, int refs, uih_error *err) {
+ * `refs` is given, the rows are appended to ev->refs; when `rs` is, the
+ * rows of its range are counted. */
+static int parse_list_range(uih_events *ev, const uint8_t *buf, size_t len, list *L, int refs, range_scan *rs,
+                            uih_error *err) {
   UIH_FORWARD(parse_head(buf, len, L, err));
   uih_cursor c = body(L);
   if (L->flags & UIH_EVENTS_FLAG_QUARANTINED) {
@@ -260,6 +274,10 @@ static int parse_list(uih_events *ev, const uint8_t *buf, size_t len, list *L, i
       if (n == 0)
         return uih_corruption(err, "event list: offset %zu: event %u of %u: %s", (size_t)(row - buf), i, L->n, why);
       row_ref cur = {row, n};
+      if (rs) {
+        const int64_t ts = row_ts(row);
+        if (ts >= rs->min_ts && ts <= rs->max_ts && rs->count++ == 0) rs->first = row;
+      }
       if (prev.p && row_cmp(&prev, &cur) >= 0)
         return uih_corruption(err,
                               "event list: offset %zu: event %u is not after event %u "
@@ -274,6 +292,10 @@ static int parse_list(uih_events *ev, const uint8_t *buf, size_t len, list *L, i
     return uih_corruption(err, "event list: offset %zu: %zu bytes after the last %s", uih_cursor_offset(&c, buf),
                           uih_cursor_left(&c), (L->flags & UIH_EVENTS_FLAG_QUARANTINED) ? "input" : "event");
   return UIH_OK;
+}
+
+static int parse_list(uih_events *ev, const uint8_t *buf, size_t len, list *L, int refs, uih_error *err) {
+  return parse_list_range(ev, buf, len, L, refs, NULL, err);
 }
 
 /* A validated quarantined list's body past its reason: the framed inputs. */
@@ -553,17 +575,13 @@ static int merge_impl(uih_events *ev, uint16_t group, const uih_slice *in, size_
                 UIH_ERR_INVALID_ARGUMENT, "events_merge: no inputs");
   /* One valid list the limits leave whole (a read of a key with a single
    * operand, the common case) merges to itself, byte for byte: a canonical
-   * list is its own union. Validated and copied, not rebuilt row by row. */
+   * list is its own union. Validated, and given back as it is. */
   if (n == 1) {
     list L;
     if (parse_list(NULL, in[0].data, in[0].len, &L, 0, NULL) == UIH_OK && !(L.flags & UIH_EVENTS_FLAG_QUARANTINED) &&
         L.group == group && within_limits(&L, lim)) {
-      uih_wbuf *o = &ev->out;
-      uih_wbuf_reset(o);
-      uih_wbuf_put(o, in[0].data, in[0].len);
-      UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "event list: out of memory");
-      *out = o->data;
-      *out_len = o->len;
+      *out = in[0].data;
+      *out_len = in[0].len;
       return UIH_OK;
     }
   }
@@ -714,7 +732,8 @@ int uih_events_decode_newest(const uint8_t *buf, size_t len, int64_t min_ts, int
   UIH_RETURN_IF(out == NULL || (buf == NULL && len), err, UIH_ERR_INVALID_ARGUMENT,
                 "events_decode: NULL argument");
   list L;
-  UIH_FORWARD(parse_list(NULL, buf, len, &L, 0, err));
+  range_scan rs = {min_ts, max_ts, 0, NULL};
+  UIH_FORWARD(parse_list_range(NULL, buf, len, &L, 0, &rs, err));
   if (L.flags & UIH_EVENTS_FLAG_QUARANTINED) {
     char why[UIH_EVENTS_REASON_MAX + 1];
     return uih_corruption(err, "event list is quarantined: %s",
@@ -735,33 +754,28 @@ int uih_events_decode_newest(const uint8_t *buf, size_t len, int64_t min_ts, int
                            uih_type_name((uih_type)cj.type) ? uih_type_name((uih_type)cj.type) : "?",
                            uih_type_name(out->columns[k].trait->type));
   }
-  /* Rows are in time order: find the range (the newest `newest` of it),
-   * check it fits, then copy. */
-  uih_cursor rows = body(&L), first = rows;
-  uint32_t count = 0, from = 0; /* rows in the range; the range's first row's index */
-  const char *why;
-  for (uint32_t i = 0; i < L.n; i++) {
-    int64_t ts = row_ts(rows.p);
-    if (ts > max_ts) break;
-    if (ts >= min_ts && count++ == 0) from = i;
-    row_next(&L, &rows, &why);
-  }
+  /* The walk that validated the rows found the range; of it the newest
+   * `newest`: check they fit, step over the older ones, copy. */
+  uint32_t count = rs.count;
   const uint32_t skip = count > newest ? count - newest : 0;
   count -= skip;
   UIH_RETURN_IF(count > out->capacity, err, UIH_ERR_OUT_OF_RANGE,
                 "events_decode: %u events in [%lld, %lld], the batch holds %u", count,
                 (long long)min_ts, (long long)max_ts, out->capacity);
   uih_batch_clear(out);
-  rows = body(&L);
-  for (uint32_t i = 0; i < from + skip; i++) row_next(&L, &rows, &why);
-  first = rows;
+  if (count == 0) return UIH_OK;
+  uih_cursor rows = uih_cursor_make(rs.first, (size_t)(L.end - rs.first));
+  const char *why;
+  for (uint32_t i = 0; i < skip; i++) row_next(&L, &rows, &why);
   uint32_t pb = presence_bytes(L.c);
-  rows = first;
   /* Values go straight to the columns: a stored value has its type's width
    * (checked above), little-endian as the batch holds it; flags as 0 or 1. */
   for (uint32_t r = 0; r < count; r++) {
     uint64_t ts = uih_cursor_be64(&rows) ^ UIH_SIGN64;
-    if (dst[0]) uih_column_set_bits(dst[0], r, ts);
+    if (dst[0]) { /* a timestamp column (checked above): 8 bytes */
+      ((uint64_t *)dst[0]->values)[r] = ts;
+      uih_column_mark(dst[0], r);
+    }
     const uint8_t *pres = uih_cursor_take(&rows, pb);
     for (uint32_t j = 1; j < L.c; j++) {
       if (!uih_bit_get(pres, j - 1)) continue;

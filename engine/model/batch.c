@@ -112,6 +112,24 @@ int uih_batch_append(uih_batch *b, uint32_t *row, uih_error *err) {
   return UIH_OK;
 }
 
+/* ORs bits [from, from + n) of `src` into `dst` at bit `at`, 64 at a time.
+ * Every word touched holds one of those bits, so none is past either
+ * bitmap's end. */
+static void or_bits(uint64_t *dst, uint32_t at, const uint64_t *src, uint32_t from, uint32_t n) {
+  while (n > 0) {
+    const uint32_t sb = from & 63, take = n < 64 ? n : 64;
+    uint64_t word = src[from >> 6] >> sb;
+    if (sb && 64 - sb < take) word |= src[(from >> 6) + 1] << (64 - sb);
+    if (take < 64) word &= (UINT64_C(1) << take) - 1;
+    const uint32_t db = at & 63;
+    dst[at >> 6] |= word << db;
+    if (db && db + take > 64) dst[(at >> 6) + 1] |= word >> (64 - db);
+    at += take;
+    from += take;
+    n -= take;
+  }
+}
+
 int uih_batch_copy_rows(uih_batch *dst, const uih_batch *src, uint32_t from, uint32_t to, uih_error *err) {
   UIH_RETURN_IF(dst == NULL || src == NULL || from > to || to > src->count, err, UIH_ERR_INVALID_ARGUMENT,
                 "batch_copy_rows: rows [%u, %u) of a batch of %u", from, to, src ? src->count : 0);
@@ -129,8 +147,7 @@ int uih_batch_copy_rows(uih_batch *dst, const uih_batch *src, uint32_t from, uin
     const size_t w = uih_type_width(s->trait->type);
     /* Absent values are zero in both, so the values copy whole. */
     memcpy((uint8_t *)t->values + (size_t)at * w, (const uint8_t *)s->values + (size_t)from * w, (size_t)n * w);
-    for (uint32_t r = 0; r < n; r++)
-      if (uih_column_has(s, from + r)) uih_column_mark(t, at + r);
+    or_bits(t->present, at, s->present, from, n);
   }
   dst->count += n;
   return UIH_OK;

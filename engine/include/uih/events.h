@@ -97,7 +97,9 @@ typedef struct uih_events_limits {
  * union of their events, then `limits` (NULL: none). Columns are the union
  * of the inputs' columns. UIH_ERR_CORRUPTION names the input (by index) and
  * the offset when one is malformed, of another group, quarantined, or gives
- * a trait two types. */
+ * a trait two types. *out is `ev`'s bytes or, when the merge is one input
+ * unchanged (a valid list the limits leave whole, merged alone), that
+ * input's own bytes: nothing is copied. */
 int uih_events_merge(uih_events *ev, uint16_t group, const uih_slice *inputs, size_t n,
                      const uih_events_limits *limits, const uint8_t **out, size_t *out_len,
                      uih_error *err);
