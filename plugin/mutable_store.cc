@@ -388,8 +388,9 @@ bool SameColumns(const uih_batch* a, const uih_batch* b) {
 }
 
 // A chunked history, newest first: windows of chunks back from the one
-// holding max_ts (4 chunks, then 8, 16, ...; never before the one holding
-// min_ts), each read forwards — one seek, then next entries, as cheap as a
+// holding max_ts (2 spans, then as many as the events still wanted take at
+// the rate seen so far; never before the chunk holding min_ts), each read
+// forwards — one seek, then next entries, as cheap as a
 // step gets in a memtable, where a step back is a seek of its own — and
 // its chunks decoded newest first, each (only what is still wanted of it)
 // into a batch of the thread's pool, until `newest` events are there or
@@ -412,8 +413,9 @@ int ReadChunks(uih_mutable* m, uint64_t user_id, const uih_group* g, int64_t min
   std::vector<uint16_t> ids;
   size_t used = 0;
   uint32_t total = 0;
-  int64_t end = uih_key_chunk_start(max_ts, m->span);  // the newest chunk not read yet
-  for (__int128 window = 4; total < newest; window *= 2) {
+  const int64_t top = uih_key_chunk_start(max_ts, m->span);
+  int64_t end = top;  // the newest chunk not read yet
+  for (__int128 window = 2; total < newest;) {
     const __int128 from = static_cast<__int128>(end) - (window - 1) * m->span;
     const int64_t start = from <= first ? first : static_cast<int64_t>(from);
     uint8_t lo[UIH_KEY_SIZE], hi[UIH_KEY_SIZE];
@@ -456,6 +458,13 @@ int ReadChunks(uih_mutable* m, uint64_t user_id, const uih_group* g, int64_t min
     }
     if (start == first) break;
     end = uih_key_chunk_start(start - 1, m->span);  // the chunk before (start > first: no overflow)
+    // The next window: as many spans as the events still wanted take at
+    // the rate seen so far, and a fifth more; twice this one's when none
+    // were seen.
+    const __int128 covered = (static_cast<__int128>(top) - start) / m->span + 1;
+    window = total == 0 ? window * 2
+                        : (static_cast<__int128>(newest - total) * covered * 6 / 5 + total - 1) / total + 1;
+    if (window > (static_cast<__int128>(1) << 62)) window = static_cast<__int128>(1) << 62;
   }
   if (total > out->capacity)
     return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "read: %u events in [%lld, %lld], the batch holds %u", total,
