@@ -1,6 +1,8 @@
 /* Fuzz target: encode -> decode. The input drives a batch (event count,
  * per-column value shapes and presence); encoding it twice must give the
- * same bytes, and decoding must give the batch back exactly. */
+ * same bytes, and decoding must give the batch back exactly — with every
+ * encoding competing, and with a fast encoder (one estimated encoding per
+ * column). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,14 +23,37 @@ static uint64_t take(src *s, unsigned bytes) {
   return v;
 }
 
-static uih_stripe_encoder *enc;
+static uih_stripe_encoder *enc, *fast;
 static uih_stripe_decoder *dec;
 static uih_batch *in, *out;
+
+/* Encodes `in` twice with `e` (the same bytes) and decodes it back. */
+static void roundtrip(uih_stripe_encoder *e, uint32_t n) {
+  const uint8_t *p;
+  size_t len;
+  uih_error err;
+  if (uih_stripe_encode(e, in, 1, &p, &len, &err) != UIH_OK) abort();
+  uint8_t *first = malloc(len);
+  if (!first) abort();
+  memcpy(first, p, len);
+  if (uih_stripe_encode(e, in, 1, &p, &len, &err) != UIH_OK || memcmp(first, p, len) != 0) abort();
+  if (uih_stripe_decode(dec, first, len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM, out, &err) != UIH_OK)
+    abort();
+  if (out->count != n) abort();
+  for (uint32_t c = 0; c < in->ncolumns; c++)
+    for (uint32_t i = 0; i < n; i++)
+      if (uih_column_has(&in->columns[c], i) != uih_column_has(&out->columns[c], i) ||
+          uih_column_get_bits(&in->columns[c], i) != uih_column_get_bits(&out->columns[c], i))
+        abort();
+  free(first);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!enc) {
     const uih_group *g = fuzz_stripe_group();
-    if (uih_stripe_encoder_create(NULL, &enc, NULL) != UIH_OK ||
+    uih_stripe_encoder_opts fo = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
+    fo.fast = 1;
+    if (uih_stripe_encoder_create(NULL, &enc, NULL) != UIH_OK || uih_stripe_encoder_create(&fo, &fast, NULL) != UIH_OK ||
         uih_stripe_decoder_create(&dec, NULL) != UIH_OK ||
         uih_batch_create(g, 4096, NULL, 0, &in, NULL) != UIH_OK ||
         uih_batch_create(g, 4096, NULL, 0, &out, NULL) != UIH_OK)
@@ -61,22 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       uih_column_set_bits(col, i, v);
     }
   }
-  const uint8_t *p;
-  size_t len;
-  uih_error err;
-  if (uih_stripe_encode(enc, in, 1, &p, &len, &err) != UIH_OK) abort();
-  uint8_t *first = malloc(len);
-  if (!first) return 0;
-  memcpy(first, p, len);
-  if (uih_stripe_encode(enc, in, 1, &p, &len, &err) != UIH_OK || memcmp(first, p, len) != 0) abort();
-  if (uih_stripe_decode(dec, first, len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM, out, &err) != UIH_OK)
-    abort();
-  if (out->count != n) abort();
-  for (uint32_t c = 0; c < in->ncolumns; c++)
-    for (uint32_t i = 0; i < n; i++)
-      if (uih_column_has(&in->columns[c], i) != uih_column_has(&out->columns[c], i) ||
-          uih_column_get_bits(&in->columns[c], i) != uih_column_get_bits(&out->columns[c], i))
-        abort();
-  free(first);
+  roundtrip(enc, n);
+  roundtrip(fast, n);
   return 0;
 }
