@@ -313,7 +313,9 @@ int cmd_status(int argc, char **argv) {
       printf("%s{\"shard\":%u,\"current\":%u,\"watermark\":", i ? "," : "", i, cur);
       if (has) printf("%" PRId64, wm);
       else printf("null");
-      printf(",\"immutable_bytes\":%" PRIu64 ",\"mutable_bytes\":%" PRIu64 ",\"generations\":[", imm, mut);
+      printf(",\"immutable_bytes\":%" PRIu64 ",\"mutable_bytes\":%" PRIu64 ",\"chunk_span\":%" PRId64
+             ",\"generations\":[",
+             imm, mut, uih_mutable_chunk_span(uih_store_mutable(s, i)));
       for (size_t g = 0; g < ng; g++) {
         const uih_generation *x = &gens[g];
         printf("%s{\"generation\":%u,\"parent\":%u,\"schema_version\":%u,\"through\":%" PRId64 ",\"horizon\":", g ? "," : "",
@@ -333,7 +335,10 @@ int cmd_status(int argc, char **argv) {
     if (cur == 0) printf("no generation yet");
     else printf("generation %u current", cur);
     if (has) printf(", watermark %" PRId64, wm);
-    printf(", immutable %.1f MB, mutable %.1f MB\n", (double)imm / 1e6, (double)mut / 1e6);
+    printf(", immutable %.1f MB, mutable %.1f MB", (double)imm / 1e6, (double)mut / 1e6);
+    const int64_t span = uih_mutable_chunk_span(uih_store_mutable(s, i));
+    if (span) printf(" in chunks of %" PRId64 "\n", span);
+    else printf(" (one list per user and group: a store made before chunks)\n");
     for (size_t g = 0; g < ng; g++) {
       const uih_generation *x = &gens[g];
       printf("  %s generation %u (on %u, schema v%u): through %" PRId64 ", %" PRIu64 " events in %" PRIu64

@@ -59,4 +59,17 @@ grep -q '"rejected":1,' "$work/sum4" || { cat "$work/sum4"; fail "rejected count
 grep -q "$work/d1.csv" "$work/err" || { cat "$work/err"; fail "bad schema message"; }
 "$uih" load --store "$work/nostore" "$work/d1.csv" 2>"$work/err"; [ $? -eq 1 ] || fail "a missing store should exit 1"
 grep -q "not a uihstore store: $work/nostore: it does not exist" "$work/err" || { cat "$work/err"; fail "message"; }
+# The mutable tier's chunks: the span shows in status; a store of one-minute
+# chunks reads a day of appended events back as they were; a span of 0 is
+# a usage error.
+"$uih" status --store "$work/st" | grep -q "^shard 0: .* in chunks of 3600000$" || fail "status: the chunk span"
+"$uih" init --store "$work/st0" --schema "$schema" --chunk-span 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--chunk-span 0"
+"$uih" init --store "$work/st2" --schema "$schema" --chunk-span 60000 >/dev/null || fail "init --chunk-span"
+"$uih" status --store "$work/st2" | grep -q "^shard 0: .* in chunks of 60000$" || fail "status of st2"
+"$uih" append --store "$work/st2" "$work/d2.csv" 2>/dev/null || fail "append to st2"
+for user in $(tail -n +2 "$work/d2.csv" | cut -d, -f1 | sort -u | head -20); do
+  grep "^$user,engagement," "$work/d2.csv" | sort -u >"$work/want"
+  "$uih" read --store "$work/st2" --user "$user" --group engagement --tier mutable | tail -n +2 | sort >"$work/got"
+  cmp -s "$work/want" "$work/got" || { echo "user $user differs in st2:"; diff "$work/want" "$work/got" | head; exit 1; }
+done
 echo "store_roundtrip: ok"
