@@ -415,7 +415,10 @@ int ReadChunks(uih_mutable* m, uint64_t user_id, const uih_group* g, int64_t min
   uint32_t total = 0;
   const int64_t top = uih_key_chunk_start(max_ts, m->span);
   int64_t end = top;  // the newest chunk not read yet
-  for (__int128 window = 2; total < newest;) {
+  // A read of every event in the range is one forward pass; a read of the
+  // newest ones starts with the newest two spans.
+  const __int128 whole = (static_cast<__int128>(top) - first) / m->span + 1;
+  for (__int128 window = newest == UINT32_MAX ? whole : 2; total < newest;) {
     const __int128 from = static_cast<__int128>(end) - (window - 1) * m->span;
     const int64_t start = from <= first ? first : static_cast<int64_t>(from);
     uint8_t lo[UIH_KEY_SIZE], hi[UIH_KEY_SIZE];
@@ -458,6 +461,24 @@ int ReadChunks(uih_mutable* m, uint64_t user_id, const uih_group* g, int64_t min
     }
     if (start == first) break;
     end = uih_key_chunk_start(start - 1, m->span);  // the chunk before (start > first: no overflow)
+    if (nchunks == 0) {
+      // Nothing in this window: the newest chunk before it, found by one
+      // seek, ends the next window, not a guess twice as far back.
+      it->SeekForPrev(Slice(reinterpret_cast<char*>(lo), UIH_KEY_SIZE));
+      if (!it->status().ok()) return Fail(err, m, it->status(), "read");
+      if (!it->Valid() || it->key().size() < UIH_KEY_GROUP_PREFIX_SIZE ||
+          memcmp(it->key().data(), lo, UIH_KEY_GROUP_PREFIX_SIZE) != 0)
+        break;  // no chunk of (user, group) before the window
+      uih_key key;
+      if (it->key().size() == UIH_KEY_SIZE &&
+          uih_key_decode(reinterpret_cast<const uint8_t*>(it->key().data()), UIH_KEY_SIZE, &key, nullptr) == UIH_OK &&
+          key.ts == uih_key_chunk_start(key.ts, m->span)) {
+        if (key.ts < first) break;  // none in the range
+        end = key.ts;
+        if (total == 0) continue;  // the window stays as it was
+      }
+      // A malformed key: the forward read that meets it says so.
+    }
     // The next window: as many spans as the events still wanted take at
     // the rate seen so far, and a fifth more; twice this one's when none
     // were seen.

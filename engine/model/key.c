@@ -66,6 +66,10 @@ uint32_t uih_shard_of(uint64_t user_id, uint32_t nshards) {
   return (uint32_t)(XXH3_64bits(le, sizeof le) % nshards);
 }
 
+void uih_shard_of_many(const uint64_t *user_ids, size_t n, uint32_t nshards, uint32_t *out) {
+  for (size_t i = 0; i < n; i++) out[i] = uih_shard_of(user_ids[i], nshards);
+}
+
 int uih_key_compare(const uih_key *a, const uih_key *b) {
   if (a->user_id != b->user_id) return a->user_id < b->user_id ? -1 : 1;
   if (a->group != b->group) return a->group < b->group ? -1 : 1;

@@ -87,6 +87,53 @@ int uih_snapshot_log_next(uih_snapshot_log *l, const uint8_t **rec, size_t *len,
   return UIH_OK;
 }
 
+int uih_snapshot_log_index(const uint8_t *buf, size_t len, const char *name, uint64_t *offsets, uint64_t *lens,
+                           uint64_t *users, int64_t *request_ts, size_t cap, size_t *n, uih_error *err) {
+  if (!n || (!buf && len)) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "snapshot log: NULL argument");
+  if (!name) name = "<log>";
+  *n = 0;
+  if (len == 0) return UIH_OK; /* nothing logged yet */
+  if (len < 8 || memcmp(buf, UIH_SNAPSHOT_LOG_MAGIC, 8) != 0)
+    return uih_corruption(err, "%s: not a snapshot log (its first 8 bytes are not \"%s\")", name,
+                          UIH_SNAPSHOT_LOG_MAGIC);
+  size_t at = 8, count = 0;
+  while (at < len) {
+    const size_t start = at;
+    uint64_t v = 0;
+    unsigned shift = 0;
+    for (;;) {
+      if (at == len)
+        return uih_corruption(err, "%s: record %zu at byte %zu: the log ends inside its length", name, count, start);
+      const uint8_t c = buf[at++];
+      if (shift > 56 || (shift == 56 && (c & 0x80)))
+        return uih_corruption(err, "%s: record %zu at byte %zu: its length is not a varint", name, count, start);
+      v |= (uint64_t)(c & 0x7f) << shift;
+      shift += 7;
+      if (!(c & 0x80)) break;
+    }
+    if (v == 0 || v > UIH_SNAPSHOT_RECORD_MAX)
+      return uih_corruption(err, "%s: record %zu at byte %zu: length %" PRIu64 ", expected 1..%zu", name, count, start,
+                            v, UIH_SNAPSHOT_RECORD_MAX);
+    if (v > len - at)
+      return uih_corruption(err,
+                            "%s: record %zu at byte %zu: the log ends %zu bytes into its %" PRIu64
+                            " (a writer stopped mid-record?)",
+                            name, count, start, len - at, v);
+    if (count < cap) {
+      uih_snapshot_record r;
+      const int ok = (users || request_ts) && uih_snapshot_record_decode(buf + at, (size_t)v, &r, NULL) == UIH_OK;
+      if (offsets) offsets[count] = at;
+      if (lens) lens[count] = v;
+      if (users) users[count] = ok ? r.user_id : 0;
+      if (request_ts) request_ts[count] = ok ? r.request_ts : 0;
+    }
+    at += (size_t)v;
+    count++;
+  }
+  *n = count;
+  return UIH_OK;
+}
+
 void uih_snapshot_log_close(uih_snapshot_log *l) {
   if (!l) return;
   free(l->buf);

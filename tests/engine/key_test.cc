@@ -190,6 +190,19 @@ TEST(Shard, ValuesArePinned) {
   }
 }
 
+// Many at once give what one at a time gives.
+TEST(Shard, ManyAtOnceAreOneAtATime) {
+  std::mt19937_64 rng(5);
+  std::vector<uint64_t> users(1000);
+  for (uint64_t& u : users) u = rng() >> (rng() % 64);
+  for (uint32_t n : {0u, 1u, 2u, 7u, 1000u, UINT32_MAX}) {
+    std::vector<uint32_t> out(users.size(), 12345);
+    uih_shard_of_many(users.data(), users.size(), n, out.data());
+    for (size_t i = 0; i < users.size(); i++) ASSERT_EQ(uih_shard_of(users[i], n), out[i]) << users[i] << " " << n;
+  }
+  uih_shard_of_many(nullptr, 0, 4, nullptr);  // nothing to do
+}
+
 // Consecutive user ids (how ids are often handed out) spread evenly.
 TEST(Shard, ConsecutiveUsersSpreadEvenly) {
   for (uint32_t n : {2u, 7u, 16u, 64u}) {

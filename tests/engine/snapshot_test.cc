@@ -298,6 +298,43 @@ TEST_F(SnapshotTest, LogsReturnTheirRecordsAndNameWhereTheyAreCut) {
     }
     uih_snapshot_log_close(l);
     fclose(m);
+    // The in-memory index of the same bytes: the same records, or the
+    // same error.
+    std::vector<uint64_t> ioff(recs.size()), ilen(recs.size()), users(recs.size());
+    std::vector<int64_t> ts(recs.size());
+    size_t count = 99;
+    uih_error ierr{};
+    rc = uih_snapshot_log_index(reinterpret_cast<const uint8_t*>(bytes.data()), cut, "t.log", ioff.data(),
+                                ilen.data(), users.data(), ts.data(), recs.size(), &count, &ierr);
+    if (cut > 0 && cut < 8) {
+      EXPECT_EQ(rc, UIH_ERR_CORRUPTION);
+      continue;
+    }
+    if (!between) {
+      EXPECT_EQ(rc, UIH_ERR_CORRUPTION) << "cut at " << cut;
+      EXPECT_STREQ(ierr.msg, err_.msg) << "cut at " << cut;
+      continue;
+    }
+    ASSERT_EQ(rc, UIH_OK) << ierr.msg;
+    ASSERT_EQ(count, n);
+    for (size_t i = 0; i < n; i++) {
+      EXPECT_EQ(bytes.substr(ioff[i], ilen[i]), recs[i]);
+      uih_snapshot_record r;
+      ASSERT_EQ(uih_snapshot_record_decode(reinterpret_cast<const uint8_t*>(recs[i].data()), recs[i].size(), &r,
+                                           nullptr),
+                UIH_OK);
+      EXPECT_EQ(users[i], r.user_id);
+      EXPECT_EQ(ts[i], r.request_ts);
+    }
+    // A short array still counts them all, and fills only what fits.
+    std::vector<uint64_t> one(1, 77);
+    ASSERT_EQ(uih_snapshot_log_index(reinterpret_cast<const uint8_t*>(bytes.data()), cut, "t.log", nullptr, nullptr,
+                                     one.data(), nullptr, n ? 1 : 0, &count, nullptr),
+              UIH_OK);
+    EXPECT_EQ(count, n);
+    if (n) {
+      EXPECT_EQ(one[0], users[0]);
+    }
   }
 }
 

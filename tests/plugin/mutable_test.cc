@@ -643,6 +643,46 @@ TEST_F(Mutable, StoresWithoutChunksKeepTheirSingleKey) {
   EXPECT_NE(nullptr, strstr(err.msg, "chunk_span 0")) << err.msg;
 }
 
+// A read of the newest events jumps over empty spans with one seek to the
+// chunk before them, and a key there that names no chunk start is an
+// error, not the end of the history.
+TEST_F(Mutable, NewestReadsSeekAcrossGapsAndNameBadKeys) {
+  uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
+  o.chunk_span = 100;
+  Open(&o);
+  std::mt19937_64 rng(3);
+  BatchPtr old = Random(rng, 1), recent = Random(rng, 1);
+  int tsc = uih_batch_column_index(old.b, g_->ts->id);
+  uih_column_set_bits(&old.b->columns[tsc], 0, 1000);           // chunk 1000
+  uih_column_set_bits(&recent.b->columns[tsc], 0, 5000000000);  // 50 M spans later
+  Append(9, old);
+  Append(9, recent);
+  std::vector<Event> want = uih_test::EventsOf(old.b), more = uih_test::EventsOf(recent.b);
+  want.insert(want.end(), more.begin(), more.end());
+  for (uint32_t newest : {2u, 5u, UINT32_MAX}) {
+    BatchPtr b;
+    uih_error err{};
+    ASSERT_EQ(UIH_OK, uih::ReadMutableNewest(m_, 9, g_->id, INT64_MIN, INT64_MAX, newest, &b.b, &err)) << err.msg;
+    EXPECT_EQ(want, uih_test::EventsOf(b.b)) << newest;
+  }
+  rocksdb::DB* db = uih::MutableDB(m_);
+  const std::string value = Stored()[Key(9, 1000)];
+  // Between the two chunks, then newer than both: keys whose last byte
+  // makes their timestamp no multiple of the span.
+  for (int64_t at : {INT64_C(3000), INT64_C(9000000000)}) {
+    std::string bad = Key(9, at);
+    bad[17] = 7;
+    ASSERT_TRUE(db->Put({}, uih::MutableColumnFamily(m_), bad, value).ok());
+    for (uint32_t newest : {2u, UINT32_MAX}) {
+      BatchPtr b;
+      uih_error err{};
+      EXPECT_EQ(UIH_ERR_CORRUPTION, uih::ReadMutableNewest(m_, 9, g_->id, INT64_MIN, INT64_MAX, newest, &b.b, &err))
+          << at << " " << newest;
+      EXPECT_NE(nullptr, strstr(err.msg, "expected 18 bytes naming a chunk start")) << err.msg;
+    }
+  }
+}
+
 TEST(ChunkStart, IsTheFloorMultipleOfTheSpan) {
   EXPECT_EQ(0, uih_key_chunk_start(0, 3600));
   EXPECT_EQ(0, uih_key_chunk_start(3599, 3600));

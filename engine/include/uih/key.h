@@ -88,6 +88,9 @@ int uih_key_compare(const uih_key *a, const uih_key *b);
  * Python, xxhash.xxh3_64_intdigest(user_id.to_bytes(8, "little")) %
  * nshards. nshards 0 or 1 gives 0. */
 uint32_t uih_shard_of(uint64_t user_id, uint32_t nshards);
+/* uih_shard_of of each of the n user ids into out[0..n): for callers that
+ * partition many records at once (the Python layer's workers). */
+void uih_shard_of_many(const uint64_t *user_ids, size_t n, uint32_t nshards, uint32_t *out);
 
 #ifdef __cplusplus
 }

@@ -156,6 +156,18 @@ int uih_snapshot_log_open(FILE *f, const char *name, uih_snapshot_log **out, uih
 int uih_snapshot_log_next(uih_snapshot_log *l, const uint8_t **rec, size_t *len, uint64_t *offset, uih_error *err);
 void uih_snapshot_log_close(uih_snapshot_log *l); /* NULL is fine; does not close f */
 
+/* A log held in memory whole (`len` bytes from its magic, e.g. a file
+ * read or mapped; `name` names it in messages): per record, in log order,
+ * the offset of its bytes in `buf` (after its length), its length, and its
+ * user id and request time as its header gives them (0 and 0 for a record
+ * that does not decode: materializing it says why), into the arrays (each
+ * may be NULL) up to `cap` records; *n gets how many the log holds, which
+ * may exceed cap. For callers that hand a log's records to the
+ * materializer in batches, or partition them by user, without a call per
+ * record. Framing errors as uih_snapshot_log_next's. */
+int uih_snapshot_log_index(const uint8_t *buf, size_t len, const char *name, uint64_t *offsets, uint64_t *lens,
+                           uint64_t *users, int64_t *request_ts, size_t cap, size_t *n, uih_error *err);
+
 /* Appends a record to the log `f`, the magic first when `f` is empty. */
 int uih_snapshot_log_append(FILE *f, const uint8_t *rec, size_t len, uih_error *err);
 
