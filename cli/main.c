@@ -10,7 +10,7 @@ static void usage(FILE *out) {
           "usage: uih COMMAND [ARGS]\n"
           "\n"
           "commands:\n"
-          "  init --store DIR --schema FILE [--shards N]\n"
+          "  init --store DIR --schema FILE [--shards N] [--chunk-span T]\n"
           "                                      create a store\n"
           "  load --store DIR [--through TS] [--lookback T] [--delete FILE]\n"
           "      [--schema NEWFILE] [--shard I] [--threads N] [--memory BYTES]\n"
