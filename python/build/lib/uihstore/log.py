@@ -1,0 +1,133 @@
+"""Snapshot logs (uih/snapshot.h): what inference appends records to and
+training reads them back from. Reading holds a log in memory whole and
+indexes it with one C call (uih_snapshot_log_index), so batches of records
+go to the materializer as arrays of pointers, never a call per record."""
+
+import ctypes
+import os
+
+import numpy as np
+
+from . import _lib as L
+
+
+class SnapshotLog:
+    """A snapshot log read whole: `users`, `request_ts`, `offsets` and
+    `lengths` are numpy arrays, one entry per record in log order; `data`
+    holds the file's bytes. A log cut or damaged anywhere raises UihError
+    naming the record and byte offset."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self.data = np.fromfile(self.path, dtype=np.uint8)
+        name = self.path.encode()
+        n = ctypes.c_size_t()
+        err = L.uih_error()
+        ptr = self.data.ctypes.data if len(self.data) else None
+        L.check(L.uih_snapshot_log_index(ptr, len(self.data), name, None, None, None, None, 0, ctypes.byref(n),
+                                         ctypes.byref(err)), err)
+        count = n.value
+        self.offsets = np.zeros(count, np.uint64)
+        self.lengths = np.zeros(count, np.uint64)
+        self.users = np.zeros(count, np.uint64)
+        self.request_ts = np.zeros(count, np.int64)
+        L.check(L.uih_snapshot_log_index(ptr, len(self.data), name, self.offsets.ctypes.data,
+                                         self.lengths.ctypes.data, self.users.ctypes.data,
+                                         self.request_ts.ctypes.data, count, ctypes.byref(n), ctypes.byref(err)), err)
+        # Each record's address, for the materializer's array of pointers.
+        self.pointers = (self.offsets + np.uint64(self.data.ctypes.data)) if count else self.offsets
+
+    def __len__(self):
+        return len(self.offsets)
+
+    def record(self, i):
+        """Record i's bytes (a copy)."""
+        o, n = int(self.offsets[i]), int(self.lengths[i])
+        return self.data[o:o + n].tobytes()
+
+    def __iter__(self):
+        return (self.record(i) for i in range(len(self)))
+
+    def shards(self, nshards):
+        """Each record's shard among `nshards` (uih_shard_of of its user)."""
+        return shard_of_many(self.users, nshards)
+
+
+def shard_of_many(users, nshards):
+    """uih_shard_of of each user id in `users` (a uint64 array), at once."""
+    users = np.ascontiguousarray(users, dtype=np.uint64)
+    out = np.zeros(len(users), np.uint32)
+    if len(users):
+        L.uih_shard_of_many(users.ctypes.data, len(users), nshards, out.ctypes.data)
+    return out
+
+
+def decode_record(record):
+    """A record's fields as a dict (store, user_id, request_ts,
+    schema_version, groups: per group id, length, generation, start_ts,
+    end_ts, mutable_bytes) and `text`, its text form (as `uih log dump`
+    prints it). UihError for a record that does not decode."""
+    buf = bytes(record)
+    r = L.uih_snapshot_record()
+    err = L.uih_error()
+    L.check(L.uih_snapshot_record_decode(buf, len(buf), ctypes.byref(r), ctypes.byref(err)), err)
+    need = L.uih_snapshot_record_format(ctypes.byref(r), None, 0)
+    text = ctypes.create_string_buffer(need + 1)
+    L.uih_snapshot_record_format(ctypes.byref(r), text, need + 1)
+    groups = []
+    for i in range(r.ngroups):
+        g = r.groups[i]
+        groups.append({"group": g.group, "length": g.length, "generation": g.generation, "start_ts": g.start_ts,
+                       "end_ts": g.end_ts, "mutable_bytes": g.mutable_len})
+    return {"store": r.store, "user_id": r.user_id, "request_ts": r.request_ts,
+            "schema_version": r.schema_version, "groups": groups, "text": text.value.decode()}
+
+
+class LogWriter:
+    """Appends records to a snapshot log file (created when absent; a torn
+    last record a killed writer left is cut first, as `uih snapshot --log`
+    does). Use as a context manager, or close()."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self._f = L.fopen(self.path.encode(), b"a+b")
+        if not self._f:
+            raise L.UihError(L.ERR_IO, "%s: %s" % (self.path, os.strerror(ctypes.get_errno() or 5)))
+        records, dropped = ctypes.c_uint64(), ctypes.c_uint64()
+        err = L.uih_error()
+        rc = L.uih_snapshot_log_repair(self._f, self.path.encode(), ctypes.byref(records), ctypes.byref(dropped),
+                                       ctypes.byref(err))
+        if rc != L.OK:
+            L.fclose(self._f)
+            self._f = None
+            L.check(rc, err)
+        self.records = records.value
+        self.dropped = dropped.value
+
+    def append(self, record):
+        if self._f is None:
+            raise ValueError("the log writer is closed")
+        buf = bytes(record)
+        err = L.uih_error()
+        L.check(L.uih_snapshot_log_append(self._f, buf, len(buf), ctypes.byref(err)), err)
+        self.records += 1
+
+    def flush(self):
+        if self._f is not None and L.fflush(self._f) != 0:
+            raise L.UihError(L.ERR_IO, "%s: flushing failed" % self.path)
+
+    def close(self):
+        if self._f is not None:
+            f, self._f = self._f, None
+            if L.fclose(f) != 0:
+                raise L.UihError(L.ERR_IO, "%s: closing failed" % self.path)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_f", None) is not None:
+            L.fclose(self._f)

@@ -1,0 +1,27 @@
+"""uihstore for Python: a thin layer over the C API of libuih_rocksdb and
+libuihstore (ctypes; nothing reimplemented). See the README's "Python"
+section.
+
+    import uihstore
+    with uihstore.Store.open("st") as st:
+        seqs, record = st.snapshot(42, 1700000000000, {"engagement": 256})
+        res = st.materialize([record], {"engagement": (128, ["ts", "item_id"])})
+        res["engagement"].values["item_id"]      # numpy, the C buffer itself
+"""
+
+from ._lib import UihError
+from ._events import Events
+from .log import LogWriter, SnapshotLog, decode_record, shard_of_many
+from .materialized import MatGroup, Materialized, Materializer, Projection
+from .store import Store
+
+RECORD_MISMATCH = 1
+RECORD_NO_GROUP = 2
+RECORD_UNREADABLE = 4
+RECORD_OTHER_STORE = 8
+
+__version__ = "0.1.0"
+
+__all__ = ["Store", "UihError", "Events", "SnapshotLog", "LogWriter", "decode_record", "shard_of_many",
+           "Projection", "Materialized", "MatGroup", "Materializer", "RECORD_MISMATCH", "RECORD_NO_GROUP",
+           "RECORD_UNREADABLE", "RECORD_OTHER_STORE"]
