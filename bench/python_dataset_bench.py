@@ -40,7 +40,7 @@ def build(a, work):
     uih("gen", "--schema", schema, "--group", "engagement", "--users", a.users, "--days", a.days, "--seed", 7,
         "--out", hist)
     ts = np.loadtxt(hist, delimiter=",", skiprows=1, usecols=2, dtype=np.int64)
-    cut = int(ts.max()) - 86400000 + 1  # the last day
+    cut = int(ts.min()) + (a.days - 1) * 86400000  # the last day
     with open(hist) as f, open(os.path.join(work, "old.csv"), "w") as old, open(day, "w") as new:
         header = f.readline()
         old.write(header)
