@@ -3,6 +3,7 @@ fresh virtual environment (Debian's numpy and torch seen through
 --system-site-packages), then imported from elsewhere."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -13,8 +14,11 @@ def test_pip_install_then_import(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     py = str(venv / "bin" / "python")
+    # From a copy: a build writes build/ and *.egg-info next to the sources.
+    src = tmp_path / "src"
+    shutil.copytree(os.path.dirname(HERE), str(src), ignore=shutil.ignore_patterns("tests", "__pycache__"))
     p = subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-deps", "--no-index",
-                        os.path.dirname(HERE)], capture_output=True, text=True)
+                        str(src)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
