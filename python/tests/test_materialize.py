@@ -1,7 +1,6 @@
 """Reconstruction from Python: what `uih materialize` prints, in both
 layouts and every projection, from the C result's own buffers."""
 
-import ctypes
 import gc
 import os
 

@@ -1,7 +1,6 @@
 """Store calls against the C CLI's outputs on the same store."""
 
 import json
-import os
 
 import numpy as np
 import pytest

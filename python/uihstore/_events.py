@@ -21,7 +21,7 @@ DTYPES = {
 }
 
 
-def trait_name(group, trait_ptr):
+def trait_name(trait_ptr):
     t = trait_ptr.contents
     return t.name.decode() if t.id != L.TRAIT_ARRIVAL else "uih_arrival"
 
@@ -63,7 +63,7 @@ def from_batch(bp):
     for c in range(b.ncolumns):
         col = b.columns[c]
         t = col.trait.contents
-        name = trait_name(b.group, col.trait)
+        name = trait_name(col.trait)
         dt = DTYPES[t.type]
         if n:
             vals = np.ctypeslib.as_array(ctypes.cast(col.values, ctypes.POINTER(ctypes.c_uint8)),

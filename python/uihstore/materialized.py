@@ -189,19 +189,19 @@ class Materialized:
 
 
 def pointer_arrays(records):
-    """(pointers, lengths, keep) for uih_materialize from a list of bytes,
-    or from a (pointers, lengths) pair of uint64 arrays (a SnapshotLog's
-    slices); `keep` holds what the pointers point into."""
+    """(pointers, lengths, n, keep) for uih_materialize from a list of
+    bytes, or from a (pointers, lengths) pair of uint64 arrays (a
+    SnapshotLog's slices); `keep` holds what the pointers point into."""
     if isinstance(records, tuple):
         ptrs, lens = records
         ptrs = np.ascontiguousarray(ptrs, dtype=np.uint64)
         lens = np.ascontiguousarray(lens, dtype=np.uint64)
-        return ptrs, lens, (ptrs, lens)
+        return ptrs, lens, len(lens), (ptrs, lens)
     bufs = [bytes(r) for r in records]
     n = len(bufs)
     ptrs = (ctypes.c_char_p * max(n, 1))(*bufs)
     lens = (ctypes.c_size_t * max(n, 1))(*[len(b) for b in bufs])
-    return ptrs, lens, (bufs, ptrs, lens)
+    return ptrs, lens, n, (bufs, ptrs, lens)
 
 
 def _addr(a):
@@ -211,8 +211,7 @@ def _addr(a):
 def materialize(store, records, projection):
     """uih_materialize of `records` (a list of bytes, or (pointers,
     lengths) arrays) for `projection` on `store` (a Store)."""
-    ptrs, lens, keep = pointer_arrays(records)
-    n = len(lens) if isinstance(lens, np.ndarray) else len(keep[0])
+    ptrs, lens, n, keep = pointer_arrays(records)
     p = projection.to_c(store._schema())
     out = ctypes.c_void_p()
     stats = L.uih_materialize_stats()
@@ -242,8 +241,7 @@ class Materializer:
         self.pending = 0
 
     def submit(self, records):
-        ptrs, lens, keep = pointer_arrays(records)
-        n = len(lens) if isinstance(lens, np.ndarray) else len(keep[0])
+        ptrs, lens, n, keep = pointer_arrays(records)
         err = L.uih_error()
         L.check(L.uih_materializer_submit(self._h, _addr(ptrs), _addr(lens), n, ctypes.byref(err)), err)
         self.pending += 1

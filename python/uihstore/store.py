@@ -8,7 +8,7 @@ import weakref
 
 from . import _lib as L
 from . import _events
-from .materialized import Materialized, Materializer, Projection, materialize
+from .materialized import Materializer, Projection, materialize
 
 TIERS = {"immutable": 1, "mutable": 2, "all": 3}
 
