@@ -85,6 +85,8 @@ static const char kLoadUsage[] =
     "  --delete FILE   users, items or (user, item) pairs to erase from the whole history:\n"
     "                  CSV with the header user_id, an id trait's name, or both\n"
     "  --schema FILE   a new schema version (a valid successor) applied by this load\n"
+    "  --shard I       load shard I alone (the other shards' events are skipped), opening only\n"
+    "                  its database: loads of different shards can run at once, one per process\n"
     "  --rejects FILE  bad lines go there (file,line,reason,record) and the load goes on\n"
     "  --keep N        live generations per shard after the load (default 2; 1 leaves no older\n"
     "                  copy of what --delete erased)";
@@ -231,7 +233,11 @@ int cmd_load(int argc, char **argv) {
     if (!strcmp(a, "--store")) dir = v;
     else if (!strcmp(a, "--through") && cli_parse_i64(a, v, &t) && t != INT64_MIN) o.through = t;
     else if (!strcmp(a, "--lookback") && cli_parse_i64(a, v, &t) && t > 0) o.lookback = t;
-    else if (!strcmp(a, "--shard") && cli_parse_u64(a, v, &u) && u < UIH_STORE_SHARDS_MAX) o.shard = (int32_t)u;
+    else if (!strcmp(a, "--shard") && cli_parse_u64(a, v, &u) && u < UIH_STORE_SHARDS_MAX) {
+      o.shard = (int32_t)u; /* opening that shard alone: loads of other shards may run meanwhile */
+      so.one_shard = 1;
+      so.shard = (uint32_t)u;
+    }
     else if (!strcmp(a, "--threads") && cli_parse_u64(a, v, &u) && u >= 1 && u <= 64) o.threads = (uint32_t)u;
     else if (!strcmp(a, "--memory") && parse_bytes(a, v, &u)) o.memory = (size_t)u;
     else if (!strcmp(a, "--delete")) o.deletes = v;

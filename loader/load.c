@@ -232,11 +232,18 @@ static int merge_all(load *l, uih_error *err) {
 
 /* ---- the load --------------------------------------------------------------------- */
 
-static int check_opts(uih_store *s, const uih_load_opts *o, uih_error *err) {
-  uint32_t n = uih_store_shards(s);
+/* Checks the options; a store opened for one shard loads that shard. */
+static int check_opts(uih_store *s, uih_load_opts *o, uih_error *err) {
+  uint32_t n = uih_store_shards(s), open = 0, only = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (uih_store_has_shard(s, i)) open++, only = i;
   if (o->shard >= 0 && (uint32_t)o->shard >= n)
     return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "load: shard %d, the store has %u (0..%u)", o->shard, n, n - 1);
   if (o->shard < -1) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "load: shard %d", o->shard);
+  if (open < n && o->shard == -1) o->shard = (int32_t)only;
+  if (open < n && o->shard != (int32_t)only)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "load: shard %d, but the store was opened for shard %u alone",
+                         o->shard, only);
   if (o->lookback < 0)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "load: lookback %" PRId64 ", expected >= 0", o->lookback);
   if (o->memory < ((size_t)1 << 20))
@@ -295,7 +302,10 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
   uih_generation *cur = calloc(l->nshards, sizeof *cur); /* each shard's current record (generation 0: none) */
   if (!cur) return uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
   l->current = cur;
-  for (uint32_t i = 0; i < l->nshards; i++) { /* every shard's, so --shard loads agree with a full one */
+  /* Every shard's, so --shard loads agree with a full one; a store opened
+   * for one shard knows its own. */
+  for (uint32_t i = 0; i < l->nshards; i++) {
+    if (!uih_store_has_shard(s, i)) continue;
     int has;
     int rc = current_record(s, i, &cur[i], &has, err);
     if (rc != UIH_OK) return rc;

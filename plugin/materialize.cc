@@ -585,11 +585,13 @@ int Materializer::DecodeGroup(Job& job, uih_error* err) {
 
 int Materializer::PlanUser(const std::vector<size_t>& idx, uih_error* err) {
   const uint64_t user = recs_[idx[0]].user_id;
-  Shard* sh = s_->shards[uih_shard_of(user, static_cast<uint32_t>(s_->shards.size()))].get();
+  Shard* sh;
+  int rc = uih::ShardOfUser(s_, user, &sh, err);
+  if (rc != UIH_OK) return rc;
   std::shared_ptr<Generation> gen = sh->Get(0);
   st_->users++;
   for (uint32_t gi = 0; gi < p_->ngroups; gi++) {
-    int rc = PlanGroup(idx, gi, sh, gen, err);
+    rc = PlanGroup(idx, gi, sh, gen, err);
     if (rc != UIH_OK) return rc;
   }
   return UIH_OK;

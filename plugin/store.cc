@@ -93,8 +93,20 @@ int ShardAt(uih_store* s, uint32_t shard, Shard** out, uih_error* err) {
   if (shard >= s->shards.size())
     return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "store %s: shard %u, it has %zu (0..%zu)", s->dir.c_str(), shard,
                          s->shards.size(), s->shards.size() - 1);
+  if (!s->shards[shard])
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store %s: shard %u is not open (opened for shard %u alone)",
+                         s->dir.c_str(), shard, s->opts.shard);
   *out = s->shards[shard].get();
   return UIH_OK;
+}
+
+int ShardOfUser(uih_store* s, uint64_t user, Shard** out, uih_error* err) {
+  const uint32_t shard = uih_shard_of(user, static_cast<uint32_t>(s->shards.size()));
+  *out = s->shards[shard].get();
+  if (*out) return UIH_OK;
+  return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                       "store %s: user %" PRIu64 " is in shard %u, which is not open (opened for shard %u alone)",
+                       s->dir.c_str(), user, shard, s->opts.shard);
 }
 
 int CatchUpWatermark(Shard* sh, uih_error* err) {
@@ -116,6 +128,7 @@ int SchemaAt(uih_store* s, uint32_t version, const uih_schema** out, uih_error* 
     return UIH_OK;
   }
   for (auto& sh : s->shards) {
+    if (!sh) continue;
     std::string json;
     Status st = sh->db->Get(ReadOptions(), sh->meta, SchemaKey(version), &json);
     if (st.IsNotFound()) continue;
@@ -334,7 +347,7 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
     if (uih::ParseGenerationCfName(h->GetName(), &g)) gen_cfs[g] = h;
   }
   Shard* raw = sh.get();
-  s->shards.push_back(std::move(sh));  // closed with the store from here on
+  s->shards[index] = std::move(sh);  // closed with the store from here on
   std::map<uint32_t, uih_generation> records;
   int rc = ReadCurrent(raw, err);
   if (rc == UIH_OK) rc = ReadRecords(raw, &records, err);
@@ -380,9 +393,13 @@ int Open(const char* dir, const uih_store_opts* opts, uih_store** out, uih_error
   auto s = std::make_unique<uih_store>();
   s->dir = dir;
   while (s->dir.size() > 1 && s->dir.back() == '/') s->dir.pop_back();
-  s->tmp = s->dir + "/tmp";
   s->opts = UIH_STORE_OPTS_DEFAULT;
   if (opts) s->opts = *opts;
+  if (!s->opts.one_shard) s->opts.shard = 0;
+  // A store of one shard keeps its temporary files apart: removing them
+  // never touches another shard's running load.
+  s->tmp = s->dir + "/tmp";
+  if (s->opts.one_shard) s->tmp += ShardPath("", s->opts.shard);
   if (s->opts.keep == 0) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_open: keep must be at least 1");
   struct stat st;
   if (stat(dir, &st) != 0) return uih::NotAStore(err, dir, errno == ENOENT ? "it does not exist" : strerror(errno));
@@ -400,6 +417,10 @@ int Open(const char* dir, const uih_store_opts* opts, uih_store** out, uih_error
     uih_error_prefix(err, "%s: ", path.c_str());
     return rc;
   }
+  if (s->opts.one_shard && s->opts.shard >= nshards)
+    return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "store_open: %s: shard %u, the store has %u (0..%u)", dir,
+                         s->opts.shard, nshards, nshards - 1);
+  s->shards.resize(nshards);
   // A read-only store pins the generations it opens, and opens them
   // inside the gate: no writer retires them in between (store_pins.h).
   rc = s->pins.Open(path, !s->opts.read_only, err);
@@ -411,6 +432,7 @@ int Open(const char* dir, const uih_store_opts* opts, uih_store** out, uih_error
       if (gate->rc() != UIH_OK) return gate->rc();
     }
     for (uint32_t i = 0; i < nshards; i++) {
+      if (s->opts.one_shard && i != s->opts.shard) continue;
       rc = OpenShard(s.get(), i, err);
       if (rc != UIH_OK) return rc;
       if (!s->opts.read_only) continue;
@@ -423,6 +445,7 @@ int Open(const char* dir, const uih_store_opts* opts, uih_store** out, uih_error
   uint32_t best = 0;
   std::string json;
   for (auto& sh : s->shards) {
+    if (!sh) continue;
     std::string j;
     rc = ReadNewestSchema(sh.get(), &sh->schema_version, &j, err);
     if (rc != UIH_OK) return rc;
@@ -434,14 +457,17 @@ int Open(const char* dir, const uih_store_opts* opts, uih_store** out, uih_error
   rc = uih_schema_parse(json.data(), json.size(), origin.c_str(), &newest.schema, err);
   if (rc != UIH_OK) return rc;
   s->schema = newest.schema;
-  for (auto& sh : s->shards) uih::SetMutableSchema(sh->mut, s->schema);
+  for (auto& sh : s->shards)
+    if (sh) uih::SetMutableSchema(sh->mut, s->schema);
   if (!s->opts.read_only) {
     for (auto& sh : s->shards) {
+      if (!sh) continue;
       rc = CatchUpWatermark(sh.get(), err);
       if (rc != UIH_OK) return rc;
     }
     std::error_code ec;
     fs::remove_all(s->tmp, ec);  // a killed load's files
+    if (s->opts.one_shard) fs::create_directory(s->dir + "/tmp", ec);  // the parent of this shard's
   }
   *out = s.release();
   return UIH_OK;
@@ -520,12 +546,15 @@ void uih_store_close(uih_store* s) {
 
 const uih_schema* uih_store_schema(const uih_store* s) { return s ? s->schema.load() : nullptr; }
 uint32_t uih_store_shards(const uih_store* s) { return s ? static_cast<uint32_t>(s->shards.size()) : 0; }
+int uih_store_has_shard(const uih_store* s, uint32_t shard) {
+  return s && shard < s->shards.size() && s->shards[shard] ? 1 : 0;
+}
 const char* uih_store_dir(const uih_store* s) { return s ? s->dir.c_str() : nullptr; }
 uint64_t uih_store_id(const uih_store* s) { return s ? s->id : 0; }
 const char* uih_store_tmpdir(const uih_store* s) { return s ? s->tmp.c_str() : nullptr; }
 
 uih_mutable* uih_store_mutable(uih_store* s, uint32_t shard) {
-  return s && shard < s->shards.size() ? s->shards[shard]->mut : nullptr;
+  return s && shard < s->shards.size() && s->shards[shard] ? s->shards[shard]->mut : nullptr;
 }
 
 int uih_store_generations(uih_store* s, uint32_t shard, uih_generation* out, size_t cap, size_t* n,

@@ -295,7 +295,8 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
   {
     std::lock_guard<std::mutex> lock(w->s->schemas_mu);
     if (g->schema_version > uih_schema_version(w->s->schema)) {  // the tiers first, then the store's
-      for (auto& other : w->s->shards) uih::SetMutableSchema(other->mut, schema);
+      for (auto& other : w->s->shards)
+        if (other) uih::SetMutableSchema(other->mut, schema);
       w->s->schema = schema;
     }
   }

@@ -126,7 +126,7 @@ struct uih_store {
   std::atomic<const uih_schema*> schema{nullptr};  // the newest version a shard holds
   std::mutex schemas_mu;
   std::map<uint32_t, uih::SchemaVersion> schemas;  // every version seen; freed at close
-  std::vector<std::unique_ptr<uih::Shard>> shards;
+  std::vector<std::unique_ptr<uih::Shard>> shards;  // null: not opened (opts.one_shard)
   uih::Pins pins;  // what a read-only store holds; a writer's view of the others' (released after the shards close)
   ~uih_store() {
     shards.clear();
@@ -165,6 +165,9 @@ namespace uih {
 
 // The shard `shard` of `s`, or an error naming the store and its shards.
 int ShardAt(uih_store* s, uint32_t shard, Shard** out, uih_error* err);
+// The shard holding `user`'s history, or an error when the store did not
+// open it (a store opened for one shard).
+int ShardOfUser(uih_store* s, uint64_t user, Shard** out, uih_error* err);
 // A watermark behind the shard's current generation (a load killed
 // between publishing and advancing it) catches up.
 int CatchUpWatermark(Shard* sh, uih_error* err);

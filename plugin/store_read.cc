@@ -90,13 +90,15 @@ int Read(uih_store* s, uint64_t user, uint16_t group, int64_t from, int64_t to, 
                          tier);
   const uih_group* g = uih_schema_group_by_id(s->schema, group);
   if (g == nullptr) return uih_error_set(err, UIH_ERR_NOT_FOUND, "store_read: the schema has no group with id %u", group);
-  Shard* sh = s->shards[uih_shard_of(user, static_cast<uint32_t>(s->shards.size()))].get();
+  Shard* sh;
+  int rc = uih::ShardOfUser(s, user, &sh, err);
+  if (rc != UIH_OK) return rc;
   if (*batch != nullptr && (*batch)->group->id == group) {  // the caller's projection, whatever its version
     g = (*batch)->group;
     uih_batch_clear(*batch);
   } else {
     uih_batch* nb = nullptr;
-    int rc = uih_batch_create(g, 64, nullptr, 0, &nb, err);
+    rc = uih_batch_create(g, 64, nullptr, 0, &nb, err);
     if (rc != UIH_OK) return rc;
     uih_batch_free(*batch);
     *batch = nb;
@@ -104,7 +106,7 @@ int Read(uih_store* s, uint64_t user, uint16_t group, int64_t from, int64_t to, 
   // The watermark first, then the generation (see uih::SplitOf).
   int64_t wm = INT64_MIN;
   int has = 0;
-  int rc = uih_mutable_watermark(sh->mut, &wm, &has, err);
+  rc = uih_mutable_watermark(sh->mut, &wm, &has, err);
   if (rc != UIH_OK) return rc;
   std::shared_ptr<Generation> gen;
   if (tier & UIH_TIER_IMMUTABLE) {

@@ -233,12 +233,14 @@ int Snapshot(uih_snapshotter* sn, uint64_t user, int64_t request_ts, const uih_s
                              spec->groups[i].group);
   uih_store* s = sn->s;
   const uih_schema* schema = s->schema.load();
-  Shard* sh = s->shards[uih_shard_of(user, static_cast<uint32_t>(s->shards.size()))].get();
+  Shard* sh;
+  int rc = uih::ShardOfUser(s, user, &sh, err);
+  if (rc != UIH_OK) return rc;
   // The watermark first, then the generation: a publish in between makes
   // the generation newer than the watermark, never older (see store.h).
   int64_t wm = INT64_MIN;
   int has_wm = 0;
-  int rc = uih_mutable_watermark(sh->mut, &wm, &has_wm, err);
+  rc = uih_mutable_watermark(sh->mut, &wm, &has_wm, err);
   if (rc != UIH_OK) return rc;
   std::shared_ptr<Generation> gen = sh->Get(0);
   const uih::Split split = uih::SplitOf(wm, has_wm, gen.get());

@@ -81,9 +81,11 @@ typedef struct uih_store_opts {
                                read-only store holds */
   size_t block_cache_bytes; /* the mutable tier's block cache per shard (default 32 MiB) */
   uint64_t file_bytes;      /* a load's table files roll over at this size (default 256 MiB) */
+  int one_shard;            /* nonzero: open shard `shard` alone (default 0: every shard) */
+  uint32_t shard;
 } uih_store_opts;
 
-#define UIH_STORE_OPTS_DEFAULT {0, 2, (size_t)32 << 20, (uint64_t)256 << 20}
+#define UIH_STORE_OPTS_DEFAULT {0, 2, (size_t)32 << 20, (uint64_t)256 << 20, 0, 0}
 
 typedef struct uih_store uih_store;
 
@@ -91,7 +93,18 @@ typedef struct uih_store uih_store;
  * finishes what a killed load left: generations never made current are
  * dropped, temporary files removed, a watermark behind the current
  * generation advanced. A directory that is no store fails with
- * UIH_ERR_NOT_FOUND ("not a uihstore store: DIR: why"). */
+ * UIH_ERR_NOT_FOUND ("not a uihstore store: DIR: why").
+ *
+ * A store opened for one shard (opts.one_shard) opens only that shard's
+ * database, so processes can each write their own shard of one store at
+ * once — one load per shard, on as many machines as share the directory.
+ * It recovers only its shard's leftovers (its temporary files are under
+ * tmp/shard-NNNN/), knows the schema versions its shard holds, and calls
+ * about another shard, or a user in one, fail with UIH_ERR_INVALID_ARGUMENT
+ * naming the shard it opened. uih_store_shards still counts every shard:
+ * users map to shards as in the whole store. A whole-store writable open
+ * fails while any shard is open for writing elsewhere (each shard's
+ * database is locked by its writer). */
 int uih_store_open(const char *dir, const uih_store_opts *opts, uih_store **out, uih_error *err);
 
 void uih_store_close(uih_store *s); /* NULL is fine */
@@ -110,6 +123,9 @@ const uih_schema *uih_store_schema(const uih_store *s);
 int uih_store_schema_add(uih_store *s, const char *json, size_t len, const char *origin,
                          const uih_schema **out, uih_error *err);
 uint32_t uih_store_shards(const uih_store *s);
+/* 1 when the store opened shard `shard` (every shard, unless it was opened
+ * for one), else 0. */
+int uih_store_has_shard(const uih_store *s, uint32_t shard);
 const char *uih_store_dir(const uih_store *s);
 /* The store's id (its UIHSTORE descriptor's, random at init; 0 for a store
  * made before ids): snapshot records carry its low 32 bits, and a record
@@ -117,7 +133,8 @@ const char *uih_store_dir(const uih_store *s);
 uint64_t uih_store_id(const uih_store *s);
 
 /* Shard `shard`'s mutable tier: appends, reads, its watermark. It belongs
- * to the store (do not close it); valid until uih_store_close. */
+ * to the store (do not close it); valid until uih_store_close. NULL for a
+ * shard the store did not open. */
 uih_mutable *uih_store_mutable(uih_store *s, uint32_t shard);
 
 /* The shard's live generations, oldest first, into out[0..cap) (*n gets
