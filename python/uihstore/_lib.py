@@ -52,6 +52,9 @@ class UihError(Exception):
     def code_name(self):
         return CODE_NAMES.get(self.code, "unknown error")
 
+    def __reduce__(self):  # raised in a worker process, re-raised in the caller's
+        return (UihError, (self.code, self.message))
+
 
 class uih_error(Structure):
     _fields_ = [("code", c_int), ("msg", c_char * 512)]
@@ -146,7 +149,7 @@ class uih_batch(Structure):
 
 class uih_store_opts(Structure):
     _fields_ = [("read_only", c_int), ("keep", c_uint32), ("block_cache_bytes", c_size_t),
-                ("file_bytes", c_uint64)]
+                ("file_bytes", c_uint64), ("one_shard", c_int), ("shard", c_uint32)]
 
 
 class uih_store_init_opts(Structure):
@@ -298,6 +301,7 @@ _proto(rocks, "uih_store_open", c_int, c_char_p, POINTER(uih_store_opts), POINTE
 _proto(rocks, "uih_store_close", None, P)
 _proto(rocks, "uih_store_schema", P, P)
 _proto(rocks, "uih_store_shards", c_uint32, P)
+_proto(rocks, "uih_store_has_shard", c_int, P, c_uint32)
 _proto(rocks, "uih_store_dir", c_char_p, P)
 _proto(rocks, "uih_store_id", c_uint64, P)
 _proto(rocks, "uih_store_mutable", P, P, c_uint32)

@@ -23,10 +23,11 @@ class Store:
     the RocksDB databases and, for a read-only store, the generations it
     holds."""
 
-    def __init__(self, handle, path, read_only):
+    def __init__(self, handle, path, read_only, shard=None):
         self._h = handle
         self.path = path
         self.read_only = read_only
+        self.only_shard = shard  # None: every shard is open
         self._local = threading.local()
         self._snapshotters = []
         self._lock = threading.Lock()
@@ -52,15 +53,19 @@ class Store:
         return cls.open(path)
 
     @classmethod
-    def open(cls, path, read_only=False, keep=2, block_cache_bytes=32 << 20, file_bytes=256 << 20):
+    def open(cls, path, read_only=False, keep=2, block_cache_bytes=32 << 20, file_bytes=256 << 20, shard=None):
         """Opens the store at `path`. A read-only store writes nothing and
-        holds the generations it opened with until it is closed."""
-        opts = L.uih_store_opts(int(read_only), keep, block_cache_bytes, file_bytes)
+        holds the generations it opened with until it is closed. `shard`:
+        open that shard alone (its database only), so that other processes
+        can write the other shards meanwhile — one load per shard; calls
+        about other shards' users raise UihError."""
+        opts = L.uih_store_opts(int(read_only), keep, block_cache_bytes, file_bytes, int(shard is not None),
+                                shard or 0)
         h = ctypes.c_void_p()
         err = _err()
         L.check(L.uih_store_open(os.fspath(path).encode(), ctypes.byref(opts), ctypes.byref(h), ctypes.byref(err)),
                 err)
-        return cls(h.value, os.fspath(path), bool(read_only))
+        return cls(h.value, os.fspath(path), bool(read_only), shard)
 
     def close(self):
         if self._h is None:
@@ -124,10 +129,13 @@ class Store:
     def status(self):
         """Per shard: its generations (oldest first, each a dict of its
         record's fields), the current one, the mutable tier's watermark and
-        chunk span, and the bytes of both tiers."""
+        chunk span, and the bytes of both tiers (a store opened for one
+        shard: that shard's)."""
         h = self._handle()
         shards = []
         for i in range(self.shards):
+            if not L.uih_store_has_shard(h, i):
+                continue
             n, cur = ctypes.c_size_t(), ctypes.c_uint32()
             err = _err()
             L.check(L.uih_store_generations(h, i, None, 0, ctypes.byref(n), ctypes.byref(cur), ctypes.byref(err)),
@@ -231,6 +239,10 @@ class Store:
         batches = _events.BatchBuilder(g).build(events)
         try:
             m = L.uih_store_mutable(self._handle(), self.shard_of(user))
+            if not m:
+                raise L.UihError(L.ERR_INVALID_ARGUMENT,
+                                 "store %s: user %d is in shard %d, which is not open (opened for shard %d alone)"
+                                 % (self.path, user, self.shard_of(user), self.only_shard))
             users = (ctypes.c_uint64 * max(len(batches), 1))(*([user] * len(batches)))
             arr = (ctypes.POINTER(L.uih_batch) * max(len(batches), 1))(*batches)
             err = _err()
