@@ -41,6 +41,9 @@ def test_every_record_once_and_each_worker_on_its_shard(loaded, workers):
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         np.testing.assert_array_equal(g["offsets"].numpy(), offsets)
         users = b["user_id"].numpy().view(np.uint64)
+        if workers:  # from a worker process: one shared buffer per batch, not a segment per tensor
+            leaves = [b["user_id"], b["request_ts"], b["flags"], g["lengths"], g["offsets"]] + list(g["values"].values())
+            assert len({x.storage().untyped().data_ptr() for x in leaves}) == 1 and b["user_id"].is_shared()
         if workers >= 2:
             shards = uihstore.shard_of_many(users, 2)
             assert (shards == b["worker"] % 2).all(), "a worker reads one shard"
@@ -95,3 +98,68 @@ def test_tensors_are_the_results_memory(loaded):
     assert int(kjt["lengths"].sum()) == v.shape[0]
     two = to_kjt(b, "engagement", ["item_id", "event_ts"])
     assert two["values"].shape[0] == 2 * v.shape[0] and two["lengths"].shape[0] == 2 * b["records"]
+
+
+def test_presence_on_request(loaded, tmp_path):
+    import shutil
+    world = loaded
+    st_dir = str(tmp_path / "st")
+    shutil.copytree(world["store"], st_dir)
+    logp = str(tmp_path / "p.log")
+    # Events with absent values in the mutable tier, snapshotted and logged.
+    with uihstore.Store.open(st_dir) as st, uihstore.LogWriter(logp) as w:
+        ts = world["last"] + np.arange(1, 7, dtype=np.int64) * 1000
+        st.append(9, {"event_ts": ts, "item_id": np.arange(6, dtype=np.uint64) + 40,
+                      "event_type": [1, None, 2, None, 0, None]}, group="engagement")
+        for u in (9, 12, 13):
+            w.append(st.snapshot(u, int(ts[-1]) + 1, {"engagement": 48})[1])
+    proj = uihstore.Projection({"engagement": (48, ["item_id", "event_type", "liked"])}, layout="jagged")
+    log = uihstore.SnapshotLog(logp)
+    with uihstore.Store.open(st_dir, read_only=True) as st:
+        res = st.materialize(list(log), proj)
+        want = {t: p.copy() for t, p in res["engagement"].present.items()}
+    assert not want["event_type"].all() and want["item_id"].all(), "absent values to show"
+    plain = next(iter(SnapshotDataset(st_dir, logp, proj, batch_size=len(log))))
+    assert "present" not in plain["engagement"]
+    b = next(iter(SnapshotDataset(st_dir, logp, proj, batch_size=len(log), present=True)))
+    for t, p in want.items():
+        np.testing.assert_array_equal(b["engagement"]["present"][t].numpy(), p, err_msg=t)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_mismatch_policies_through_the_dataset(loaded, tmp_path, workers):
+    import shutil
+    world = loaded
+    st_dir = str(tmp_path / "st")
+    shutil.copytree(world["store"], st_dir)
+    log = uihstore.SnapshotLog(world["log"])
+    # A user whose records name immutable events, erased: they cannot verify.
+    length = [uihstore.decode_record(log.record(i))["groups"][0]["length"] for i in range(len(log))]
+    erased = next(int(log.users[i]) for i in range(len(log)) if length[i] > 0)
+    hit = {(int(log.users[i]), int(log.request_ts[i])) for i in range(len(log))
+           if log.users[i] == erased and length[i] > 0}
+    (tmp_path / "del.csv").write_text("user_id\n%d\n" % erased)
+    with uihstore.Store.open(st_dir, keep=1) as st:
+        st.load([], deletes=str(tmp_path / "del.csv"), progress=False)
+    for policy in ("skip", "flag"):
+        proj = uihstore.Projection({"engagement": (48, ["item_id"])}, on_mismatch=policy, layout="jagged")
+        flagged, n = set(), 0
+        for b in DataLoader(SnapshotDataset(st_dir, world["log"], proj, batch_size=16), batch_size=None,
+                            num_workers=workers):
+            users = b["user_id"].numpy().view(np.uint64)
+            lengths = b["engagement"]["lengths"].numpy()
+            for k in range(b["records"]):
+                n += 1
+                if int(b["flags"][k]) & uihstore.RECORD_MISMATCH:
+                    flagged.add((int(users[k]), int(b["request_ts"][k])))
+                    assert (lengths[k] == 0) == (policy == "skip"), "skip empties the record, flag keeps it"
+        assert n == len(log), "a mismatched record is still yielded, flagged"
+        assert flagged == hit
+    proj = uihstore.Projection({"engagement": 48}, on_mismatch="fail")
+    with pytest.raises(Exception) as e:  # a worker's UihError comes back as torch re-raises it
+        for _ in DataLoader(SnapshotDataset(st_dir, world["log"], proj, batch_size=16), batch_size=None,
+                            num_workers=workers):
+            pass
+    assert "materialize: record" in str(e.value) and "of its window are there" in str(e.value), str(e.value)
+    if workers == 0:
+        assert isinstance(e.value, uihstore.UihError) and e.value.code == uihstore.ERR_CORRUPTION

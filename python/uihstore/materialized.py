@@ -124,24 +124,31 @@ def _array(owner, address, count, dtype):
 class MatGroup:
     """One projected group of a batch: per trait a values array (`values`,
     by trait name) and a presence array (`present`, 1 where the event has
-    a value) for the whole batch, and per record `offsets` (its first row)
-    and `lengths` (its events). All are views of the result's buffers."""
+    a value; made on first use) for the whole batch, and per record
+    `offsets` (its first row) and `lengths` (its events). All are views of
+    the result's buffers."""
 
-    def __init__(self, result, mg, names):
-        self.group = names["group"]
+    def __init__(self, owner, records, mg, group, names):
+        self.group = group
         self.rows = mg.rows
-        n = result.records
-        owner = result._owner
-        self.offsets = _array(owner, mg.offsets, n, np.uint64)
-        self.lengths = _array(owner, mg.lengths, n, np.uint32)
-        self.values, self.present, self.types = {}, {}, {}
+        self._owner = owner
+        self.offsets = _array(owner, mg.offsets, records, np.uint64)
+        self.lengths = _array(owner, mg.lengths, records, np.uint32)
+        self.values, self.types = {}, {}
+        self._present_at = {}
         for c in range(mg.ncolumns):
             col = mg.columns[c]
-            name = names["traits"][col.trait]
-            dt = DTYPES[col.type]
-            self.values[name] = _array(owner, col.values, mg.rows, dt)
-            self.present[name] = _array(owner, col.present, mg.rows, np.uint8)
+            name = names[col.trait]
+            self.values[name] = _array(owner, col.values, mg.rows, DTYPES[col.type])
             self.types[name] = col.type
+            self._present_at[name] = col.present
+        self._present = None
+
+    @property
+    def present(self):
+        if self._present is None:
+            self._present = {k: _array(self._owner, a, self.rows, np.uint8) for k, a in self._present_at.items()}
+        return self._present
 
     def sequence(self, i):
         """Record i's sequence: a dict of trait name to its values (views)."""
@@ -156,23 +163,26 @@ class Materialized:
     result's memory: nothing is copied, and the memory is freed when this
     object and every array taken from it are gone."""
 
-    def __init__(self, handle, stats, store_schema, projection):
+    def __init__(self, handle, stats, store_schema, projection, names=None):
         self._owner = _Owner(handle)  # frees it after the last view
         self._handle = handle
         self.records = L.uih_materialized_records(handle)
         self.flags = _array(self._owner, L.uih_materialized_flags(handle), self.records, np.uint8)
-        self.stats = {k: getattr(stats, k) for k in L.MATERIALIZE_STATS}
+        self._stats = stats
         self.layout = projection.layout
         self.groups = {}
+        names = {} if names is None else names  # (group id, trait id) -> trait name, kept by a Materializer
         for i, name in enumerate(projection.groups):
             mg = L.uih_materialized_group(handle, i).contents
-            g = L.uih_schema_group_by_id(store_schema, mg.group)
-            tnames = {}
-            for c in range(mg.ncolumns):
-                tid = mg.columns[c].trait
-                t = L.uih_group_trait_by_id(g, tid)
-                tnames[tid] = "uih_arrival" if tid == L.TRAIT_ARRIVAL else t.contents.name.decode()
-            self.groups[name] = MatGroup(self, mg, {"group": name, "traits": tnames})
+            tnames = names.get(mg.group)
+            if tnames is None or any(mg.columns[c].trait not in tnames for c in range(mg.ncolumns)):
+                tnames = names[mg.group] = _trait_names(store_schema, mg)
+            self.groups[name] = MatGroup(self._owner, self.records, mg, name, tnames)
+
+    @property
+    def stats(self):
+        """What the batch took (uih_materialize_stats) as a dict."""
+        return {k: getattr(self._stats, k) for k in L.MATERIALIZE_STATS}
 
     def __len__(self):
         return self.records
@@ -186,6 +196,16 @@ class Materialized:
         bad = L.RECORD_MISMATCH | L.RECORD_UNREADABLE | L.RECORD_OTHER_STORE
         return np.nonzero(self.flags & bad)[0]
 
+
+
+def _trait_names(schema, mg):
+    """Trait id -> name of a result group's columns."""
+    g = L.uih_schema_group_by_id(schema, mg.group)
+    out = {}
+    for c in range(mg.ncolumns):
+        tid = mg.columns[c].trait
+        out[tid] = "uih_arrival" if tid == L.TRAIT_ARRIVAL else L.uih_group_trait_by_id(g, tid).contents.name.decode()
+    return out
 
 
 def pointer_arrays(records):
@@ -239,6 +259,7 @@ class Materializer:
                                           ctypes.byref(err)), err)
         self._h = h.value
         self.pending = 0
+        self._names = {}  # trait names of the results' columns, looked up once
 
     def submit(self, records):
         ptrs, lens, n, keep = pointer_arrays(records)
@@ -254,7 +275,7 @@ class Materializer:
         if rc != L.ERR_NOT_FOUND:
             self.pending -= 1
         L.check(rc, err)
-        return Materialized(out.value, stats, self._store._schema(), self.projection)
+        return Materialized(out.value, stats, self._store._schema(), self.projection, self._names)
 
     def close(self):
         h, self._h = getattr(self, "_h", None), None

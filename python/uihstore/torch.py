@@ -9,10 +9,11 @@ shard function so that each worker reads its own shards.
         KeyedJaggedTensor(keys=["item_id"], values=g["values"]["item_id"], lengths=g["lengths"])
 
 Each batch is {"records": n, "worker": the DataLoader worker that made
-it, "user_id", "request_ts", "flags" (tensors of n), and per projected group: {"keys": trait names, "values": {trait:
-tensor of the batch's rows}, "present": {trait: uint8 tensor}, "lengths":
-int32 tensor (events per record), "offsets": int64 tensor (each record's
-first row)}}. With layout "jagged" a record's rows follow the previous
+it, "user_id", "request_ts", "flags" (tensors of n), and per projected
+group: {"keys": trait names, "values": {trait: tensor of the batch's rows},
+"lengths": int32 tensor (events per record), "offsets": int64 tensor (each
+record's first row), and with present=True "present": {trait: uint8
+tensor, 1 where the event has a value}}}. With layout "jagged" a record's rows follow the previous
 record's (values + lengths as torchrec's KeyedJaggedTensor takes them);
 with "shared" a user's records are windows (offsets, lengths) into rows
 written once. torch has no unsigned 64- or 32-bit tensors: id values come
@@ -53,14 +54,79 @@ def worker_of(users, nshards, nworkers):
     return shard + nshards * (j % serving)
 
 
-def batch_dict(res, users, request_ts):
-    """A Materialized as the dataset's dict of tensors."""
-    out = {"records": len(res), "user_id": tensor(users), "request_ts": tensor(request_ts),
-           "flags": tensor(res.flags)}
+class Batch(dict):
+    """A batch: the dict described above. In the process that made it its
+    tensors are the materializer's buffers; sent from a DataLoader worker
+    to the main process it travels as one shared-memory buffer (one copy,
+    one file descriptor) instead of a shared-memory segment per tensor,
+    and arrives as views of that buffer."""
+
+    def __reduce__(self):
+        leaves, skeleton = [], _strip(self, (), [])
+        for path in skeleton.pop("__tensors__"):
+            leaves.append((path, _get(self, path)))
+        layout, total = [], 0
+        for path, t in leaves:
+            layout.append((path, t.dtype, tuple(t.shape), total))
+            total += (t.numel() * t.element_size() + 7) & ~7
+        buf = _shared_bytes(total)
+        for (_, dt, _, off), (_, t) in zip(layout, leaves):
+            n = t.numel() * t.element_size()
+            buf[off:off + n].view(dt).copy_(t.reshape(-1))
+        return (_unpack, (buf, layout, skeleton))
+
+
+def _strip(d, path, tensors):
+    """`d` with its tensors left out (their paths listed in
+    "__tensors__" of the top level)."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, torch.Tensor):
+            tensors.append(path + (k,))
+        elif isinstance(v, dict):
+            out[k] = _strip(v, path + (k,), tensors)
+        else:
+            out[k] = v
+    if not path:
+        out["__tensors__"] = tensors
+    return out
+
+
+def _get(d, path):
+    for k in path:
+        d = d[k]
+    return d
+
+
+def _shared_bytes(n):
+    """A uint8 tensor of n bytes in shared memory (made there: nothing to
+    copy when it is sent)."""
+    try:
+        return torch.empty(0, dtype=torch.uint8).set_(torch.UntypedStorage._new_shared(max(n, 1)))
+    except (AttributeError, RuntimeError):  # an older or newer torch
+        return torch.empty(max(n, 1), dtype=torch.uint8).share_memory_()
+
+
+def _unpack(buf, layout, skeleton):
+    out = Batch(skeleton)
+    for path, dt, shape, off in layout:
+        n = int(np.prod(shape, dtype=np.int64)) * torch.empty(0, dtype=dt).element_size()
+        d = out
+        for k in path[:-1]:
+            d = d[k]
+        d[path[-1]] = buf[off:off + n].view(dt).reshape(shape)
+    return out
+
+
+def batch_dict(res, users, request_ts, present=False):
+    """A Materialized as the dataset's dict of tensors (with the presence
+    tensors if `present`)."""
+    out = Batch(records=len(res), user_id=tensor(users), request_ts=tensor(request_ts), flags=tensor(res.flags))
     for name, g in res.groups.items():
-        out[name] = {"keys": list(g.values), "values": {t: tensor(v) for t, v in g.values.items()},
-                     "present": {t: tensor(p) for t, p in g.present.items()},
-                     "lengths": tensor(g.lengths.view(np.int32)), "offsets": tensor(g.offsets.view(np.int64))}
+        out[name] = d = {"keys": list(g.values), "values": {t: tensor(v) for t, v in g.values.items()},
+                         "lengths": tensor(g.lengths), "offsets": tensor(g.offsets)}
+        if present:
+            d["present"] = {t: tensor(p) for t, p in g.present.items()}
     return out
 
 
@@ -82,9 +148,10 @@ class SnapshotDataset(IterableDataset):
     per batch, in log order within each worker. With a DataLoader use
     batch_size=None (batches come whole). `threads` workers of the C
     materializer rebuild up to `depth` batches ahead of the one being
-    consumed."""
+    consumed. `present`: add each trait's presence tensor (absent values
+    are 0 in the values tensors)."""
 
-    def __init__(self, store, logs, projection, batch_size=256, threads=1, depth=2):
+    def __init__(self, store, logs, projection, batch_size=256, threads=1, depth=2, present=False):
         super().__init__()
         self.store = str(store)
         self.logs = [str(l) for l in ([logs] if isinstance(logs, (str, bytes)) or hasattr(logs, "__fspath__")
@@ -93,6 +160,7 @@ class SnapshotDataset(IterableDataset):
         self.batch_size = batch_size
         self.threads = threads
         self.depth = max(depth, 1)
+        self.present = present
 
     def _mine(self, st):
         """(pointers, lengths, users, request_ts, logs) of this worker's records."""
@@ -121,7 +189,7 @@ class SnapshotDataset(IterableDataset):
                         m.submit((ptrs[a:a + self.batch_size], lens[a:a + self.batch_size]))
                         sent += 1
                     res = m.next()
-                    out = batch_dict(res, users[s:s + self.batch_size], ts[s:s + self.batch_size])
+                    out = batch_dict(res, users[s:s + self.batch_size], ts[s:s + self.batch_size], self.present)
                     out["worker"] = self._worker
                     yield out
             del logs
