@@ -56,19 +56,20 @@ def load(client, path, files, through=None, lookback=0, deletes=None, rejects=No
          memory=256 << 20, keep=2):
     """Loads `files` into the store at `path` with one task per shard on
     `client`'s cluster, and returns the summary: the load's totals as
-    Store.load gives them, and per shard its own ("shards"). Raises the
+    Store.load gives them, and each shard's own ("shards_detail"). Raises the
     first failed shard's UihError (shard loads are independent: the other
     shards may have published; running the same load again loads only the
     shards that lack it). Bad records go to `rejects` as in one load
     (written by shard 0's task; the others skip the same records)."""
     files = [os.fspath(f) for f in ([files] if isinstance(files, (str, os.PathLike)) else files)]
     n = shard_count(path)
+    token = _token()
     futures = []
     for k in range(n):
         rej = None if rejects is None else (os.fspath(rejects) if k == 0 else os.devnull)
         futures.append(client.submit(load_shard, os.fspath(path), k, files, through=through, lookback=lookback,
                                      deletes=deletes, rejects=rej, schema=schema, memory=memory, keep=keep,
-                                     pure=False, key="uih-load-%s-shard-%04d" % (_token(), k)))
+                                     pure=False, key="uih-load-%s-shard-%04d" % (token, k)))
     per = client.gather(futures)
     return combine(per)
 

@@ -13,8 +13,9 @@ it, "user_id", "request_ts", "flags" (tensors of n), and per projected
 group: {"keys": trait names, "values": {trait: tensor of the batch's rows},
 "lengths": int32 tensor (events per record), "offsets": int64 tensor (each
 record's first row), and with present=True "present": {trait: uint8
-tensor, 1 where the event has a value}}}. With layout "jagged" a record's rows follow the previous
-record's (values + lengths as torchrec's KeyedJaggedTensor takes them);
+tensor, 1 where the event has a value}}}. With layout "jagged" a record's
+rows follow the previous record's (values + lengths as torchrec's
+KeyedJaggedTensor takes them);
 with "shared" a user's records are windows (offsets, lengths) into rows
 written once. torch has no unsigned 64- or 32-bit tensors: id values come
 as int64 and uint32/category values as int32 tensors of the same bits
