@@ -41,6 +41,16 @@ int uih_snapshot_log_open(FILE *f, const char *name, uih_snapshot_log **out, uih
   return UIH_OK;
 }
 
+/* One byte of a record's varint length into *n: 1 when it was the last,
+ * 0 when more follow, -1 when the varint runs past 64 bits. The streaming
+ * reader and the in-memory index share it, so they agree on every log. */
+static int length_byte(uint8_t c, uint64_t *n, unsigned *shift) {
+  if (*shift > 56 || (*shift == 56 && (c & 0x80))) return -1;
+  *n |= (uint64_t)(c & 0x7f) << *shift;
+  *shift += 7;
+  return !(c & 0x80);
+}
+
 int uih_snapshot_log_next(uih_snapshot_log *l, const uint8_t **rec, size_t *len, uint64_t *offset, uih_error *err) {
   *rec = NULL;
   *len = 0;
@@ -56,12 +66,11 @@ int uih_snapshot_log_next(uih_snapshot_log *l, const uint8_t **rec, size_t *len,
                             l->count, *offset);
     }
     bytes++;
-    if (shift > 56 || (shift == 56 && (c & 0x80)))
+    const int last = length_byte((uint8_t)c, &n, &shift);
+    if (last < 0)
       return uih_corruption(err, "%s: record %" PRIu64 " at byte %" PRIu64 ": its length is not a varint", l->name,
                             l->count, *offset);
-    n |= (uint64_t)(c & 0x7f) << shift;
-    shift += 7;
-    if (!(c & 0x80)) break;
+    if (last) break;
   }
   if (n == 0 || n > UIH_SNAPSHOT_RECORD_MAX)
     return uih_corruption(err, "%s: record %" PRIu64 " at byte %" PRIu64 ": length %" PRIu64 ", expected 1..%zu", l->name,
@@ -104,12 +113,10 @@ int uih_snapshot_log_index(const uint8_t *buf, size_t len, const char *name, uin
     for (;;) {
       if (at == len)
         return uih_corruption(err, "%s: record %zu at byte %zu: the log ends inside its length", name, count, start);
-      const uint8_t c = buf[at++];
-      if (shift > 56 || (shift == 56 && (c & 0x80)))
+      const int last = length_byte(buf[at++], &v, &shift);
+      if (last < 0)
         return uih_corruption(err, "%s: record %zu at byte %zu: its length is not a varint", name, count, start);
-      v |= (uint64_t)(c & 0x7f) << shift;
-      shift += 7;
-      if (!(c & 0x80)) break;
+      if (last) break;
     }
     if (v == 0 || v > UIH_SNAPSHOT_RECORD_MAX)
       return uih_corruption(err, "%s: record %zu at byte %zu: length %" PRIu64 ", expected 1..%zu", name, count, start,

@@ -141,3 +141,6 @@ def test_a_shard_opened_alone_refuses_other_shards_users(world):
         assert e.value.code == uihstore.ERR_INVALID_ARGUMENT
         assert "user %d is in shard 0, which is not open (opened for shard 1 alone)" % other in e.value.message
         assert len(s.read(mine, "engagement")) > 0
+        with pytest.raises(uihstore.UihError) as e:
+            s.append(other, {"event_ts": [1], "item_id": [2]}, group="engagement")
+        assert e.value.message.endswith("shard 0 is not open (opened for shard 1 alone)"), e.value.message

@@ -238,11 +238,12 @@ class Store:
         g = self._group(group)
         batches = _events.BatchBuilder(g).build(events)
         try:
-            m = L.uih_store_mutable(self._handle(), self.shard_of(user))
-            if not m:
-                raise L.UihError(L.ERR_INVALID_ARGUMENT,
-                                 "store %s: user %d is in shard %d, which is not open (opened for shard %d alone)"
-                                 % (self.path, user, self.shard_of(user), self.only_shard))
+            shard = self.shard_of(user)
+            m = L.uih_store_mutable(self._handle(), shard)
+            if not m:  # a shard this store did not open: the engine's error names it
+                err, n, cur = _err(), ctypes.c_size_t(), ctypes.c_uint32()
+                L.check(L.uih_store_generations(self._handle(), shard, None, 0, ctypes.byref(n), ctypes.byref(cur),
+                                                ctypes.byref(err)), err)
             users = (ctypes.c_uint64 * max(len(batches), 1))(*([user] * len(batches)))
             arr = (ctypes.POINTER(L.uih_batch) * max(len(batches), 1))(*batches)
             err = _err()

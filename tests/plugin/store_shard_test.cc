@@ -20,7 +20,6 @@ namespace {
 using uih_test::kBase;
 using uih_test::kDay;
 using uih_test::kHeader;
-using uih_test::kSchema;
 using uih_test::kSchemaV2;
 using uih_test::Scan;
 using uih_test::WriteFile;
