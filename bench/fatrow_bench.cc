@@ -14,7 +14,8 @@
 // tier, every user active that day gets 16 or 17 inference requests
 // (RecD's 16.5 examples per user per day) at random times of it, and each
 // request is snapshotted with the union spec every tenant's needs fit in
-// (engagement:L, search:L/16), then the day is loaded. Training data written per day:
+// (engagement:L, search:L/16), then the day is loaded. Training data
+// written per day:
 //  - fat rows: each example's sequences, as inference returned them, one
 //    value per example (per group and trait: presence bytes, then values)
 //    in a day's BlockBasedTable file (ZSTD; --fat-blocks: block sizes to

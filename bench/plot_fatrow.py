@@ -55,8 +55,8 @@ def bytes_chart(r, out):
     ax.set_xticks(range(len(names)), names, fontsize=8)
     ax.set_ylabel("MB")
     ax.set_title(f"stored ({r['train_days']} days of examples)", fontsize=10)
-    fig.suptitle(f"{r['users']} users, {r['days']} days of history, {r['examples']} examples "
-                 f"(R = 16.5 per active user per day)", fontsize=10)
+    fig.suptitle(f"{r['users']} users, {r['days'] - r['train_days']} days of history, then {r['train_days']} days "
+                 f"served: {r['examples']} examples (16.5 per active user per day)", fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
 
