@@ -406,6 +406,7 @@ static int take_batch(uih_materializer *mz, const uih_projection *p, const uih_s
       fprintf(stderr, "uih materialize: record %" PRIu64 ": %s\n", pb->first + i,
               flags[i] & UIH_RECORD_UNREADABLE      ? "unreadable"
               : flags[i] & UIH_RECORD_OTHER_STORE   ? "logged against another store"
+              : flags[i] & UIH_RECORD_ERASED        ? "its user was erased since (empty)"
               : p->on_mismatch == UIH_MISMATCH_SKIP ? "does not match the store (skipped)"
                                                     : "does not match the store (flagged)");
   uih_materialized_free(m);

@@ -119,8 +119,9 @@ struct uih_materialized {
 
 namespace {
 
-// Records that are not served: they did not decode, or are another store's.
-constexpr uint8_t kNotServed = UIH_RECORD_UNREADABLE | UIH_RECORD_OTHER_STORE;
+// Records that are not served: they did not decode, are another store's, or
+// their user was erased since.
+constexpr uint8_t kNotServed = UIH_RECORD_UNREADABLE | UIH_RECORD_OTHER_STORE | UIH_RECORD_ERASED;
 
 // This thread's reader for batches of reads (none when it cannot be set up:
 // then each job reads on its own).
@@ -803,6 +804,28 @@ int Materializer::Run(const uint8_t* const* records, const size_t* lens, size_t 
                   "): logged against store %08x, this is store %08x (%s)", i, recs_[i].user_id, recs_[i].request_ts,
                   theirs, store, s_->dir.c_str());
     flags_[i] |= UIH_RECORD_OTHER_STORE;
+    recs_[i] = uih_snapshot_record{};
+  }
+  // Records of users erased since: nothing of theirs comes back, not even
+  // the events a record carries, whatever the projection reads.
+  for (size_t i = 0; i < n; i++) {
+    if (flags_[i] & kNotServed) continue;
+    uint32_t generation = 0;
+    for (uint32_t k = 0; k < recs_[i].ngroups; k++) generation = std::max(generation, recs_[i].groups[k].generation);
+    uih::Erasure by;
+    if (!uih::ErasedSince(s_, recs_[i].user_id, generation, recs_[i].request_ts, &by)) continue;
+    if (p_->on_mismatch == UIH_MISMATCH_FAIL && i < first_bad_) {  // the batch goes on, as for Mismatch
+      first_bad_ = i;
+      char msg[640];
+      snprintf(msg, sizeof msg,
+               "record %zu (user %" PRIu64 ", request %" PRId64
+               "): the user was erased by generation %u, after the record was logged (%s %" PRId64 ")",
+               i, recs_[i].user_id, recs_[i].request_ts, by.generation,
+               generation ? "at generation" : "no stored part; its request is before the erasure's through",
+               generation ? static_cast<int64_t>(generation) : by.through);
+      bad_message_ = msg;
+    }
+    flags_[i] |= UIH_RECORD_ERASED | UIH_RECORD_MISMATCH;
     recs_[i] = uih_snapshot_record{};
   }
   // Users in order of first appearance; each user's records together.

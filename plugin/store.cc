@@ -55,6 +55,22 @@ std::string SchemaKey(uint32_t version) {
   return k;
 }
 
+std::string ErasedKey(uint64_t user) {
+  std::string k = kErasedKeyPrefix;
+  AppendBE32(&k, static_cast<uint32_t>(user >> 32));
+  AppendBE32(&k, static_cast<uint32_t>(user));
+  return k;
+}
+
+std::string ErasedValue(uint32_t generation, int64_t through) {
+  std::string v;
+  AppendBE32(&v, generation);
+  const uint64_t t = static_cast<uint64_t>(through) ^ (uint64_t{1} << 63);
+  AppendBE32(&v, static_cast<uint32_t>(t >> 32));
+  AppendBE32(&v, static_cast<uint32_t>(t));
+  return v;
+}
+
 std::string GenerationCfName(uint32_t generation) {
   char name[32];
   snprintf(name, sizeof name, "%s%08u", kGenerationCfPrefix, generation);
@@ -107,6 +123,16 @@ int ShardOfUser(uih_store* s, uint64_t user, Shard** out, uih_error* err) {
   return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
                        "store %s: user %" PRIu64 " is in shard %u, which is not open (opened for shard %u alone)",
                        s->dir.c_str(), user, shard, s->opts.shard);
+}
+
+bool ErasedSince(uih_store* s, uint64_t user, uint32_t generation, int64_t request_ts, Erasure* by) {
+  Shard* sh = s->shards[uih_shard_of(user, static_cast<uint32_t>(s->shards.size()))].get();
+  if (sh == nullptr) return false;
+  std::lock_guard<std::mutex> lock(sh->mu);
+  auto it = sh->erased.find(user);
+  if (it == sh->erased.end()) return false;
+  *by = it->second;
+  return generation ? generation < by->generation : request_ts < by->through;
 }
 
 int CatchUpWatermark(Shard* sh, uih_error* err) {
@@ -311,6 +337,30 @@ int ReadRecords(Shard* sh, std::map<uint32_t, uih_generation>* records, uih_erro
   return UIH_OK;
 }
 
+int ReadErased(Shard* sh, uih_error* err) {
+  std::unique_ptr<Iterator> it(sh->db->NewIterator(ReadOptions(), sh->meta));
+  const std::string prefix = uih::kErasedKeyPrefix;
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    const Slice k = it->key(), v = it->value();
+    if (k.size() != prefix.size() + 8 || v.size() != 12)
+      return uih_error_set(err, UIH_ERR_CORRUPTION,
+                           "store %s: erasure key %s holds %zu bytes (expected a key of %zu bytes and 12 bytes)",
+                           sh->path.c_str(), k.ToString(true).c_str(), v.size(), prefix.size() + 8);
+    const uint64_t user = uint64_t{uih::LoadBE32(k.data() + prefix.size())} << 32 |
+                          uih::LoadBE32(k.data() + prefix.size() + 4);
+    uih::Erasure e;
+    e.generation = uih::LoadBE32(v.data());
+    const uint64_t t = uint64_t{uih::LoadBE32(v.data() + 4)} << 32 | uih::LoadBE32(v.data() + 8);
+    e.through = static_cast<int64_t>(t ^ (uint64_t{1} << 63));
+    if (e.generation == 0)
+      return uih_error_set(err, UIH_ERR_CORRUPTION, "store %s: erasure of user %" PRIu64 " names generation 0",
+                           sh->path.c_str(), user);
+    sh->erased[user] = e;
+  }
+  if (!it->status().ok()) return Fail(err, sh->path, it->status(), "reading the erased users");
+  return UIH_OK;
+}
+
 int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
   auto sh = std::make_unique<Shard>();
   sh->index = index;
@@ -351,6 +401,7 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
   std::map<uint32_t, uih_generation> records;
   int rc = ReadCurrent(raw, err);
   if (rc == UIH_OK) rc = ReadRecords(raw, &records, err);
+  if (rc == UIH_OK) rc = ReadErased(raw, err);
   if (rc != UIH_OK) return rc;
   // Pair records with column families. A column family without a record
   // (a load killed before it published, or a retirement half done) is

@@ -269,12 +269,15 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
   if (st.ok() && g->schema_version > sh->schema_version)  // a schema change comes with its first generation
     st = wb.Put(sh->meta, uih::SchemaKey(g->schema_version), version->json);
   const uih_schema* schema = version->schema;
-  for (size_t i = 0; st.ok() && i < w->erased_users.size(); i++)
+  const std::string erasure = uih::ErasedValue(w->generation, g->through);
+  for (size_t i = 0; st.ok() && i < w->erased_users.size(); i++) {
+    st = wb.Put(sh->meta, uih::ErasedKey(w->erased_users[i]), erasure);  // records logged before it: never rebuilt
     for (uint32_t k = 0; st.ok() && k < uih_schema_group_count(schema); k++) {
       uint8_t begin[UIH_KEY_GROUP_PREFIX_SIZE], end[UIH_KEY_SIZE];  // every chunk of the history
       uih::MutableKeyRange(w->erased_users[i], uih_schema_group_at(schema, k)->id, begin, end);
       st = wb.DeleteRange(sh->events, S(begin, sizeof begin), S(end, sizeof end));
     }
+  }
   WriteOptions wo;
   wo.sync = true;
   if (st.ok()) st = sh->db->Write(wo, &wb);  // the switch
@@ -290,6 +293,7 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
     std::lock_guard<std::mutex> lock(sh->mu);
     sh->gens[w->generation] = gen;
     sh->current = w->generation;
+    for (uint64_t user : w->erased_users) sh->erased[user] = {w->generation, g->through};
   }
   sh->schema_version = g->schema_version;
   {

@@ -68,6 +68,12 @@ inline Split SplitOf(int64_t wm, int has_wm, const Generation* gen) {
   return s;
 }
 
+// A user's erasure: the generation whose load erased them and its through.
+struct Erasure {
+  uint32_t generation = 0;
+  int64_t through = 0;
+};
+
 struct Shard {
   uint32_t index = 0;
   std::string path;
@@ -77,9 +83,10 @@ struct Shard {
   std::vector<ColumnFamilyHandle*> others;  // column families the store does not know: left alone
   uih_mutable* mut = nullptr;
 
-  std::mutex mu;  // gens, current
+  std::mutex mu;  // gens, current, erased
   std::map<uint32_t, std::shared_ptr<Generation>> gens;
   uint32_t current = 0;
+  std::map<uint64_t, Erasure> erased;  // the users its loads erased (its metadata's "uih.erased/")
 
   std::mutex writer_mu;  // writing
   bool writing = false;
@@ -168,6 +175,12 @@ int ShardAt(uih_store* s, uint32_t shard, Shard** out, uih_error* err);
 // The shard holding `user`'s history, or an error when the store did not
 // open it (a store opened for one shard).
 int ShardOfUser(uih_store* s, uint64_t user, Shard** out, uih_error* err);
+// Whether `user` was erased from their shard after a snapshot record of
+// theirs of generation `generation` (0: the record has no stored part, so
+// its request time places it: before the erasing load's through) and
+// request time `request_ts` was logged; *by says by which erasure. A store
+// opened for other shards knows nothing of the user: false.
+bool ErasedSince(uih_store* s, uint64_t user, uint32_t generation, int64_t request_ts, Erasure* by);
 // A watermark behind the shard's current generation (a load killed
 // between publishing and advancing it) catches up.
 int CatchUpWatermark(Shard* sh, uih_error* err);

@@ -16,6 +16,7 @@ inline constexpr const char kDescriptorFile[] = "UIHSTORE";
 inline constexpr const char kCurrentKey[] = "uih.current";
 inline constexpr const char kGenerationKeyPrefix[] = "uih.gen/";
 inline constexpr const char kSchemaKeyPrefix[] = "uih.schema/";
+inline constexpr const char kErasedKeyPrefix[] = "uih.erased/";
 inline constexpr const char kGenerationCfPrefix[] = "uih.gen.";
 
 // The 4-byte big-endian numbers of the keys and values below.
@@ -30,6 +31,13 @@ inline uint32_t LoadBE32(const char* p) {
 // "uih.gen/" + 4 bytes big-endian; "uih.schema/" + 4 bytes big-endian.
 std::string GenerationKey(uint32_t generation);
 std::string SchemaKey(uint32_t version);
+// A user erased from the shard, kept for as long as the shard lives, so
+// that records logged before the erasure are never rebuilt: the key
+// "uih.erased/" + the user id, 8 bytes big-endian; the value the
+// generation that erased them, 4 bytes, and that load's through, 8 bytes
+// with the sign bit flipped, big-endian (the last erasure of a user).
+std::string ErasedKey(uint64_t user);
+std::string ErasedValue(uint32_t generation, int64_t through);
 // "uih.gen.%08u", and back (false for any other name).
 std::string GenerationCfName(uint32_t generation);
 bool ParseGenerationCfName(const std::string& name, uint32_t* generation);

@@ -118,6 +118,7 @@ struct Logged {
   std::map<uint16_t, std::vector<Ev>> seen;      // per group of its spec
   std::map<uint16_t, uint32_t> immutable;        // per group: events of its immutable part
   bool lost = false;                             // an erasure or a scrub took some of them since
+  bool erased = false;                           // its user was erased since: nothing of it comes back
 };
 
 class Life {
@@ -167,15 +168,17 @@ class Life {
     ASSERT_EQ(t_->LoadDay(s_, file, end, nullptr, nullptr, &err), UIH_OK) << uih_error_message(&err);
   }
 
-  // Records whose immutable part held one of these (user, or item of any
-  // user) lose events: their rebuilds must be mismatches from now on.
+  // Every record of an erased user logged so far is a mismatch from now
+  // on, under every projection, and comes back empty; records whose
+  // immutable part held a scrubbed item lose events: their rebuilds must
+  // be mismatches from now on.
   void Erase(uint64_t user, int64_t through) {
     const std::string file = dir_ + "/erase.csv";
     WriteFile(file, "user_id\n" + std::to_string(user) + "\n");
     uih_error err{};
     ASSERT_EQ(t_->LoadDay(s_, "", through, file.c_str(), nullptr, &err), UIH_OK) << uih_error_message(&err);
     for (Logged& l : logs)
-      for (auto& [g, n] : l.immutable) l.lost |= l.user == user && n > 0;
+      if (l.user == user) l.lost = l.erased = true;
   }
   void Scrub(uint64_t item, int64_t through) {
     const std::string file = dir_ + "/scrub.csv";
@@ -243,6 +246,11 @@ class Life {
         SCOPED_TRACE("record " + std::to_string(i) + " user " + std::to_string(logs[i].user) + " group " +
                      std::to_string(g));
         ASSERT_EQ((flags[i] & UIH_RECORD_MISMATCH) != 0, logs[i].lost);
+        ASSERT_EQ((flags[i] & UIH_RECORD_ERASED) != 0, logs[i].erased);
+        if (logs[i].erased) {
+          EXPECT_TRUE(got[i].empty());
+          continue;
+        }
         auto it = logs[i].seen.find(g);
         if (it == logs[i].seen.end()) {
           EXPECT_TRUE(flags[i] & UIH_RECORD_NO_GROUP);
@@ -330,6 +338,7 @@ class Life {
             if (flags[k] & UIH_RECORD_MISMATCH) {
               EXPECT_TRUE(l.lost);
             }
+            EXPECT_EQ((flags[k] & UIH_RECORD_ERASED) != 0, l.erased);
             ASSERT_EQ(got[k], want);
           }
         }

@@ -374,41 +374,67 @@ TEST_F(StoreTest, MaterializedRecordsEqualWhatInferenceSaw) {
   EXPECT_LT(st2.stripes_read, st.stripes_read) << "a short projection decodes fewer stripes";
   uih_materialized_free(m);
 
-  // A user erased since: its records mismatch; the others still rebuild.
-  const uint64_t gone = users[0];
+  // A user erased since: every record of theirs is a mismatch and comes
+  // back empty, even those the events they carry would serve alone (the
+  // short projection's newest 5, or no stored part at all); the others
+  // still rebuild. The user with the most such records goes.
+  std::map<uint64_t, size_t> by_log_alone;
+  for (size_t i = 0; i < records.size(); i++) {
+    uih_snapshot_record r;
+    ASSERT_EQ(uih_snapshot_record_decode(ptrs[i], lens[i], &r, &err), UIH_OK);
+    by_log_alone[users[i]] += seen_a[i].size() - r.groups[0].length >= 5;
+  }
+  const uint64_t gone = std::max_element(by_log_alone.begin(), by_log_alone.end(), [](auto& a, auto& b) {
+                          return a.second < b.second;
+                        })->first;
+  ASSERT_GT(by_log_alone[gone], 0u);
+  const size_t gone_records = static_cast<size_t>(std::count(users.begin(), users.end(), gone));
   std::string del = dir_ / "forget.csv";
   WriteFile(del, "user_id\n" + std::to_string(gone) + "\n");
   uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
   o.deletes = del.c_str();
   o.through = w.through + kDay;
   ASSERT_EQ(uih_load(s, nullptr, 0, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
-  size_t gone_with_history = 0;
-  for (size_t i = 0; i < records.size(); i++) {
-    uih_snapshot_record r;
-    ASSERT_EQ(uih_snapshot_record_decode(ptrs[i], lens[i], &r, &err), UIH_OK);
-    bool any = false;
-    for (uint32_t k = 0; k < r.ngroups; k++) any |= r.groups[k].length > 0;
-    gone_with_history += users[i] == gone && any;
-  }
-  ASSERT_GT(gone_with_history, 0u);
-  for (uih_mismatch_policy policy : {UIH_MISMATCH_FLAG, UIH_MISMATCH_SKIP}) {
-    whole.on_mismatch = policy;
-    ASSERT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &whole, &m, &st, &err), UIH_OK)
-        << uih_error_message(&err);
-    EXPECT_EQ(st.mismatches, gone_with_history);
-    const uint8_t* flags = uih_materialized_flags(m);
-    std::vector<std::vector<Ev>> a = Sequences(m, 0);
-    for (size_t i = 0; i < records.size(); i++) {
-      if (users[i] != gone) {
-        EXPECT_EQ(flags[i] & UIH_RECORD_MISMATCH, 0) << i;
-        EXPECT_EQ(a[i], seen_a[i]) << i;
-      } else if (flags[i] & UIH_RECORD_MISMATCH) {
-        if (policy == UIH_MISMATCH_SKIP) EXPECT_TRUE(a[i].empty());
-        else EXPECT_NE(a[i], seen_a[i]);
+  for (uih_projection* p : {&whole, &shortp})
+    for (uih_mismatch_policy policy : {UIH_MISMATCH_FLAG, UIH_MISMATCH_SKIP}) {
+      p->on_mismatch = policy;
+      ASSERT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), p, &m, &st, &err), UIH_OK)
+          << uih_error_message(&err);
+      EXPECT_EQ(st.mismatches, gone_records);
+      const uint8_t* flags = uih_materialized_flags(m);
+      std::vector<std::vector<Ev>> a = Sequences(m, 0);
+      for (size_t i = 0; i < records.size(); i++) {
+        if (users[i] != gone) {
+          EXPECT_EQ(flags[i], 0) << i;
+          if (p == &whole) {
+            EXPECT_EQ(a[i], seen_a[i]) << i;
+          }
+          continue;
+        }
+        EXPECT_EQ(flags[i], UIH_RECORD_ERASED | UIH_RECORD_MISMATCH) << i;
+        for (uint32_t gi = 0; gi < p->ngroups; gi++) EXPECT_EQ(uih_materialized_group(m, gi)->lengths[i], 0u) << i;
       }
+      uih_materialized_free(m);
     }
+  shortp.on_mismatch = UIH_MISMATCH_FAIL;
+  EXPECT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &shortp, &m, &st, &err), UIH_ERR_CORRUPTION);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("user " + std::to_string(gone)), std::string::npos)
+      << uih_error_message(&err);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("was erased by generation 3"), std::string::npos)
+      << uih_error_message(&err);
+  // A store opened afresh, or read-only, knows whom its loads erased.
+  uih_store_close(s);
+  for (int read_only : {0, 1}) {
+    uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
+    so.read_only = read_only;
+    ASSERT_EQ(uih_store_open((dir_ / "store").c_str(), &so, &s, &err), UIH_OK) << uih_error_message(&err);
+    shortp.on_mismatch = UIH_MISMATCH_FLAG;
+    ASSERT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &shortp, &m, &st, &err), UIH_OK);
+    EXPECT_EQ(st.mismatches, gone_records) << "read_only " << read_only;
     uih_materialized_free(m);
+    uih_store_close(s);
   }
+  ASSERT_EQ(uih_store_open((dir_ / "store").c_str(), nullptr, &s, &err), UIH_OK) << uih_error_message(&err);
   whole.on_mismatch = UIH_MISMATCH_FAIL;
   EXPECT_EQ(uih_materialize(s, ptrs.data(), lens.data(), ptrs.size(), &whole, &m, &st, &err), UIH_ERR_CORRUPTION);
   EXPECT_NE(std::string(uih_error_message(&err)).find("user " + std::to_string(gone)), std::string::npos)
@@ -444,6 +470,78 @@ TEST_F(StoreTest, MaterializedRecordsEqualWhatInferenceSaw) {
   EXPECT_EQ(uih_materialized_flags(m)[1], UIH_RECORD_UNREADABLE);
   EXPECT_EQ(uih_materialized_group(m, 0)->lengths[1], 0u);
   EXPECT_EQ(st.unreadable, 1u);
+  uih_materialized_free(m);
+  uih_store_close(s);
+}
+
+// A user erased and back: the records logged before the erasure stay
+// erased; those logged after it rebuild, whether all they carry came from
+// the mutable tier (placed by request time) or a later generation holds
+// their history (placed by generation).
+TEST_F(StoreTest, AUserErasedAndBackIsRebuiltFromTheirNewEvents) {
+  World w;
+  uih_store* s = Init("store", 2);
+  ASSERT_NO_FATAL_FAILURE(w.Build(s, dir_.path()));
+  uih_error err{};
+  uih_snapshotter* sn = nullptr;
+  ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
+  const uint64_t user = 5, other = 6;
+  const uih_snapshot_spec spec{1, {{1, 24}}};
+  std::vector<std::string> records = {RecordOf(sn, user, w.through + kDay - 1, spec),
+                                      RecordOf(sn, other, w.through + kDay - 1, spec)};
+  const int64_t erased_through = w.through + kDay;
+  std::string del = dir_ / "forget.csv";
+  WriteFile(del, "user_id\n" + std::to_string(user) + "\n");
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.deletes = del.c_str();
+  o.through = erased_through;
+  ASSERT_EQ(uih_load(s, nullptr, 0, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
+  // Back: a new event in the mutable tier, served from there alone.
+  uih_batch* b = nullptr;
+  ASSERT_EQ(uih_batch_create(uih_schema_group_by_id(uih_store_schema(s), 1), 1, nullptr, 0, &b, &err), UIH_OK);
+  uint32_t row;
+  ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
+  uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, static_cast<uint64_t>(erased_through + 10));
+  uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, 77);
+  ASSERT_EQ(uih_mutable_append(uih_store_mutable(s, uih_shard_of(user, 2)), user, b, 0, &err), UIH_OK);
+  uih_batch_free(b);
+  records.push_back(RecordOf(sn, user, erased_through + 20, spec));
+  // Loaded: the next record's event comes from the generation after the erasure.
+  std::string back = dir_ / "back.csv";
+  WriteFile(back, "user_id,group,ts,item,liked\n" + std::to_string(user) + ",a," + std::to_string(erased_through + 10) +
+                      ",77,\n");
+  uih_load_opts lo = UIH_LOAD_OPTS_DEFAULT;
+  lo.through = erased_through + kDay;
+  const char* in[] = {back.c_str()};
+  ASSERT_EQ(uih_load(s, in, 1, &lo, nullptr, &err), UIH_OK) << uih_error_message(&err);
+  records.push_back(RecordOf(sn, user, erased_through + kDay + 5, spec));
+  uih_snapshotter_free(sn);
+  for (size_t i = 2; i < 4; i++) {
+    uih_snapshot_record r;
+    ASSERT_EQ(uih_snapshot_record_decode(reinterpret_cast<const uint8_t*>(records[i].data()), records[i].size(), &r,
+                                         &err),
+              UIH_OK);
+    EXPECT_EQ(r.groups[0].length, i == 2 ? 0u : 1u) << "record " << i << ": from the mutable tier, then stored";
+  }
+  RecordPtrs logged(records);
+  uih_projection p{};
+  p.ngroups = 1;
+  p.groups[0] = {1, 24, 0, {}};
+  p.on_mismatch = UIH_MISMATCH_FLAG;
+  uih_materialized* m = nullptr;
+  uih_materialize_stats st{};
+  ASSERT_EQ(uih_materialize(s, logged.ptrs.data(), logged.lens.data(), records.size(), &p, &m, &st, &err), UIH_OK)
+      << uih_error_message(&err);
+  const uint8_t* flags = uih_materialized_flags(m);
+  EXPECT_EQ(flags[0], UIH_RECORD_ERASED | UIH_RECORD_MISMATCH);
+  EXPECT_EQ(flags[1], 0);
+  EXPECT_EQ(flags[2], 0);
+  EXPECT_EQ(flags[3], 0);
+  const std::vector<std::vector<Ev>> got = Sequences(m, 0);
+  const std::vector<Ev> new_event = {{erased_through + 10, 77, -1}};
+  EXPECT_EQ(got[2], new_event);
+  EXPECT_EQ(got[3], new_event);
+  EXPECT_EQ(st.mismatches, 1u);
   uih_materialized_free(m);
   uih_store_close(s);
 }

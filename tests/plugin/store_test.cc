@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <random>
@@ -797,6 +798,48 @@ TEST_F(StoreTest, AnErasedUserLosesBothTiersAndARerunIsANoOp) {
   ASSERT_EQ(uih_store_generations(s, 0, nullptr, 0, &n, &cur, &err), UIH_OK);
   EXPECT_EQ(cur, 2u);
   uih_store_close(s);
+}
+
+// A store keeps whom its loads erased, with the generation and through of
+// the erasure, in each shard's metadata; a damaged entry is refused at open
+// by name.
+TEST_F(StoreTest, AStoreRemembersWhomItErasedAndRefusesADamagedEntry) {
+  uih_store* s = Init("store", 1);
+  std::string day = dir_ / "d.csv", del = dir_ / "del.csv";
+  WriteFile(day, kHeader + "1,a,100,5,1\n2,a,100,7,\n");
+  WriteFile(del, "user_id\n1\n");
+  uih_error err{};
+  ASSERT_EQ(Load(s, {day}, 1000, 0, &err), UIH_OK) << uih_error_message(&err);
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.through = 2000;
+  o.deletes = del.c_str();
+  ASSERT_EQ(uih_load(s, nullptr, 0, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
+  uih_store_close(s);
+  const std::string shard = dir_ / "store/shard-0000";
+  auto with_meta = [&](const std::function<void(rocksdb::DB*, rocksdb::ColumnFamilyHandle*)>& f) {
+    rocksdb::DB* db = nullptr;
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), shard, &names).ok());
+    for (auto& n : names)
+      cfs.emplace_back(n, uih::IsGenerationCf(n) ? uih::GenerationCfOptions() : rocksdb::ColumnFamilyOptions());
+    std::vector<rocksdb::ColumnFamilyHandle*> hs;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), shard, cfs, &hs, &db).ok());
+    f(db, hs[std::find(names.begin(), names.end(), rocksdb::kDefaultColumnFamilyName) - names.begin()]);
+    for (auto* h : hs) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+    delete db;
+  };
+  with_meta([&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+    std::string v;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), meta, uih::ErasedKey(1), &v).ok());
+    EXPECT_EQ(v, uih::ErasedValue(2, 2000));
+    EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), meta, uih::ErasedKey(2), &v).IsNotFound());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), meta, uih::ErasedKey(9), "short").ok());
+  });
+  uih_store* bad = nullptr;
+  EXPECT_EQ(uih_store_open((dir_ / "store").c_str(), nullptr, &bad, &err), UIH_ERR_CORRUPTION);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("erasure key"), std::string::npos) << uih_error_message(&err);
+  EXPECT_EQ(bad, nullptr);
 }
 
 // A schema change is checked against the store's and stored with the

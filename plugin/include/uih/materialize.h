@@ -10,10 +10,17 @@
  * checkpoint that covers what the projection reads (uih/snapshot.h), so a
  * short projection reads only the stripes holding its last events, and
  * verification reads only timestamps and id traits beyond what is asked.
- * A record whose part does not verify (its user erased since, events
- * scrubbed or expired, a bug) is a mismatch, handled by the projection's
- * policy; never a silent difference. So is one whose mutable events do not
- * decode. A schema change that drops an id-typed trait makes the records
+ * A record whose part does not verify (events scrubbed or expired, a bug)
+ * is a mismatch, handled by the projection's policy; never a silent
+ * difference. So is one whose mutable events do not decode. A record of a
+ * user erased since it was logged (uih/loader.h's deletions; the store
+ * keeps who its loads erased, and when) is a mismatch under every
+ * projection, even one the events the record carries would serve alone,
+ * and comes back empty under skip and flag alike: nothing of an erased
+ * user is rebuilt, not even the events logged with the record. A record
+ * is placed before or after the erasure by its generation; one with no
+ * stored part in any group (all it carries came from the mutable tier) by
+ * its request time, before the erasing load's through. A schema change that drops an id-typed trait makes the records
  * of its group logged before it unverifiable (the loader rewrites the
  * stripes without the trait, and identities include it): they are
  * mismatches whose reason says so.
@@ -111,6 +118,8 @@ enum {
   UIH_RECORD_UNREADABLE = 1 << 2, /* the record itself did not decode: empty everywhere */
   UIH_RECORD_OTHER_STORE = 1 << 3, /* logged against another store (uih_store_id): empty everywhere,
                                       counted with the mismatches */
+  UIH_RECORD_ERASED = 1 << 4,      /* its user was erased since it was logged: empty everywhere, with
+                                      UIH_RECORD_MISMATCH */
 };
 
 typedef struct uih_materialize_stats {

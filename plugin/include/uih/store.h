@@ -10,6 +10,11 @@
  *                             4-byte big-endian v)
  *           uih.gen/<g>       the record of live generation g (uih/generation.h)
  *           uih.current       the current generation (4 bytes, big-endian)
+ *           uih.erased/<u>    user u (8 bytes, big-endian) was erased by a load:
+ *                             its generation (4 bytes) and through (8 bytes,
+ *                             sign bit flipped), big-endian; written with
+ *                             that generation's record, kept for good, so
+ *                             that no record logged before is rebuilt
  *           uih.watermark     the mutable tier's watermark (uih/mutable.h)
  *       column family "uih.mutable" the mutable tier
  *       column family "uih.gen.%08u" one per live immutable generation:
