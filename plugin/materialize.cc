@@ -173,6 +173,7 @@ class Materializer {
   int DecodeGroup(Job& job, uih_error* err);
   int DecodeMutable(size_t rec, uint32_t gi, const uih_snapshot_group& rg, uih_error* err);
   int Mismatch(size_t rec, uint32_t gi, const char* why, uih_error* err);
+  void NoteFailure(size_t rec, const char* group, const char* why);
   const uih_trait* DroppedIdTrait(const uih_group* vg, uint32_t gi) const;
   void Share(const std::vector<size_t>& idx, uint32_t gi, const std::vector<OutColumn>& cols, OutGroup* og,
              std::vector<Seg>* runs, uint64_t* rows);
@@ -254,14 +255,19 @@ int Materializer::CheckProjection(uih_error* err) {
 int Materializer::Mismatch(size_t rec, uint32_t gi, const char* why, uih_error* err) {
   (void)err;
   flags_[rec] |= UIH_RECORD_MISMATCH;
-  if (p_->on_mismatch == UIH_MISMATCH_FAIL && rec < first_bad_) {
-    first_bad_ = rec;
-    char msg[640];
-    snprintf(msg, sizeof msg, "record %zu (user %" PRIu64 ", request %" PRId64 "), group %s: %s", rec,
-             recs_[rec].user_id, recs_[rec].request_ts, groups_[gi]->name, why);
-    bad_message_ = msg;
-  }
+  NoteFailure(rec, groups_[gi]->name, why);
   return UIH_OK;
+}
+
+// Under UIH_MISMATCH_FAIL: keeps the first failing record in the caller's
+// order (`group` the group it failed in, or NULL) for the batch's error.
+void Materializer::NoteFailure(size_t rec, const char* group, const char* why) {
+  if (p_->on_mismatch != UIH_MISMATCH_FAIL || rec >= first_bad_) return;
+  first_bad_ = rec;
+  char msg[640];
+  snprintf(msg, sizeof msg, "record %zu (user %" PRIu64 ", request %" PRId64 ")%s%s: %s", rec, recs_[rec].user_id,
+           recs_[rec].request_ts, group ? ", group " : "", group ? group : "", why);
+  bad_message_ = msg;
 }
 
 // Whether the identities of records of schema version `vg` may be beyond
@@ -810,21 +816,19 @@ int Materializer::Run(const uint8_t* const* records, const size_t* lens, size_t 
   // the events a record carries, whatever the projection reads.
   for (size_t i = 0; i < n; i++) {
     if (flags_[i] & kNotServed) continue;
-    uint32_t generation = 0;
-    for (uint32_t k = 0; k < recs_[i].ngroups; k++) generation = std::max(generation, recs_[i].groups[k].generation);
+    uint32_t generation = recs_[i].generation;  // records before version 3: their groups' (when they have one)
+    for (uint32_t k = 0; k < recs_[i].ngroups && recs_[i].version < 3; k++)
+      generation = std::max(generation, recs_[i].groups[k].generation);
     uih::Erasure by;
-    if (!uih::ErasedSince(s_, recs_[i].user_id, generation, recs_[i].request_ts, &by)) continue;
-    if (p_->on_mismatch == UIH_MISMATCH_FAIL && i < first_bad_) {  // the batch goes on, as for Mismatch
-      first_bad_ = i;
-      char msg[640];
-      snprintf(msg, sizeof msg,
-               "record %zu (user %" PRIu64 ", request %" PRId64
-               "): the user was erased by generation %u, after the record was logged (%s %" PRId64 ")",
-               i, recs_[i].user_id, recs_[i].request_ts, by.generation,
-               generation ? "at generation" : "no stored part; its request is before the erasure's through",
-               generation ? static_cast<int64_t>(generation) : by.through);
-      bad_message_ = msg;
-    }
+    if (!uih::ErasedSince(s_, recs_[i].user_id, generation, recs_[i].version >= 3, recs_[i].request_ts, &by)) continue;
+    char why[160];
+    if (recs_[i].version >= 3 || generation)
+      snprintf(why, sizeof why, "the user was erased by generation %u, after the record was logged at generation %u",
+               by.generation, generation);
+    else
+      snprintf(why, sizeof why, "the user was erased by generation %u, whose through %" PRId64 " is after the request",
+               by.generation, by.through);
+    NoteFailure(i, nullptr, why);
     flags_[i] |= UIH_RECORD_ERASED | UIH_RECORD_MISMATCH;
     recs_[i] = uih_snapshot_record{};
   }

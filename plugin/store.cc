@@ -57,17 +57,14 @@ std::string SchemaKey(uint32_t version) {
 
 std::string ErasedKey(uint64_t user) {
   std::string k = kErasedKeyPrefix;
-  AppendBE32(&k, static_cast<uint32_t>(user >> 32));
-  AppendBE32(&k, static_cast<uint32_t>(user));
+  AppendBE64(&k, user);
   return k;
 }
 
 std::string ErasedValue(uint32_t generation, int64_t through) {
   std::string v;
   AppendBE32(&v, generation);
-  const uint64_t t = static_cast<uint64_t>(through) ^ (uint64_t{1} << 63);
-  AppendBE32(&v, static_cast<uint32_t>(t >> 32));
-  AppendBE32(&v, static_cast<uint32_t>(t));
+  AppendBE64(&v, ToOrdered(through));
   return v;
 }
 
@@ -125,14 +122,14 @@ int ShardOfUser(uih_store* s, uint64_t user, Shard** out, uih_error* err) {
                        s->dir.c_str(), user, shard, s->opts.shard);
 }
 
-bool ErasedSince(uih_store* s, uint64_t user, uint32_t generation, int64_t request_ts, Erasure* by) {
+bool ErasedSince(uih_store* s, uint64_t user, uint32_t generation, bool exact, int64_t request_ts, Erasure* by) {
   Shard* sh = s->shards[uih_shard_of(user, static_cast<uint32_t>(s->shards.size()))].get();
   if (sh == nullptr) return false;
   std::lock_guard<std::mutex> lock(sh->mu);
   auto it = sh->erased.find(user);
   if (it == sh->erased.end()) return false;
   *by = it->second;
-  return generation ? generation < by->generation : request_ts < by->through;
+  return exact || generation ? generation < by->generation : request_ts < by->through;
 }
 
 int CatchUpWatermark(Shard* sh, uih_error* err) {
@@ -342,16 +339,16 @@ int ReadErased(Shard* sh, uih_error* err) {
   const std::string prefix = uih::kErasedKeyPrefix;
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     const Slice k = it->key(), v = it->value();
-    if (k.size() != prefix.size() + 8 || v.size() != 12)
-      return uih_error_set(err, UIH_ERR_CORRUPTION,
-                           "store %s: erasure key %s holds %zu bytes (expected a key of %zu bytes and 12 bytes)",
-                           sh->path.c_str(), k.ToString(true).c_str(), v.size(), prefix.size() + 8);
-    const uint64_t user = uint64_t{uih::LoadBE32(k.data() + prefix.size())} << 32 |
-                          uih::LoadBE32(k.data() + prefix.size() + 4);
+    if (k.size() != prefix.size() + 8)
+      return uih_error_set(err, UIH_ERR_CORRUPTION, "store %s: erasure key %s has %zu bytes, expected %zu",
+                           sh->path.c_str(), k.ToString(true).c_str(), k.size(), prefix.size() + 8);
+    if (v.size() != 12)
+      return uih_error_set(err, UIH_ERR_CORRUPTION, "store %s: erasure key %s holds %zu bytes, expected 12",
+                           sh->path.c_str(), k.ToString(true).c_str(), v.size());
+    const uint64_t user = uih::LoadBE64(k.data() + prefix.size());
     uih::Erasure e;
     e.generation = uih::LoadBE32(v.data());
-    const uint64_t t = uint64_t{uih::LoadBE32(v.data() + 4)} << 32 | uih::LoadBE32(v.data() + 8);
-    e.through = static_cast<int64_t>(t ^ (uint64_t{1} << 63));
+    e.through = uih::FromOrdered(uih::LoadBE64(v.data() + 4));
     if (e.generation == 0)
       return uih_error_set(err, UIH_ERR_CORRUPTION, "store %s: erasure of user %" PRIu64 " names generation 0",
                            sh->path.c_str(), user);

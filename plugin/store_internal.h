@@ -176,11 +176,12 @@ int ShardAt(uih_store* s, uint32_t shard, Shard** out, uih_error* err);
 // open it (a store opened for one shard).
 int ShardOfUser(uih_store* s, uint64_t user, Shard** out, uih_error* err);
 // Whether `user` was erased from their shard after a snapshot record of
-// theirs of generation `generation` (0: the record has no stored part, so
-// its request time places it: before the erasing load's through) and
-// request time `request_ts` was logged; *by says by which erasure. A store
-// opened for other shards knows nothing of the user: false.
-bool ErasedSince(uih_store* s, uint64_t user, uint32_t generation, int64_t request_ts, Erasure* by);
+// theirs was logged at generation `generation` (exact: the generation the
+// record names, 0 when the shard had none) or, for records before version
+// 3, at `generation` when a group names one, else at `request_ts` (before
+// the erasing load's through: before the erasure); *by says by which
+// erasure. A store opened for other shards knows nothing of the user.
+bool ErasedSince(uih_store* s, uint64_t user, uint32_t generation, bool exact, int64_t request_ts, Erasure* by);
 // A watermark behind the shard's current generation (a load killed
 // between publishing and advancing it) catches up.
 int CatchUpWatermark(Shard* sh, uih_error* err);

@@ -19,13 +19,26 @@ inline constexpr const char kSchemaKeyPrefix[] = "uih.schema/";
 inline constexpr const char kErasedKeyPrefix[] = "uih.erased/";
 inline constexpr const char kGenerationCfPrefix[] = "uih.gen.";
 
-// The 4-byte big-endian numbers of the keys and values below.
+// The big-endian numbers of the keys and values below.
 inline void AppendBE32(std::string* s, uint32_t v) {
   for (int i = 3; i >= 0; i--) s->push_back(static_cast<char>(v >> (8 * i)));
 }
 inline uint32_t LoadBE32(const char* p) {
   const unsigned char* u = reinterpret_cast<const unsigned char*>(p);
   return uint32_t{u[0]} << 24 | uint32_t{u[1]} << 16 | uint32_t{u[2]} << 8 | u[3];
+}
+inline void AppendBE64(std::string* s, uint64_t v) {
+  AppendBE32(s, static_cast<uint32_t>(v >> 32));
+  AppendBE32(s, static_cast<uint32_t>(v));
+}
+inline uint64_t LoadBE64(const char* p) { return uint64_t{LoadBE32(p)} << 32 | LoadBE32(p + 4); }
+// A signed value as an unsigned one that orders the same (the sign bit
+// flipped), and back.
+inline uint64_t ToOrdered(int64_t v) { return static_cast<uint64_t>(v) ^ (uint64_t{1} << 63); }
+inline int64_t FromOrdered(uint64_t u) {
+  const uint64_t v = u ^ (uint64_t{1} << 63);
+  return v <= static_cast<uint64_t>(INT64_MAX) ? static_cast<int64_t>(v)
+                                               : -static_cast<int64_t>(~v) - 1;  // no implementation-defined cast
 }
 
 // "uih.gen/" + 4 bytes big-endian; "uih.schema/" + 4 bytes big-endian.

@@ -250,6 +250,7 @@ int Snapshot(uih_snapshotter* sn, uint64_t user, int64_t request_ts, const uih_s
   r.request_ts = request_ts;
   r.schema_version = uih_schema_version(schema);
   r.store = static_cast<uint32_t>(s->id);
+  r.generation = gen ? gen->record.generation : 0;
   r.ngroups = spec->ngroups;
   sn->out.assign(spec->ngroups, nullptr);
   // The record lists groups by id; the sequences come in the spec's order.

@@ -93,11 +93,13 @@ static int check_record(const uih_snapshot_record *r, uih_error *err) {
     if (i > 0 && g->group <= r->groups[i - 1].group)
       return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
                            "snapshot record: group %u at position %u (ids must be ascending)", g->group, i);
-    if (g->length > 0 && (g->generation == 0 || g->start_ts > g->end_ts || g->end_ts > r->request_ts))
+    if (g->length > 0 && (g->generation != r->generation || g->generation == 0 || g->start_ts > g->end_ts ||
+                          g->end_ts > r->request_ts))
       return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
                            "snapshot record: group %u: generation %u, window [%" PRId64 ", %" PRId64
-                           "] at request %" PRId64 " (expected a generation >= 1 and start <= end <= request)",
-                           g->group, g->generation, g->start_ts, g->end_ts, r->request_ts);
+                           "] at request %" PRId64 " (expected the record's generation %u, >= 1, and start <= end "
+                           "<= request)",
+                           g->group, g->generation, g->start_ts, g->end_ts, r->request_ts, r->generation);
     if ((g->mutable_len > 0) != (g->mutable_events != NULL))
       return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "snapshot record: group %u: %zu mutable bytes at %p",
                            g->group, g->mutable_len, (const void *)g->mutable_events);
@@ -111,6 +113,7 @@ static void write_record(const uih_snapshot_record *r, sink *s) {
   put_varint(s, r->user_id);
   put_varint(s, zigzag(r->request_ts));
   put_varint(s, r->schema_version);
+  put_varint(s, r->generation);
   put_u8(s, (uint8_t)r->ngroups);
   for (uint32_t i = 0; i < r->ngroups; i++) {
     const uih_snapshot_group *g = &r->groups[i];
@@ -174,12 +177,20 @@ int uih_snapshot_record_decode(const uint8_t *buf, size_t len, uih_snapshot_reco
   r.request_ts = unzigzag(uih_cursor_varint(&c));
   uint64_t schema = uih_cursor_varint(&c);
   size_t at = uih_cursor_offset(&c, buf);
+  uint64_t generation = version >= 3 ? uih_cursor_varint(&c) : 0;
+  const size_t gen_end = uih_cursor_offset(&c, buf);
   r.ngroups = uih_cursor_u8(&c);
   if (c.bad) return uih_corruption(err, "snapshot record: the header ends early, near offset %zu", at);
   if (schema == 0 || schema > UINT32_MAX)
     return uih_corruption(err, "snapshot record: schema version %" PRIu64 " before offset %zu, expected 1..%u", schema,
                           at, UINT32_MAX);
+  if (generation > UINT32_MAX)
+    return uih_corruption(err, "snapshot record: generation %" PRIu64 " before offset %zu, expected 0..%u",
+                          generation, gen_end, UINT32_MAX);
+  r.version = version;
   r.schema_version = (uint32_t)schema;
+  r.generation = (uint32_t)generation;
+  at = gen_end;
   if (r.ngroups == 0 || r.ngroups > UIH_SNAPSHOT_GROUPS_MAX)
     return uih_corruption(err, "snapshot record: %u groups at offset %zu, expected 1..%d", r.ngroups, at,
                           UIH_SNAPSHOT_GROUPS_MAX);
@@ -202,11 +213,11 @@ int uih_snapshot_record_decode(const uint8_t *buf, size_t len, uih_snapshot_reco
       if (c.bad) return uih_corruption(err, "snapshot record: group %u's window ends early, near offset %zu", g->group, at);
       /* end = request - back and start = end - span, neither below INT64_MIN */
       uint64_t room = (uint64_t)r.request_ts - (uint64_t)INT64_MIN;
-      if (gen == 0 || gen > UINT32_MAX || back > room || span > room - back)
+      if (gen == 0 || gen > UINT32_MAX || (version >= 3 && gen != r.generation) || back > room || span > room - back)
         return uih_corruption(err,
-                              "snapshot record: group %u: generation %" PRIu64 ", end %" PRIu64
+                              "snapshot record: group %u: generation %" PRIu64 " (the record's: %u), end %" PRIu64
                               " before the request, span %" PRIu64 " at offset %zu (out of range)",
-                              g->group, gen, back, span, at);
+                              g->group, gen, r.generation, back, span, at);
       g->generation = (uint32_t)gen;
       g->end_ts = (int64_t)((uint64_t)r.request_ts - back);
       g->start_ts = (int64_t)((uint64_t)g->end_ts - span);
@@ -246,8 +257,8 @@ size_t uih_snapshot_record_format(const uih_snapshot_record *r, char *out, size_
     int k_ = snprintf(out && at < cap ? out + at : NULL, out && at < cap ? cap - at : 0, __VA_ARGS__); \
     if (k_ > 0) at += (size_t)k_;                                                         \
   } while (0)
-  EMIT("store %08x, user %" PRIu64 " at %" PRId64 ", schema %u:", r->store, r->user_id, r->request_ts,
-       r->schema_version);
+  EMIT("store %08x, user %" PRIu64 " at %" PRId64 ", schema %u, generation %u:", r->store, r->user_id,
+       r->request_ts, r->schema_version, r->generation);
   for (uint32_t i = 0; i < r->ngroups && i < UIH_SNAPSHOT_GROUPS_MAX; i++) {
     const uih_snapshot_group *g = &r->groups[i];
     EMIT("%s group %u: ", i ? ";" : "", g->group);

@@ -209,7 +209,8 @@ class uih_snapshot_group(Structure):
 
 class uih_snapshot_record(Structure):
     _fields_ = [("store", c_uint32), ("user_id", c_uint64), ("request_ts", c_int64), ("schema_version", c_uint32),
-                ("ngroups", c_uint32), ("groups", uih_snapshot_group * SNAPSHOT_GROUPS_MAX)]
+                ("ngroups", c_uint32), ("groups", uih_snapshot_group * SNAPSHOT_GROUPS_MAX), ("version", c_uint32),
+                ("generation", c_uint32)]
 
 
 # ---- materialization ------------------------------------------------------------------

@@ -63,10 +63,10 @@ def shard_of_many(users, nshards):
 
 
 def decode_record(record):
-    """A record's fields as a dict (store, user_id, request_ts,
-    schema_version, groups: per group id, length, generation, start_ts,
-    end_ts, mutable_bytes) and `text`, its text form (as `uih log dump`
-    prints it). UihError for a record that does not decode."""
+    """A record's fields as a dict (version, store, user_id, request_ts,
+    schema_version, generation, groups: per group id, length, generation,
+    start_ts, end_ts, mutable_bytes) and `text`, its text form (as `uih log
+    dump` prints it). UihError for a record that does not decode."""
     buf = bytes(record)
     r = L.uih_snapshot_record()
     err = L.uih_error()
@@ -79,8 +79,9 @@ def decode_record(record):
         g = r.groups[i]
         groups.append({"group": g.group, "length": g.length, "generation": g.generation, "start_ts": g.start_ts,
                        "end_ts": g.end_ts, "mutable_bytes": g.mutable_len})
-    return {"store": r.store, "user_id": r.user_id, "request_ts": r.request_ts,
-            "schema_version": r.schema_version, "groups": groups, "text": text.value.decode()}
+    return {"version": r.version, "store": r.store, "user_id": r.user_id, "request_ts": r.request_ts,
+            "schema_version": r.schema_version, "generation": r.generation, "groups": groups,
+            "text": text.value.decode()}
 
 
 class LogWriter:

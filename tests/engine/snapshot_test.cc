@@ -65,15 +65,16 @@ class SnapshotTest : public ::testing::Test {
     static const int64_t kTs[] = {INT64_MIN, INT64_MIN + 1, -1, 0, 1700000000000, INT64_MAX};
     r.request_ts = rng() % 3 == 0 ? kTs[rng() % 6] : 1700000000000 + static_cast<int64_t>(rng() % 100000000);
     r.schema_version = 1 + static_cast<uint32_t>(rng() % 3);
+    r.generation = rng() % 5 == 0 ? 0 : 1 + static_cast<uint32_t>(rng() % 100000);
     uint16_t ids[] = {0, 1, 7, 9, 300, 65535};
     for (uint16_t id : ids) {
       if (rng() % 2 && !(id == 65535 && r.ngroups == 0)) continue;
       uih_snapshot_group& g = r.groups[r.ngroups++];
       g.group = id;
       static const uint32_t kLen[] = {0, 1, 15, 16, 63, 64, 256, 1000, 4096, 70000};
-      g.length = kLen[rng() % 10];
+      g.length = r.generation ? kLen[rng() % 10] : 0;  // an immutable part is of the record's generation
       if (g.length) {
-        g.generation = 1 + static_cast<uint32_t>(rng() % 100000);
+        g.generation = r.generation;
         uint64_t back = rng() % 4 == 0 ? 0 : rng() % 100000000;
         if (back > static_cast<uint64_t>(r.request_ts) - static_cast<uint64_t>(INT64_MIN)) back = 0;
         g.end_ts = static_cast<int64_t>(static_cast<uint64_t>(r.request_ts) - back);
@@ -107,6 +108,7 @@ class SnapshotTest : public ::testing::Test {
     EXPECT_EQ(a.user_id, b.user_id);
     EXPECT_EQ(a.request_ts, b.request_ts);
     EXPECT_EQ(a.schema_version, b.schema_version);
+    EXPECT_EQ(a.generation, b.generation);
     ASSERT_EQ(a.ngroups, b.ngroups);
     for (uint32_t i = 0; i < a.ngroups; i++) {
       const uih_snapshot_group &x = a.groups[i], &y = b.groups[i];
@@ -185,7 +187,7 @@ TEST_F(SnapshotTest, WellSealedNonsenseIsRefused) {
     int rc;
     const char* message;
   } cases[] = {
-      {{3, 1, 0, 1, 1, 1, 0, 0}, UIH_ERR_NOT_SUPPORTED, "version 3"},
+      {{4, 1, 0, 1, 1, 1, 0, 0}, UIH_ERR_NOT_SUPPORTED, "version 4"},
       {{2, 7, 7, 7}, UIH_ERR_CORRUPTION, "the header ends early"},  // version 2: a u32 store first
       {{2, 1, 2, 3, 4, 1, 0, 1, 0}, UIH_ERR_CORRUPTION, "0 groups"},
       {{1, 1, 0, 0, 1, 1, 0, 0}, UIH_ERR_CORRUPTION, "schema version 0"},
@@ -201,6 +203,10 @@ TEST_F(SnapshotTest, WellSealedNonsenseIsRefused) {
       {{1, 1, 0, 1, 1, 1, 0x80}, UIH_ERR_CORRUPTION, "ends early"},
       {{1, 1, 0, 1, 1, 1, 0, 3, 5, 1, 2}, UIH_ERR_CORRUPTION, "not length-prefixed"},
       {{1, 1, 0, 1, 1, 1, 0, 2, 0, 0}, UIH_ERR_CORRUPTION, "not length-prefixed"},
+      // Version 3: a generation after the schema version, which every immutable part must be of.
+      {{3, 1, 2, 3, 4, 1, 0, 1, 0xff, 0xff, 0xff, 0xff, 0x10, 1, 1, 0, 0}, UIH_ERR_CORRUPTION, "expected 0..4294967295"},
+      {{3, 1, 2, 3, 4, 1, 0, 1, 5, 1, 1, 1, 6, 0, 0, 1, 2, 3, 4, 0}, UIH_ERR_CORRUPTION, "(the record's: 5)"},
+      {{3, 1, 2, 3, 4, 1, 0, 1, 5}, UIH_ERR_CORRUPTION, "the header ends early"},
   };
   // (Version 1 bodies: the same as version 2 without the store.) The "out of range" case's request ts is 0 (zigzag 0), so "end 1 before
   // it" stays in range; make the request INT64_MIN (zigzag 2^64 - 1) there.
@@ -214,10 +220,16 @@ TEST_F(SnapshotTest, WellSealedNonsenseIsRefused) {
   }
 }
 
-// Version 1 records (no store field) still decode, with store 0, to the
-// same fields as the version 2 record they differ from.
-TEST_F(SnapshotTest, Version1RecordsDecodeWithStoreZero) {
+// Records of versions 1 (no store field) and 2 (no generation field) still
+// decode, with store 0 (version 1) and generation 0, to the same fields as
+// the current record they differ from.
+TEST_F(SnapshotTest, OlderRecordsDecodeWithoutTheFieldsTheyLack) {
   std::mt19937_64 rng(8);
+  auto varint_len = [](uint64_t v) {
+    size_t n = 1;
+    while (v >= 0x80) v >>= 7, n++;
+    return n;
+  };
   for (int i = 0; i < 200; i++) {
     std::vector<std::string> keep;
     uih_snapshot_record r = Random(rng, &keep);
@@ -225,15 +237,25 @@ TEST_F(SnapshotTest, Version1RecordsDecodeWithStoreZero) {
     std::vector<uint8_t> buf(uih_snapshot_record_size(&r));
     ASSERT_EQ(uih_snapshot_record_encode(&r, buf.data(), buf.size(), &len, &err_), UIH_OK);
     ASSERT_EQ(buf[0], UIH_SNAPSHOT_FORMAT);
-    std::vector<uint8_t> v1 = {1};
-    v1.insert(v1.end(), buf.begin() + 5, buf.end() - 4);  // without the store and the checksum
-    uint32_t sum = static_cast<uint32_t>(XXH3_64bits(v1.data(), v1.size()));
-    for (int k = 0; k < 4; k++) v1.push_back(static_cast<uint8_t>(sum >> (8 * k)));
-    uih_snapshot_record back;
-    ASSERT_EQ(uih_snapshot_record_decode(v1.data(), v1.size(), &back, &err_), UIH_OK) << uih_error_message(&err_);
-    EXPECT_EQ(back.store, 0u);
-    back.store = r.store;
-    ExpectSame(r, back);
+    const uint64_t zz = (static_cast<uint64_t>(r.request_ts) << 1) ^ static_cast<uint64_t>(r.request_ts >> 63);
+    const size_t gen_at = 5 + varint_len(r.user_id) + varint_len(zz) + varint_len(r.schema_version);
+    const size_t gen_end = gen_at + varint_len(r.generation);
+    for (uint8_t version : {1, 2}) {
+      std::vector<uint8_t> old = {version};
+      if (version == 2) old.insert(old.end(), buf.begin() + 1, buf.begin() + 5);  // the store
+      old.insert(old.end(), buf.begin() + 5, buf.begin() + static_cast<std::ptrdiff_t>(gen_at));
+      old.insert(old.end(), buf.begin() + static_cast<std::ptrdiff_t>(gen_end), buf.end() - 4);  // without the checksum
+      const uint32_t sum = static_cast<uint32_t>(XXH3_64bits(old.data(), old.size()));
+      for (int k = 0; k < 4; k++) old.push_back(static_cast<uint8_t>(sum >> (8 * k)));
+      uih_snapshot_record back;
+      ASSERT_EQ(uih_snapshot_record_decode(old.data(), old.size(), &back, &err_), UIH_OK) << uih_error_message(&err_);
+      EXPECT_EQ(back.version, version);
+      EXPECT_EQ(back.store, version == 1 ? 0u : r.store);
+      EXPECT_EQ(back.generation, 0u);
+      back.store = r.store;
+      back.generation = r.generation;
+      ExpectSame(r, back);
+    }
   }
 }
 
@@ -403,6 +425,7 @@ TEST_F(SnapshotTest, ATypicalGroupTakesAtMost32Bytes) {
   one.user_id = two.user_id = 123456789;
   one.request_ts = two.request_ts = 1700000000000;
   one.schema_version = two.schema_version = 3;
+  one.generation = two.generation = 120;
   one.ngroups = 1;
   two.ngroups = 2;
   for (uih_snapshot_record* r : {&one, &two})

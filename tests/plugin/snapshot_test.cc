@@ -475,9 +475,10 @@ TEST_F(StoreTest, MaterializedRecordsEqualWhatInferenceSaw) {
 }
 
 // A user erased and back: the records logged before the erasure stay
-// erased; those logged after it rebuild, whether all they carry came from
-// the mutable tier (placed by request time) or a later generation holds
-// their history (placed by generation).
+// erased, even one served after the erasing load's through but before it
+// published, with nothing stored (a new user's first events); those logged
+// after it rebuild, whether all they carry came from the mutable tier or a
+// later generation holds their history. Records name their generation.
 TEST_F(StoreTest, AUserErasedAndBackIsRebuiltFromTheirNewEvents) {
   World w;
   uih_store* s = Init("store", 2);
@@ -485,26 +486,31 @@ TEST_F(StoreTest, AUserErasedAndBackIsRebuiltFromTheirNewEvents) {
   uih_error err{};
   uih_snapshotter* sn = nullptr;
   ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
-  const uint64_t user = 5, other = 6;
+  const uint64_t user = 5, other = 6, fresh = 1000;
   const uih_snapshot_spec spec{1, {{1, 24}}};
-  std::vector<std::string> records = {RecordOf(sn, user, w.through + kDay - 1, spec),
-                                      RecordOf(sn, other, w.through + kDay - 1, spec)};
   const int64_t erased_through = w.through + kDay;
+  auto append = [&](uint64_t u, int64_t ts) {
+    uih_batch* b = nullptr;
+    ASSERT_EQ(uih_batch_create(uih_schema_group_by_id(uih_store_schema(s), 1), 1, nullptr, 0, &b, &err), UIH_OK);
+    uint32_t row;
+    ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
+    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, static_cast<uint64_t>(ts));
+    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, 77);
+    ASSERT_EQ(uih_mutable_append(uih_store_mutable(s, uih_shard_of(u, 2)), u, b, 0, &err), UIH_OK);
+    uih_batch_free(b);
+  };
+  ASSERT_NO_FATAL_FAILURE(append(fresh, erased_through + 1));
+  std::vector<std::string> records = {RecordOf(sn, user, w.through + kDay - 1, spec),
+                                      RecordOf(sn, other, w.through + kDay - 1, spec),
+                                      RecordOf(sn, fresh, erased_through + 5, spec)};
   std::string del = dir_ / "forget.csv";
-  WriteFile(del, "user_id\n" + std::to_string(user) + "\n");
+  WriteFile(del, "user_id\n" + std::to_string(user) + "\n" + std::to_string(fresh) + "\n");
   uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
   o.deletes = del.c_str();
   o.through = erased_through;
   ASSERT_EQ(uih_load(s, nullptr, 0, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
   // Back: a new event in the mutable tier, served from there alone.
-  uih_batch* b = nullptr;
-  ASSERT_EQ(uih_batch_create(uih_schema_group_by_id(uih_store_schema(s), 1), 1, nullptr, 0, &b, &err), UIH_OK);
-  uint32_t row;
-  ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
-  uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, static_cast<uint64_t>(erased_through + 10));
-  uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, 77);
-  ASSERT_EQ(uih_mutable_append(uih_store_mutable(s, uih_shard_of(user, 2)), user, b, 0, &err), UIH_OK);
-  uih_batch_free(b);
+  ASSERT_NO_FATAL_FAILURE(append(user, erased_through + 10));
   records.push_back(RecordOf(sn, user, erased_through + 20, spec));
   // Loaded: the next record's event comes from the generation after the erasure.
   std::string back = dir_ / "back.csv";
@@ -516,12 +522,13 @@ TEST_F(StoreTest, AUserErasedAndBackIsRebuiltFromTheirNewEvents) {
   ASSERT_EQ(uih_load(s, in, 1, &lo, nullptr, &err), UIH_OK) << uih_error_message(&err);
   records.push_back(RecordOf(sn, user, erased_through + kDay + 5, spec));
   uih_snapshotter_free(sn);
-  for (size_t i = 2; i < 4; i++) {
+  for (size_t i = 2; i < 5; i++) {
     uih_snapshot_record r;
     ASSERT_EQ(uih_snapshot_record_decode(reinterpret_cast<const uint8_t*>(records[i].data()), records[i].size(), &r,
                                          &err),
               UIH_OK);
-    EXPECT_EQ(r.groups[0].length, i == 2 ? 0u : 1u) << "record " << i << ": from the mutable tier, then stored";
+    EXPECT_EQ(r.groups[0].length, i == 4 ? 1u : 0u) << "record " << i << ": from the mutable tier, then stored";
+    EXPECT_EQ(r.generation, i == 2 ? 1u : i == 3 ? 2u : 3u) << "record " << i;
   }
   RecordPtrs logged(records);
   uih_projection p{};
@@ -535,13 +542,15 @@ TEST_F(StoreTest, AUserErasedAndBackIsRebuiltFromTheirNewEvents) {
   const uint8_t* flags = uih_materialized_flags(m);
   EXPECT_EQ(flags[0], UIH_RECORD_ERASED | UIH_RECORD_MISMATCH);
   EXPECT_EQ(flags[1], 0);
-  EXPECT_EQ(flags[2], 0);
+  EXPECT_EQ(flags[2], UIH_RECORD_ERASED | UIH_RECORD_MISMATCH) << "served past the through, before the publish";
   EXPECT_EQ(flags[3], 0);
+  EXPECT_EQ(flags[4], 0);
   const std::vector<std::vector<Ev>> got = Sequences(m, 0);
   const std::vector<Ev> new_event = {{erased_through + 10, 77, -1}};
-  EXPECT_EQ(got[2], new_event);
+  EXPECT_TRUE(got[2].empty());
   EXPECT_EQ(got[3], new_event);
-  EXPECT_EQ(st.mismatches, 1u);
+  EXPECT_EQ(got[4], new_event);
+  EXPECT_EQ(st.mismatches, 2u);
   uih_materialized_free(m);
   uih_store_close(s);
 }

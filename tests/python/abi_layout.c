@@ -72,7 +72,8 @@ int main(void) {
   END();
   BEGIN(uih_snapshot_record); FIELD(uih_snapshot_record, store); FIELD(uih_snapshot_record, user_id);
   FIELD(uih_snapshot_record, request_ts); FIELD(uih_snapshot_record, schema_version);
-  FIELD(uih_snapshot_record, ngroups); FIELD(uih_snapshot_record, groups); END();
+  FIELD(uih_snapshot_record, ngroups); FIELD(uih_snapshot_record, groups); FIELD(uih_snapshot_record, version);
+  FIELD(uih_snapshot_record, generation); END();
   BEGIN(uih_projection_group); FIELD(uih_projection_group, group); FIELD(uih_projection_group, max_length);
   FIELD(uih_projection_group, ntraits); FIELD(uih_projection_group, traits); END();
   BEGIN(uih_projection); FIELD(uih_projection, ngroups); FIELD(uih_projection, groups);

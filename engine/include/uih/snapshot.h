@@ -19,12 +19,13 @@
  * (or the mutable events alone when they are N or more), and verifying
  * costs the timestamp and id columns whatever traits the projection wants.
  *
- * Binary form, version 2 (varints are LEB128; zigzag varints map signed
+ * Binary form, version 3 (varints are LEB128; zigzag varints map signed
  * values to unsigned ones, 0 -1 1 -2 ... to 0 1 2 3 ...):
  *
  *   field                      encoding
  *   -------------------------- ---------------------------------------------
- *   version                    u8, 2 (1: the same without the store field)
+ *   version                    u8, 3 (2: without the generation field;
+ *                              1: without the store field too)
  *   store                      u32 little-endian: the low 32 bits of the
  *                              id of the store it was logged against
  *                              (uih_store_id; 0: not known)
@@ -32,6 +33,12 @@
  *   request ts                 zigzag varint
  *   schema version             varint: the version whose traits the
  *                              identities and the mutable events use
+ *   generation                 varint: the current generation of the
+ *                              user's shard at the request (0: it had
+ *                              none), which every group's immutable part
+ *                              is of: what places the record before or
+ *                              after a load (an erasure) even when no
+ *                              group has an immutable part
  *   group count g              u8, 1..UIH_SNAPSHOT_GROUPS_MAX
  *   g groups, ids ascending:
  *     group id                 varint (0..65535)
@@ -70,7 +77,7 @@
 extern "C" {
 #endif
 
-#define UIH_SNAPSHOT_FORMAT 2
+#define UIH_SNAPSHOT_FORMAT 3
 #define UIH_SNAPSHOT_GROUPS_MAX 32
 #define UIH_SNAPSHOT_CHECKS_MAX 4
 #define UIH_SNAPSHOT_CHECK_MIN 16
@@ -92,6 +99,9 @@ typedef struct uih_snapshot_record {
   uint32_t schema_version;
   uint32_t ngroups;
   uih_snapshot_group groups[UIH_SNAPSHOT_GROUPS_MAX];
+  uint32_t version;    /* the format it was decoded from (encoding writes UIH_SNAPSHOT_FORMAT) */
+  uint32_t generation; /* the shard's current generation at the request (0: none, and in records
+                          before version 3); every group with length > 0 has it */
 } uih_snapshot_record;
 
 /* The checkpoints of an immutable part of `length` events, largest first:
@@ -126,11 +136,11 @@ int uih_snapshot_record_encode(const uih_snapshot_record *r, uint8_t *out, size_
  * `buf` (keep it while using them); the stripes themselves are checked
  * when decoded. UIH_ERR_CORRUPTION names the offset and what was expected;
  * UIH_ERR_NOT_SUPPORTED a newer version. Version 1 records decode with
- * store 0. */
+ * store 0, versions 1 and 2 with generation 0. */
 int uih_snapshot_record_decode(const uint8_t *buf, size_t len, uih_snapshot_record *out, uih_error *err);
 
 /* The record as one line of text for people (no newline), e.g.
- *   store 1a2b3c4d, user 42 at 1700000000000, schema 1: group 1: 256 immutable events
+ *   store 1a2b3c4d, user 42 at 1700000000000, schema 1, generation 7: group 1: 256 immutable events
  *   [1699900000000, 1699999999999] of generation 7 (checks 256:1a2b3c4d
  *   64:...), 3 mutable events in 61 bytes
  * Returns the length it needs (snprintf's rule: output cut at `cap`). */

@@ -18,12 +18,18 @@
  * projection, even one the events the record carries would serve alone,
  * and comes back empty under skip and flag alike: nothing of an erased
  * user is rebuilt, not even the events logged with the record. A record
- * is placed before or after the erasure by its generation; one with no
- * stored part in any group (all it carries came from the mutable tier) by
- * its request time, before the erasing load's through. A schema change that drops an id-typed trait makes the records
- * of its group logged before it unverifiable (the loader rewrites the
- * stripes without the trait, and identities include it): they are
- * mismatches whose reason says so.
+ * is placed before or after the erasure by the generation it names (the
+ * shard's current one at the request); records of format versions 1 and
+ * 2, which name none, by their groups' generation, or when no group has
+ * an immutable part by their request time (before the erasing load's
+ * through). A store knows the erasures published before it opened and
+ * those of its own loads (a read-only store, like its generations, only
+ * the former: reopen it after a load that erases).
+ *
+ * A schema change that drops an id-typed trait makes the records of its
+ * group logged before it unverifiable (the loader rewrites the stripes
+ * without the trait, and identities include it): they are mismatches
+ * whose reason says so.
  *
  * Records of the same user in a batch are served together: one read of the
  * user's stripes and one decode of the union of their windows (data
