@@ -12,37 +12,41 @@
 // `engagement` (8 active traits) and `search` (3). Days 1..D-T are loaded;
 // then each of the last T days is served: its events go to the mutable
 // tier, every user active that day gets 16 or 17 inference requests
-// (RecD's 16.5 examples per user per day) at random times of it, and each
-// request is snapshotted with the union spec every tenant's needs fit in
-// (engagement:L, search:L/16), then the day is loaded. Training data
-// written per day:
+// (RecD's 16.5 examples per user per day) at random times of it, served
+// in time order, each snapshotted with the union spec every tenant's needs
+// fit in (engagement:L, search:L/16) and its record logged; then the day
+// is loaded. Training data written per day:
 //  - fat rows: each example's sequences, as inference returned them, one
 //    value per example (per group and trait: presence bytes, then values)
 //    in a day's BlockBasedTable file (ZSTD; --fat-blocks: block sizes to
-//    try, 4 KB = RocksDB's default; larger blocks let a user's consecutive
-//    examples compress together), ingested into a RocksDB;
-//  - late materialization: the snapshot records in a day's log, the daily
-//    load's new generation (every shard's files: a load writes the whole
-//    store anew, copying unchanged stripes), the mutable tier's appends
-//    (the bytes its write-ahead log grew by).
-// Stored: the fat rows' files against the current generation, the mutable
-// tier's files and the logs; and each further day of examples kept.
+//    try, 4 KB = RocksDB's default), clustered by user as RecD clusters
+//    its data (so larger blocks compress a user's consecutive examples
+//    together), ingested into a RocksDB;
+//  - late materialization: every byte the process wrote that day besides
+//    the fat rows (/proc/self/io): the log, the mutable tier's WAL,
+//    flushes and compactions, the daily load's sorted runs and new
+//    generation (a load writes the whole store anew, copying unchanged
+//    stripes).
+// Stored: the fat rows' files against the store's directory (opened with
+// keep 1: no older generation stays) and the logs; and what each further
+// day of kept examples adds.
 // Tenants (training jobs reading the T days): long = engagement:L, every
 // trait; mid = engagement:L/4 (ts, item, type, watch) + search:L/16; short
 // = engagement:L/32 (ts, item). Fat rows: a scan of every row, each cut to
 // the tenant's groups, lengths and traits. Late materialization: the logs
-// read, then uih_materialize per batch of B with the tenant's projection,
-// a user's records together (data affinity). One thread each: examples/s
-// per core. Bytes read per example: fat rows' compressed bytes; the
-// record's bytes in the log plus the stripe bytes read. Batch latency:
+// read and a user's records put together (data affinity; a stable sort of
+// the log's index by user, timed), then uih_materialize per batch of B
+// with the tenant's projection, in the shared layout (a user's records as
+// windows into rows written once) and again jagged. One thread each:
+// examples/s per core. Bytes read per example: fat rows' compressed bytes;
+// the record's bytes in the log plus the stripe bytes read. Batch latency:
 // per batch of B, from reading to the tenant's arrays (the logs are read
-// once per pass, before the first batch, counted in examples/s only). Every tenant's every
-// sequence is compared between the paradigms (fat rows hold what inference
-// returned); a difference fails the run (exit 1). --small: a few seconds'
-// workload for CTest. --cold 1: files evicted from the page cache before
-// every timed pass. --json: the numbers for bench/plot_fatrow.py.
-#include <fcntl.h>
-#include <unistd.h>
+// once per pass, before the first batch, counted in examples/s only).
+// Every tenant's every sequence is compared between the paradigms (fat
+// rows hold what inference returned); a difference fails the run (exit 1).
+// --small: a few seconds' workload for CTest. --cold 1: files evicted
+// from the page cache before every timed pass. --json: the numbers for
+// bench/plot_fatrow.py.
 
 #include <algorithm>
 #include <chrono>
@@ -56,6 +60,7 @@
 #include <string>
 #include <vector>
 
+#include "files.h"
 #include "rocksdb/db.h"
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
@@ -97,43 +102,37 @@ uint64_t FileBytes(const std::string& path) {
   uint64_t n = fs::file_size(path, ec);
   return ec ? 0 : n;
 }
-// Bytes of the files under `dir` whose names end with `suffix`.
-uint64_t BytesUnder(const std::string& dir, const std::string& suffix) {
-  uint64_t n = 0;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (it->is_regular_file(ec) && name.size() >= suffix.size() &&
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
-      n += it->file_size(ec);
+// The served days' logs, read whole, and their records in the order a
+// training job takes them: a user's records together (data affinity), in
+// log order (time) within a user.
+struct Logs {
+  std::vector<std::string> bytes;
+  std::vector<const uint8_t*> recs;
+  std::vector<size_t> lens;
+};
+Logs ReadLogs(const std::vector<std::string>& paths) {
+  Logs l;
+  std::vector<uint64_t> users;
+  for (const std::string& path : paths) {
+    std::ifstream f(path, std::ios::binary);
+    l.bytes.emplace_back((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const uint8_t* buf = reinterpret_cast<const uint8_t*>(l.bytes.back().data());
+    const size_t len = l.bytes.back().size();
+    uih_error err{};
+    size_t n = 0;
+    Check(uih_snapshot_log_index(buf, len, path.c_str(), nullptr, nullptr, nullptr, nullptr, 0, &n, &err), err, "log");
+    std::vector<uint64_t> offs(n), ls(n), us(n);
+    Check(uih_snapshot_log_index(buf, len, path.c_str(), offs.data(), ls.data(), us.data(), nullptr, n, &n, &err), err,
+          "log");
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return us[a] < us[b]; });
+    for (size_t i : order) {
+      l.recs.push_back(buf + offs[i]);
+      l.lens.push_back(ls[i]);
+    }
   }
-  return n;
-}
-void Evict(const std::string& dir) {  // --cold: the next pass reads the device
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it); it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
-    int fd = open(it->path().c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    (void)fdatasync(fd);
-    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    close(fd);
-  }
-}
-
-// A log's records, as pointers into its bytes.
-void IndexLog(const std::string& log, std::vector<const uint8_t*>* recs, std::vector<size_t>* lens) {
-  const uint8_t* buf = reinterpret_cast<const uint8_t*>(log.data());
-  uih_error err{};
-  size_t n = 0;
-  Check(uih_snapshot_log_index(buf, log.size(), "log", nullptr, nullptr, nullptr, nullptr, 0, &n, &err), err, "log");
-  std::vector<uint64_t> offs(n), ls(n);
-  Check(uih_snapshot_log_index(buf, log.size(), "log", offs.data(), ls.data(), nullptr, nullptr, n, &n, &err), err,
-        "log");
-  for (size_t i = 0; i < n; i++) {
-    recs->push_back(buf + offs[i]);
-    lens->push_back(ls[i]);
-  }
+  return l;
 }
 
 // The union's columns: per group (spec order) its active traits by id.
@@ -154,7 +153,7 @@ void EncodeRow(const Layout& lay, const uih_batch* const* seqs, std::string* out
   for (int gi = 0; gi < 2; gi++) {
     const uih_batch* b = seqs[gi];
     for (size_t c = 0; c < lay.traits[gi].size(); c++) {
-      const uih_column& col = b->columns[c];
+      const uih_column& col = b->columns[uih_batch_column_index(b, lay.traits[gi][c])];
       for (uint32_t r = 0; r < b->count; r++) out->push_back(static_cast<char>(uih_column_has(&col, r)));
       for (uint32_t r = 0; r < b->count; r++) {
         uint64_t bits = uih_column_has(&col, r) ? uih_column_get_bits(&col, r) : 0;
@@ -465,31 +464,67 @@ struct FatRows {
   std::unique_ptr<rocksdb::SstFileWriter> day;
 };
 
-// What serving a day writes, besides the fat rows.
+// What serving a day wrote.
 struct Day {
   std::string log;
-  uint64_t examples = 0, log_bytes = 0, load_bytes = 0, mutable_bytes = 0;
+  uint64_t examples = 0, log_bytes = 0, load_bytes = 0;
+  uint64_t store_writes = 0;  // every byte the store and the log took: appends, flushes, the load
+  uint64_t fat_bytes = 0;     // the day's fat-row files, every block size
 };
 
+// A fat-row key: (day, user, request time, example), big-endian: a day's
+// examples clustered by user, as RecD clusters its training data.
+std::string FatKey(uint32_t day, uint64_t user, int64_t ts, uint64_t example) {
+  std::string k;
+  for (uint64_t v : {uint64_t{day}, user, static_cast<uint64_t>(ts) ^ (uint64_t{1} << 63), example})
+    for (int b = 7; b >= 0; b--) k.push_back(static_cast<char>(v >> (8 * b)));
+  return k;
+}
+
 // Serves day d: its events to the mutable tier, 16 or 17 requests per
-// active user at random times of it, each snapshotted, logged and written
-// as a fat row; then the day's load.
+// active user at random times of it, served in time order (as inference
+// serves them), each snapshotted and logged; then each written as a fat
+// row, clustered by user (the same snapshots again, in that order: the
+// day's state does not change while it is served); then the day's load.
 Day Serve(const Options& o, const Workload& w, uint32_t d, const Layout& lay, const uih_snapshot_spec& spec,
           uih_store* s, uih_snapshotter* sn, std::vector<FatRows>* fats, std::mt19937_64* rng,
           std::vector<double>* snapshot_seconds) {
   uih_error err{};
   Day day;
+  const uint64_t written_before = bench::BytesWritten();
   const int64_t day_start = w.served_from + static_cast<int64_t>(d) * kDay;
-  const std::string store = uih_store_dir(s);
-  const uint64_t wal_before = BytesUnder(store, ".log");
   AppendToMutable(s, w.days[d]);
-  day.mutable_bytes = BytesUnder(store, ".log") - wal_before;  // its write-ahead log
+  struct Request {
+    int64_t ts;
+    uint64_t user;
+  };
+  std::vector<Request> requests;
+  for (size_t u = 0; u < w.active[d].size(); u++)
+    for (size_t k = 0; k < 16 + u % 2; k++)  // 16.5 per user
+      requests.push_back({day_start + static_cast<int64_t>((*rng)() % kDay), w.active[d][u]});
+  std::sort(requests.begin(), requests.end(),
+            [](const Request& a, const Request& b) { return a.ts != b.ts ? a.ts < b.ts : a.user < b.user; });
+  day.examples = requests.size();
   day.log = o.dir + "/day" + std::to_string(d + 1) + ".log";
   FILE* log = fopen(day.log.c_str(), "wb");
   if (!log) {
     fprintf(stderr, "fatrow_bench: %s: %s\n", day.log.c_str(), strerror(errno));
     exit(1);
   }
+  for (const Request& r : requests) {
+    const uih_batch* const* seqs;
+    const uint8_t* rec;
+    size_t len;
+    auto t0 = Clock::now();
+    Check(uih_snapshot(sn, r.user, r.ts, &spec, &seqs, &rec, &len, &err), err, "snapshot");
+    snapshot_seconds->push_back(Since(t0));
+    Check(uih_snapshot_log_append(log, rec, len, &err), err, "log");
+  }
+  if (fclose(log) != 0) {
+    fprintf(stderr, "fatrow_bench: %s: %s\n", day.log.c_str(), strerror(errno));
+    exit(1);
+  }
+  day.log_bytes = FileBytes(day.log);
   for (FatRows& f : *fats) {
     rocksdb::Options wopt;
     wopt.compression = rocksdb::kZSTD;
@@ -499,38 +534,24 @@ Day Serve(const Options& o, const Workload& w, uint32_t d, const Layout& lay, co
     f.day.reset(new rocksdb::SstFileWriter(rocksdb::EnvOptions(), wopt));
     Check(f.day->Open(f.path + ".day" + std::to_string(d + 1) + ".sst"), "fat rows");
   }
+  std::stable_sort(requests.begin(), requests.end(),
+                   [](const Request& a, const Request& b) { return a.user < b.user; });
   std::string row;
-  for (size_t u = 0; u < w.active[d].size(); u++) {
-    const uint64_t user = w.active[d][u];
-    std::vector<int64_t> at(16 + u % 2);  // 16.5 per user
-    for (int64_t& ts : at) ts = day_start + static_cast<int64_t>((*rng)() % kDay);
-    std::sort(at.begin(), at.end());
-    for (int64_t ts : at) {
-      const uih_batch* const* seqs;
-      const uint8_t* rec;
-      size_t len;
-      auto t0 = Clock::now();
-      Check(uih_snapshot(sn, user, ts, &spec, &seqs, &rec, &len, &err), err, "snapshot");
-      snapshot_seconds->push_back(Since(t0));
-      Check(uih_snapshot_log_append(log, rec, len, &err), err, "log");
-      EncodeRow(lay, seqs, &row);
-      char key[12];  // (day, example), big-endian: the log's order
-      for (int k = 0; k < 4; k++) key[k] = static_cast<char>((d + 1) >> (24 - 8 * k));
-      for (int k = 0; k < 8; k++) key[4 + k] = static_cast<char>(day.examples >> (56 - 8 * k));
-      for (FatRows& f : *fats) Check(f.day->Put(rocksdb::Slice(key, 12), row), "fat rows");
-      day.examples++;
-    }
+  for (size_t i = 0; i < requests.size(); i++) {
+    const uih_batch* const* seqs;
+    const uint8_t* rec;
+    size_t len;
+    Check(uih_snapshot(sn, requests[i].user, requests[i].ts, &spec, &seqs, &rec, &len, &err), err, "snapshot");
+    EncodeRow(lay, seqs, &row);
+    const std::string key = FatKey(d + 1, requests[i].user, requests[i].ts, i);
+    for (FatRows& f : *fats) Check(f.day->Put(key, row), "fat rows");
   }
-  if (fclose(log) != 0) {
-    fprintf(stderr, "fatrow_bench: %s: %s\n", day.log.c_str(), strerror(errno));
-    exit(1);
-  }
-  day.log_bytes = FileBytes(day.log);
   for (FatRows& f : *fats) {
     rocksdb::ExternalSstFileInfo info;
     Check(f.day->Finish(&info), "fat rows");
     f.day.reset();
     f.bytes += info.file_size;
+    day.fat_bytes += info.file_size;
     rocksdb::IngestExternalFileOptions io;
     io.move_files = true;
     Check(f.db->IngestExternalFile({info.file_path}, io), "fat rows ingest");
@@ -544,33 +565,30 @@ Day Serve(const Options& o, const Workload& w, uint32_t d, const Layout& lay, co
   uih_load_stats ls{};
   Check(uih_load(s, in.data(), in.size(), &lo, &ls, &err), err, "daily load");
   day.load_bytes = ls.bytes;
+  day.store_writes = bench::BytesWritten() - written_before - day.fat_bytes;
   return day;
 }
 
-// Late materialization, one tenant: the logs read, then batches rebuilt.
-Pass ReadLate(const Options& o, uih_store* s, const std::vector<Day>& days, const Projected& p, uint64_t* checksum) {
-  if (o.cold) Evict(o.dir);
+// Late materialization, one tenant: the logs read (a user's records put
+// together), then batches rebuilt in the layout asked for.
+Pass ReadLate(const Options& o, uih_store* s, const std::vector<std::string>& logs, const Projected& p,
+              uih_mat_layout layout, uint64_t* checksum) {
+  if (o.cold) bench::Evict(o.dir);
   uih_error err{};
+  uih_projection proj = p.projection;
+  proj.layout = layout;
   Pass ps;
   auto t0 = Clock::now();
-  std::vector<std::string> logs;
-  std::vector<const uint8_t*> recs;
-  std::vector<size_t> lens;
-  for (const Day& day : days) {
-    std::ifstream lf(day.log, std::ios::binary);
-    logs.emplace_back((std::istreambuf_iterator<char>(lf)), std::istreambuf_iterator<char>());
-    ps.bytes_read += static_cast<double>(logs.back().size());
-    IndexLog(logs.back(), &recs, &lens);
-  }
+  const Logs l = ReadLogs(logs);
+  for (const std::string& b : l.bytes) ps.bytes_read += static_cast<double>(b.size());
   ps.seconds += Since(t0);
-  for (size_t at = 0; at < recs.size(); at += o.batch) {
-    const size_t n = std::min<size_t>(o.batch, recs.size() - at);
+  for (size_t at = 0; at < l.recs.size(); at += o.batch) {
+    const size_t n = std::min<size_t>(o.batch, l.recs.size() - at);
     auto b0 = Clock::now();
     uih_materialized* m = nullptr;
     uih_materialize_stats st{};
-    Check(uih_materialize(s, recs.data() + at, lens.data() + at, n, &p.projection, &m, &st, &err), err,
-          "materialize");
-    *checksum += Consume(m, p.projection.ngroups);
+    Check(uih_materialize(s, l.recs.data() + at, l.lens.data() + at, n, &proj, &m, &st, &err), err, "materialize");
+    *checksum += Consume(m, proj.ngroups);
     uih_materialized_free(m);
     const double bt = Since(b0);
     ps.batch_seconds.push_back(bt);
@@ -584,7 +602,7 @@ Pass ReadLate(const Options& o, uih_store* s, const std::vector<Day>& days, cons
 
 // Fat rows, one tenant: a scan of every row, each cut to the tenant's needs.
 Pass ReadFat(const Options& o, const Layout& lay, const FatRows& f, const Projected& p, uint64_t* checksum) {
-  if (o.cold) Evict(f.path);
+  if (o.cold) bench::Evict(f.path);
   Pass ps;
   Cut cut;
   rocksdb::ReadOptions ro;
@@ -607,26 +625,20 @@ Pass ReadFat(const Options& o, const Layout& lay, const FatRows& f, const Projec
   return ps;
 }
 
-// Both paradigms' sequences of one tenant, example by example (not timed):
-// how many are identical; the first differences on stderr.
-uint64_t Compare(const Options& o, uih_store* s, const std::vector<Day>& days, const Layout& lay, const FatRows& f,
-                 const Tenant& t, const Projected& p, uint64_t examples) {
+// Both paradigms' sequences of one tenant, example by example (not timed),
+// in the order both keep them (day, user, request time): how many are
+// identical; the first differences on stderr.
+uint64_t Compare(const Options& o, uih_store* s, const std::vector<std::string>& logs, const Layout& lay,
+                 const FatRows& f, const Tenant& t, const Projected& p, uint64_t examples) {
   uih_error err{};
-  std::vector<std::string> logs;
-  std::vector<const uint8_t*> recs;
-  std::vector<size_t> lens;
-  for (const Day& day : days) {
-    std::ifstream lf(day.log, std::ios::binary);
-    logs.emplace_back((std::istreambuf_iterator<char>(lf)), std::istreambuf_iterator<char>());
-    IndexLog(logs.back(), &recs, &lens);
-  }
+  const Logs l = ReadLogs(logs);
   std::unique_ptr<rocksdb::Iterator> it(f.db->NewIterator(rocksdb::ReadOptions()));
   it->SeekToFirst();
   uint64_t identical = 0, rows = 0;
-  for (size_t at = 0; at < recs.size(); at += o.batch) {
-    const size_t n = std::min<size_t>(o.batch, recs.size() - at);
+  for (size_t at = 0; at < l.recs.size(); at += o.batch) {
+    const size_t n = std::min<size_t>(o.batch, l.recs.size() - at);
     uih_materialized* m = nullptr;
-    Check(uih_materialize(s, recs.data() + at, lens.data() + at, n, &p.projection, &m, nullptr, &err), err,
+    Check(uih_materialize(s, l.recs.data() + at, l.lens.data() + at, n, &p.projection, &m, nullptr, &err), err,
           "materialize");
     for (size_t i = 0; i < n && it->Valid(); i++, it->Next(), rows++) {
       Cut a, b;
@@ -639,16 +651,16 @@ uint64_t Compare(const Options& o, uih_store* s, const std::vector<Day>& days, c
   }
   for (; it->Valid(); it->Next()) rows++;
   Check(it->status(), "fat rows scan");
-  if (recs.size() != examples || rows != examples) {
+  if (l.recs.size() != examples || rows != examples) {
     fprintf(stderr, "fatrow_bench: %" PRIu64 " examples served, %zu records logged, %" PRIu64 " fat rows\n", examples,
-            recs.size(), rows);
+            l.recs.size(), rows);
     exit(1);
   }
   return identical;
 }
 
 struct Result {
-  Pass late;
+  Pass late, late_jagged;
   std::vector<Pass> fat;  // per block size
   uint64_t identical = 0;
 };
@@ -656,27 +668,29 @@ struct Result {
 // What each paradigm wrote and keeps.
 struct Totals {
   double examples = 0, days = 0;
-  uint64_t logs = 0, loads = 0, mutable_writes = 0;  // over the served days
-  uint64_t generation = 0, mutable_tier = 0;         // on disk at the end
-  double late_written_per_day() const { return static_cast<double>(logs + loads + mutable_writes) / days; }
-  double late_stored() const { return static_cast<double>(generation + mutable_tier + logs); }
+  uint64_t logs = 0, loads = 0, writes = 0;  // over the served days: the logs, the generations, every byte
+  uint64_t store_on_disk = 0, generation = 0;  // at the end: the store's directory, its current generation
+  double late_written_per_day() const { return static_cast<double>(writes) / days; }
+  double late_stored() const { return static_cast<double>(store_on_disk + logs); }
 };
 
 void PrintTable(const Totals& tt, const std::vector<FatRows>& fats, const Tenant* tenants,
                 const std::vector<Result>& results) {
   const double nd = tt.days;
   printf("\n%-34s %-22s %10s\n", "", "", "MB");
-  printf("%-34s %-22s %10.2f  = logs %.2f + daily load %.2f + mutable tier's log %.2f\n", "written per day",
-         "late materialization", tt.late_written_per_day() / 1e6, static_cast<double>(tt.logs) / nd / 1e6,
-         static_cast<double>(tt.loads) / nd / 1e6, static_cast<double>(tt.mutable_writes) / nd / 1e6);
+  printf("%-34s %-22s %10.2f  = logs %.2f + daily load's generation %.2f + the rest %.2f (mutable tier's WAL,\n"
+         "%-34s %-22s %10s    flushes, compactions; the load's sorted runs, metadata)\n",
+         "written per day", "late materialization", tt.late_written_per_day() / 1e6,
+         static_cast<double>(tt.logs) / nd / 1e6, static_cast<double>(tt.loads) / nd / 1e6,
+         static_cast<double>(tt.writes - tt.logs - tt.loads) / nd / 1e6, "", "", "");
   for (const FatRows& f : fats)
     printf("%-34s fat rows, %3u KB blocks %9.2f  %.1fx\n", "", f.block_kb, static_cast<double>(f.bytes) / nd / 1e6,
            static_cast<double>(f.bytes) / nd / tt.late_written_per_day());
   char stored[64];
   snprintf(stored, sizeof stored, "stored (%.0f days of examples)", nd);
-  printf("%-34s %-22s %10.2f  = generation %.2f + mutable tier %.2f + logs %.2f (%.0f B per record)\n", stored,
-         "late materialization", tt.late_stored() / 1e6, static_cast<double>(tt.generation) / 1e6,
-         static_cast<double>(tt.mutable_tier) / 1e6, static_cast<double>(tt.logs) / 1e6,
+  printf("%-34s %-22s %10.2f  = the store's directory %.2f (its generation %.2f) + logs %.2f (%.0f B per record)\n",
+         stored, "late materialization", tt.late_stored() / 1e6, static_cast<double>(tt.store_on_disk) / 1e6,
+         static_cast<double>(tt.generation) / 1e6, static_cast<double>(tt.logs) / 1e6,
          static_cast<double>(tt.logs) / tt.examples);
   for (const FatRows& f : fats)
     printf("%-34s fat rows, %3u KB blocks %9.2f  %.1fx\n", "", f.block_kb, static_cast<double>(f.bytes) / 1e6,
@@ -703,6 +717,8 @@ void PrintTable(const Totals& tt, const std::vector<FatRows>& fats, const Tenant
     };
     line("late materialization", r.late);
     printf("  %" PRIu64 " of %.0f sequences identical to fat rows'\n", r.identical, tt.examples);
+    line("  the same, jagged", r.late_jagged);
+    printf("  every record's rows on their own\n");
     for (size_t i = 0; i < fats.size(); i++) {
       char what[40];
       snprintf(what, sizeof what, "fat rows, %u KB blocks", fats[i].block_kb);
@@ -711,7 +727,8 @@ void PrintTable(const Totals& tt, const std::vector<FatRows>& fats, const Tenant
              r.late.seconds / r.fat[i].seconds);
     }
   }
-  printf("(one thread each: examples/s per core; late materialization reads its log records and the stripes)\n");
+  printf("(one thread each: examples/s per core; late materialization reads its log records and the stripes, and puts\n"
+         " a user's records together, in the shared layout a user's records are windows into rows written once)\n");
 }
 
 void WriteJson(const Options& o, const Totals& tt, const std::vector<FatRows>& fats, const Tenant* tenants,
@@ -724,10 +741,10 @@ void WriteJson(const Options& o, const Totals& tt, const std::vector<FatRows>& f
   fprintf(j,
           "{\"users\": %" PRIu64 ", \"scale\": %g, \"days\": %u, \"train_days\": %u, \"length\": %u, \"batch\": %u,"
           " \"examples\": %.0f,\n \"late\": {\"written_per_day\": %.0f, \"logs_per_day\": %.0f, \"load_per_day\": %.0f,"
-          " \"mutable_per_day\": %.0f, \"stored\": %.0f},\n \"fat\": [",
+          " \"rest_per_day\": %.0f, \"stored\": %.0f},\n \"fat\": [",
           o.users, o.scale, o.days, o.train_days, o.length, o.batch, tt.examples, tt.late_written_per_day(),
           static_cast<double>(tt.logs) / tt.days, static_cast<double>(tt.loads) / tt.days,
-          static_cast<double>(tt.mutable_writes) / tt.days, tt.late_stored());
+          static_cast<double>(tt.writes - tt.logs - tt.loads) / tt.days, tt.late_stored());
   for (size_t i = 0; i < fats.size(); i++)
     fprintf(j, "%s{\"block_kb\": %u, \"written_per_day\": %.0f, \"stored\": %" PRIu64 "}", i ? ", " : "",
             fats[i].block_kb, static_cast<double>(fats[i].bytes) / tt.days, fats[i].bytes);
@@ -740,6 +757,8 @@ void WriteJson(const Options& o, const Totals& tt, const std::vector<FatRows>& f
   for (size_t ti = 0; ti < results.size(); ti++) {
     fprintf(j, "%s\n  {\"name\": \"%s\", \"late\": ", ti ? "," : "", tenants[ti].name);
     pass(results[ti].late);
+    fprintf(j, ", \"late_jagged\": ");
+    pass(results[ti].late_jagged);
     fprintf(j, ", \"fat\": [");
     for (size_t i = 0; i < fats.size(); i++) {
       if (i) fprintf(j, ", ");
@@ -767,7 +786,9 @@ int main(int argc, char** argv) {
   const std::string store = o.dir + "/store";
   Check(uih_store_init(store.c_str(), json.data(), json.size(), schema_path, o.shards, &err), err, "init");
   uih_store* s = nullptr;
-  Check(uih_store_open(store.c_str(), nullptr, &s, &err), err, "open");
+  uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
+  so.keep = 1;  // a load retires the generation before it: what is on disk is what is kept
+  Check(uih_store_open(store.c_str(), &so, &s, &err), err, "open");
   const Layout lay = LayoutOf(uih_store_schema(s));
 
   const Workload w = Generate(o, lay);
@@ -815,13 +836,16 @@ int main(int argc, char** argv) {
     tt.examples += static_cast<double>(days.back().examples);
     tt.logs += days.back().log_bytes;
     tt.loads += days.back().load_bytes;
-    tt.mutable_writes += days.back().mutable_bytes;
+    tt.writes += days.back().store_writes;
   }
   uih_snapshotter_free(sn);
+  std::vector<std::string> logs;
+  for (const Day& day : days) logs.push_back(day.log);
+  tt.store_on_disk = bench::BytesUnder(store);
   for (uint32_t sh = 0; sh < o.shards; sh++) {
     uint64_t imm, mut;
     Check(uih_store_sizes(s, sh, &imm, &mut, &err), err, "sizes");
-    tt.generation += imm, tt.mutable_tier += mut;
+    tt.generation += imm;
   }
   printf("  %.0f examples served (snapshot p50 %.1f us, p99 %.1f us)\n", tt.examples, Pct(snapshot_seconds, 0.5) * 1e6,
          Pct(snapshot_seconds, 0.99) * 1e6);
@@ -832,9 +856,10 @@ int main(int argc, char** argv) {
   for (const Tenant& t : tenants) {
     const Projected p = Project(lay, t);
     Result r;
-    r.late = ReadLate(o, s, days, p, &checksum);
+    r.late = ReadLate(o, s, logs, p, UIH_LAYOUT_SHARED, &checksum);
+    r.late_jagged = ReadLate(o, s, logs, p, UIH_LAYOUT_JAGGED, &checksum);
     for (const FatRows& f : fats) r.fat.push_back(ReadFat(o, lay, f, p, &checksum));
-    r.identical = Compare(o, s, days, lay, fats[0], t, p, static_cast<uint64_t>(tt.examples));
+    r.identical = Compare(o, s, logs, lay, fats[0], t, p, static_cast<uint64_t>(tt.examples));
     failures += static_cast<uint64_t>(tt.examples) - r.identical + r.late.mismatches;
     results.push_back(std::move(r));
   }

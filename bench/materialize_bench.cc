@@ -53,6 +53,7 @@
 #include <thread>
 #include <vector>
 
+#include "files.h"
 #include "rocksdb/db.h"
 #include "rocksdb/table.h"
 #include "uih/csv.h"
@@ -111,21 +112,6 @@ Rows RowsOf(const uih_mat_group* g, size_t rec) {
     out.push_back(row);
   }
   return out;
-}
-
-// --cold: every file under `dir` out of the page cache (written back
-// first), so that the next pass reads from the device.
-void Evict(const std::string& dir) {
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
-       it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
-    int fd = open(it->path().c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    (void)fdatasync(fd);
-    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    close(fd);
-  }
 }
 
 }  // namespace
@@ -387,7 +373,7 @@ int main(int argc, char** argv) {
       p.layout = pj.layout;
       uih_materialize_stats total{};
       uint64_t identical = 0;
-      if (cold) Evict(dir);
+      if (cold) bench::Evict(dir);
       auto t0 = std::chrono::steady_clock::now();
       for (size_t at = 0; at < records.size(); at += batch) {
         size_t n = std::min<size_t>(batch, records.size() - at);
@@ -434,7 +420,7 @@ int main(int argc, char** argv) {
       uih_materializer* mz = nullptr;
       Check(uih_materializer_create(s, &p, &md.o, &mz, &err), err, "materializer");
       uih_materialize_stats total{};
-      if (cold) Evict(dir);
+      if (cold) bench::Evict(dir);
       auto t0 = std::chrono::steady_clock::now();
       size_t submitted = 0, taken = 0;
       const size_t nbatches = (records.size() + batch - 1) / batch;
@@ -511,7 +497,7 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> present;
     std::vector<uint64_t> values;
     uint64_t events = 0;
-    if (cold) Evict(path);
+    if (cold) bench::Evict(path);
     auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < records.size(); i++) {
       char key[8];
@@ -556,7 +542,7 @@ int main(int argc, char** argv) {
     Check(uih_batch_create(g, 64, ids.data(), static_cast<uint32_t>(ids.size()), &win, &err), err, "batch");
     Check(uih_batch_create(g, UIH_STRIPE_EVENTS_MAX, nullptr, 0, &mut, &err), err, "batch");
     uint64_t events = 0, identical = 0;
-    if (cold) Evict(dir);
+    if (cold) bench::Evict(dir);
     auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < records.size(); i++) {
       uih_snapshot_record r;

@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 LATE = "#1b7837"
-FAT = ["#b2182b", "#ef8a62", "#fddbc7"]
+FAT = ["#b2182b", "#ef8a62", "#fddbc7", "#d6604d", "#f4a582"]  # cycled for more block sizes
 
 
 def label_bars(ax, bars, fmt):
@@ -31,11 +31,11 @@ def bytes_chart(r, out):
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     late = r["late"]
     names = ["late\nmaterialization"] + [f"fat rows\n{f['block_kb']} KB blocks" for f in r["fat"]]
-    colors = [LATE] + FAT[:len(r["fat"])]
+    colors = [LATE] + [FAT[i % len(FAT)] for i in range(len(r["fat"]))]
     # Written per day, late materialization split into its parts.
     ax = axes[0]
-    parts = [("snapshot logs", late["logs_per_day"]), ("daily load", late["load_per_day"]),
-             ("mutable tier's log", late["mutable_per_day"])]
+    parts = [("snapshot logs", late["logs_per_day"]), ("daily load's generation", late["load_per_day"]),
+             ("the rest: mutable tier, load's runs", late["rest_per_day"])]
     bottom = 0
     for (what, v), shade in zip(parts, ["#5aae61", LATE, "#a6dba0"]):
         ax.bar(0, v / 1e6, bottom=bottom / 1e6, color=shade, label=what)
@@ -63,9 +63,10 @@ def bytes_chart(r, out):
 
 def tenants_chart(r, out):
     tenants = r["tenants"]
-    series = [("late materialization", LATE, lambda t: t["late"])]
+    series = [("late materialization", LATE, lambda t: t["late"]),
+              ("the same, jagged layout", "#7fbc41", lambda t: t["late_jagged"])]
     for i, f in enumerate(r["fat"]):
-        series.append((f"fat rows, {f['block_kb']} KB blocks", FAT[i], lambda t, i=i: t["fat"][i]))
+        series.append((f"fat rows, {f['block_kb']} KB blocks", FAT[i % len(FAT)], lambda t, i=i: t["fat"][i]))
     width = 0.8 / len(series)
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     panels = [("KB read per example", lambda p: p["bytes_per_example"] / 1e3, "{:.1f}"),

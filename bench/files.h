@@ -1,0 +1,52 @@
+// What the benchmarks measure of files and the process's writes: shared by
+// materialize_bench and fatrow_bench.
+#pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace bench {
+
+// --cold: every file under `dir` out of the page cache (written back
+// first), so that the next pass reads from the device.
+inline void Evict(const std::string& dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    int fd = open(it->path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    (void)fdatasync(fd);
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+  }
+}
+
+// Bytes of the regular files under `dir`, as they are now.
+inline uint64_t BytesUnder(const std::string& dir) {
+  uint64_t n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
+       it.increment(ec))
+    if (it->is_regular_file(ec)) n += it->file_size(ec);
+  return n;
+}
+
+// Bytes this process (every thread of it) has handed to write(2) and
+// friends so far: /proc/self/io's wchar. Differences of it are what a
+// phase wrote, background threads (flushes, compactions) included.
+inline uint64_t BytesWritten() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  uint64_t v = 0;
+  while (io >> key >> v)
+    if (key == "wchar:") return v;
+  return 0;
+}
+
+}  // namespace bench
