@@ -87,13 +87,15 @@ def generate(path, schema, group, users, day_start, seed):
     os.remove(path + ".gen")
 
 
-def read_events(path, schema):
+def read_events(path, schema, group_name):
     """A day's CSV of one group: (user ids, timestamps, {trait: values as the engine types them}), in
     the file's order (by user, then time)."""
     with open(path) as f:
         header = f.readline().strip().split(",")
-    table = np.loadtxt(path, delimiter=",", skiprows=1, dtype=str, ndmin=2)
-    group = next(g for g in schema["groups"] if g["name"] == table[0, 1])
+        empty = not f.readline()
+    table = np.empty((0, len(header)), dtype=str) if empty else \
+        np.loadtxt(path, delimiter=",", skiprows=1, dtype=str, ndmin=2)
+    group = next(g for g in schema["groups"] if g["name"] == group_name)
     traits = {t["name"]: t for t in group["traits"]}
     ts_name = group["traits"][0]["name"]
     cols = {}
@@ -171,7 +173,7 @@ class Day:
     def __init__(self, st, number, files, schema, rng):
         self.st, self.number = st, number
         self.start = FIRST_DAY + (number - 1) * DAY
-        self.events = {g: read_events(path, schema) for g, path in files.items()}
+        self.events = {g: read_events(path, schema, g) for g, path in files.items()}
         self.appended = self.future = 0
         users, ts, _ = self.events["engagement"]
         self.requests = []  # (ts, user): 2 to 6 per active user, seconds after one of their events
@@ -220,8 +222,13 @@ class Day:
 def late_event(st, day, path):
     """An event of yesterday, between the last two of a user with a request this morning: it reaches the
     mutable tier at noon (below the watermark: not served) and tonight's load in a file of its own."""
-    user = min(u for t, u in day.requests if t < day.start + LATE_HOUR * HOUR)
-    last_two = st.read(user, "engagement", end=day.start - 1, traits=["event_ts"])["event_ts"][-2:]
+    for user in sorted({u for t, u in day.requests if t < day.start + LATE_HOUR * HOUR}):
+        last_two = st.read(user, "engagement", start=day.start - DAY, end=day.start - 1,
+                           traits=["event_ts"])["event_ts"][-2:]
+        if len(last_two) == 2 and last_two[1] - last_two[0] > 1:
+            break
+    else:
+        raise RuntimeError("no user with a request this morning had two events yesterday: use more --users")
     ts = int(last_two.sum()) // 2
     with open(path, "w") as f:
         f.write("user_id,group,ts,item_id,event_type,watch_ms,liked\n%d,engagement,%d,4242,click,30000,1\n"
