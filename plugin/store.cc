@@ -124,7 +124,7 @@ int ShardOfUser(uih_store* s, uint64_t user, Shard** out, uih_error* err) {
 
 bool ErasedSince(uih_store* s, uint64_t user, uint32_t generation, bool exact, int64_t request_ts, Erasure* by) {
   Shard* sh = s->shards[uih_shard_of(user, static_cast<uint32_t>(s->shards.size()))].get();
-  if (sh == nullptr) return false;
+  if (sh == nullptr || !sh->any_erased.load(std::memory_order_acquire)) return false;
   std::lock_guard<std::mutex> lock(sh->mu);
   auto it = sh->erased.find(user);
   if (it == sh->erased.end()) return false;
@@ -353,6 +353,7 @@ int ReadErased(Shard* sh, uih_error* err) {
       return uih_error_set(err, UIH_ERR_CORRUPTION, "store %s: erasure of user %" PRIu64 " names generation 0",
                            sh->path.c_str(), user);
     sh->erased[user] = e;
+    sh->any_erased.store(true, std::memory_order_release);
   }
   if (!it->status().ok()) return Fail(err, sh->path, it->status(), "reading the erased users");
   return UIH_OK;

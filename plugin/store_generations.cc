@@ -294,6 +294,7 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
     sh->gens[w->generation] = gen;
     sh->current = w->generation;
     for (uint64_t user : w->erased_users) sh->erased[user] = {w->generation, g->through};
+    if (!w->erased_users.empty()) sh->any_erased.store(true, std::memory_order_release);
   }
   sh->schema_version = g->schema_version;
   {

@@ -87,6 +87,7 @@ struct Shard {
   std::map<uint32_t, std::shared_ptr<Generation>> gens;
   uint32_t current = 0;
   std::map<uint64_t, Erasure> erased;  // the users its loads erased (its metadata's "uih.erased/")
+  std::atomic<bool> any_erased{false};  // `erased` is not empty: a record's check needs no lock otherwise
 
   std::mutex writer_mu;  // writing
   bool writing = false;
