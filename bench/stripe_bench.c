@@ -9,10 +9,11 @@
  * unit a reader fetches — and the whole dataset's rows, sorted by user and
  * time, as one zstd -19 stream, which no reader of one user's window can
  * use), the same per column, decode throughput in values per second on
- * one core (full stripe, 2 of the traits, the last 32 events with checksum
- * verification off and on; timestamps only; LZ4 rows decompressed and
+ * one core (full stripe, 2 of the traits, the last 32 events with the
+ * value checksum UihTable verifies off and on; timestamps only; LZ4 rows decompressed and
  * turned into columns, the row format's full decode) and encode
- * throughput. Shapes: `nine` (default) is bench/stripe_bench.schema.json,
+ * throughput. Stripes are encoded as the loader stores them: without a
+ * checksum of their own (UihTable has one per value). Shapes: `nine` (default) is bench/stripe_bench.schema.json,
  * the engagement group of examples/feed.schema.json with its float32 trait
  * `score` kept (that file drops it), so every trait type but int64 is
  * measured; `real` mimics public rating logs: bench/stripe_bench.real.
@@ -74,6 +75,8 @@ static size_t rows_of(const uih_batch *b, uint8_t *out) {
  * when last_n) for at least `min_s` seconds, three times; returns the best
  * rate in decoded values (events x columns) per second. Best of three keeps
  * a busy neighbour on the 2-core machine from deciding the number. */
+static size_t checksum_ones; /* keeps the value checksums computed */
+
 static double decode_rate(uih_stripe_decoder *dec, const stripes *s, uih_batch *b, int last_n,
                           unsigned flags, double min_s) {
   double best = 0;
@@ -84,6 +87,10 @@ static double decode_rate(uih_stripe_decoder *dec, const stripes *s, uih_batch *
     do {
       for (size_t i = 0; i < s->n; i++) {
         uint32_t begin = last_n && s->count[i] > LAST_N ? s->count[i] - LAST_N : 0;
+        /* Stripes as the loader stores them have no checksum of their own:
+         * verifying is the check UihTable makes of every value it reads. */
+        if ((flags & UIH_DECODE_VERIFY_CHECKSUM) && uih_table_value_checksum(s->data[i], s->len[i]) == 1)
+          checksum_ones++;
         if (uih_stripe_decode(dec, s->data[i], s->len[i], begin, UIH_DECODE_TO_END, flags, b, &err) != UIH_OK)
           die("decode", &err);
         values += (uint64_t)b->count * b->ncolumns;
@@ -152,6 +159,79 @@ static void decode_report(const char *title, uih_stripe_decoder *dec, const stri
   printf("  %-40s %8.1f M values/s\n", "timestamps only (delta + unpack)", tsr / 1e6);
 }
 
+static int cmp_u64(const void *a, const void *b) {
+  const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* What the loader does for a generation: one pass over all the data
+ * counting each shareable column's values (id, int64, uint32, category),
+ * then a value dictionary per column of the values seen at least twice
+ * (at most 2^20). Returns the context; *dict_bytes gets their serialized
+ * size, which the density figures include. */
+static uih_stripe_context *build_dicts(const uih_group *g, const uih_gen_opts *o, size_t *dict_bytes) {
+  uih_error err = {0};
+  uih_gen *gen = NULL;
+  uih_batch *b = NULL;
+  uih_stripe_context *ctx = NULL;
+  if (uih_gen_create(g, o, &gen, &err) || uih_batch_create(g, g->stripe_events, NULL, 0, &b, &err) ||
+      uih_stripe_context_create(&ctx, &err))
+    die("dictionaries", &err);
+  uint64_t **vals = calloc(b->ncolumns, sizeof *vals);
+  size_t *n = calloc(b->ncolumns, sizeof *n), *cap = calloc(b->ncolumns, sizeof *cap);
+  if (!vals || !n || !cap) die("out of memory", NULL);
+  uint64_t user;
+  for (;;) {
+    if (uih_gen_next(gen, &user, b, &err) != UIH_OK) die("generate", &err);
+    if (b->count == 0) break;
+    for (uint32_t c = 0; c < b->ncolumns; c++) {
+      if (!(uih_encodings_for_type(b->columns[c].trait->type) & UIH_ENC_SHARED)) continue;
+      for (uint32_t r = 0; r < b->count; r++) {
+        if (!uih_column_has(&b->columns[c], r)) continue;
+        if (n[c] == cap[c]) {
+          cap[c] = cap[c] ? 2 * cap[c] : 4096;
+          vals[c] = realloc(vals[c], cap[c] * sizeof **vals);
+          if (!vals[c]) die("out of memory", NULL);
+        }
+        vals[c][n[c]++] = uih_column_get_bits(&b->columns[c], r);
+      }
+    }
+  }
+  *dict_bytes = 0;
+  for (uint32_t c = 0; c < b->ncolumns; c++) {
+    if (!n[c]) continue;
+    qsort(vals[c], n[c], sizeof **vals, cmp_u64);
+    uint64_t *counts = malloc(n[c] * sizeof *counts);
+    if (!counts) die("out of memory", NULL);
+    size_t k = 0;
+    for (size_t i = 0; i < n[c]; i++) {
+      if (k && vals[c][k - 1] == vals[c][i]) {
+        counts[k - 1]++;
+      } else {
+        vals[c][k] = vals[c][i];
+        counts[k++] = 1;
+      }
+    }
+    uih_value_dict *d = NULL;
+    const uih_trait *t = b->columns[c].trait;
+    int rc = uih_value_dict_build(g->id, t->id, t->type, vals[c], counts, k, 2, 1u << 20, &d, &err);
+    free(counts);
+    if (rc == UIH_ERR_NOT_FOUND) continue; /* nothing repeats */
+    if (rc != UIH_OK) die("value dictionary", &err);
+    const uint8_t *p;
+    size_t len;
+    uih_value_dict_bytes(d, &p, &len);
+    *dict_bytes += len;
+    printf("value dictionary of %-14s %8u entries, %9zu bytes\n", t->name, uih_value_dict_entries(d), len);
+    if (uih_stripe_context_add(ctx, d, &err) != UIH_OK) die("context", &err);
+  }
+  for (uint32_t c = 0; c < b->ncolumns; c++) free(vals[c]);
+  free(vals), free(n), free(cap);
+  uih_batch_free(b);
+  uih_gen_free(gen);
+  return ctx;
+}
+
 int main(int argc, char **argv) {
   const char *schema_path = UIH_SOURCE_DIR "/bench/stripe_bench.schema.json", *group_name = "engagement";
   uih_gen_opts o = UIH_GEN_OPTS_DEFAULT;
@@ -183,9 +263,17 @@ int main(int argc, char **argv) {
   uih_batch *b = NULL;
   uih_stripe_encoder *enc = NULL;
   uih_stripe_decoder *dec = NULL;
+  uih_stripe_encoder_opts stored = UIH_STRIPE_ENCODER_OPTS_DEFAULT; /* as the loader writes them */
+  stored.no_checksum = 1;
+  uih_stripe_encoder *alone = NULL; /* the same stripes without the dictionaries */
   if (uih_gen_create(g, &o, &gen, &err) || uih_batch_create(g, g->stripe_events, NULL, 0, &b, &err) ||
-      uih_stripe_encoder_create(NULL, &enc, &err) || uih_stripe_decoder_create(&dec, &err))
+      uih_stripe_encoder_create(&stored, &enc, &err) || uih_stripe_encoder_create(&stored, &alone, &err) ||
+      uih_stripe_decoder_create(&dec, &err))
     die("setup", &err);
+  size_t dict_bytes = 0;
+  uih_stripe_context *ctx = build_dicts(g, &o, &dict_bytes);
+  uih_stripe_encoder_set_context(enc, ctx);
+  uih_stripe_decoder_set_context(dec, ctx);
 
   uint32_t ncols = b->ncolumns;
   size_t row_width = 0;
@@ -207,7 +295,7 @@ int main(int argc, char **argv) {
 
   /* Generate, encode (timed), and compress the baselines. */
   stripes s = {0}, lz4_rows = {0};
-  uint64_t events = 0, codec_bytes = 0, row_zstd = 0, row_lz4 = 0, colz_bytes = 0;
+  uint64_t events = 0, codec_bytes = 0, alone_bytes = 0, row_zstd = 0, row_lz4 = 0, colz_bytes = 0;
   uint8_t *all_rows = NULL; /* every row, in user and time order, for the whole-dataset stream */
   size_t all_len = 0, all_cap = 0;
   double encode_s = 0;
@@ -227,6 +315,10 @@ int main(int argc, char **argv) {
     if (uih_stripe_encode(enc, b, uih_schema_version(schema), &p, &len, &err) != UIH_OK) die("encode", &err);
     encode_s += now() - t0;
     if (stripes_add(&s, p, len, b->count) != 0) die("out of memory", NULL);
+    const uint8_t *ap;
+    size_t alen;
+    if (uih_stripe_encode(alone, b, uih_schema_version(schema), &ap, &alen, &err) != UIH_OK) die("encode", &err);
+    alone_bytes += alen;
     events += b->count;
     codec_bytes += len;
     for (uint32_t c = 0; c < ncols; c++) {
@@ -273,7 +365,12 @@ int main(int argc, char **argv) {
   printf("data: %llu events of %llu users, group '%s', %u traits, %zu stripes of <= %u events\n\n",
          (unsigned long long)events, (unsigned long long)o.users, g->name, ncols, s.n, g->stripe_events);
   printf("bytes per event (per stripe, as stored)\n");
-  printf("  %-36s %8.2f\n", "uih stripe codec", (double)codec_bytes / ev);
+  printf("  %-36s %8.2f   (stripes %.2f + value dictionaries %.2f)\n", "uih stripe codec",
+         (double)(codec_bytes + dict_bytes) / ev, (double)codec_bytes / ev, (double)dict_bytes / ev);
+  printf("  %-36s %8.2f   (no dictionaries: %.2fx the bytes)\n", "uih stripe codec, stripes alone",
+         (double)alone_bytes / ev, (double)alone_bytes / (double)(codec_bytes + dict_bytes));
+  const uint64_t stripe_bytes = codec_bytes;
+  codec_bytes += dict_bytes; /* the comparisons below count the dictionaries */
   printf("  %-36s %8.2f   codec is %.2fx smaller\n", "rows (fixed-width) + zstd-3", (double)row_zstd / ev,
          (double)row_zstd / (double)codec_bytes);
   printf("  %-36s %8.2f   codec is %.2fx smaller\n", "rows (fixed-width) + lz4", (double)row_lz4 / ev,
@@ -304,7 +401,8 @@ int main(int argc, char **argv) {
     bound += h;
   }
   printf("  %-16s codec %7.3f   entropy %7.3f\n", "all columns", payload, bound);
-  printf("  %-16s codec %7.3f   (header, directory, checksum)\n", "fixed per stripe", (double)codec_bytes / ev - payload);
+  printf("  %-16s codec %7.3f   (header and directory)\n", "fixed per stripe", (double)stripe_bytes / ev - payload);
+  printf("  %-16s codec %7.3f   (each entry once for all stripes)\n", "dictionaries", (double)dict_bytes / ev);
   if (item_col >= 0) {
     /* What a stripe that shares nothing must pay for item_id (ids as
      * uniform 40-bit values: see entropy.h), next to the shared-model
@@ -312,7 +410,7 @@ int main(int argc, char **argv) {
     const entropy_counter *ie = &col_entropy[item_col];
     double self = item_self_bits / 8 / ev, all_self = bound - entropy_bits(ie) * (double)ie->total / 8 / ev + self;
     printf("  %-16s self-contained %7.3f (per stripe log2 C(2^40, d) + n H0); all columns %.3f, + fixed %.2f\n",
-           "item_id", self, all_self, all_self + (double)codec_bytes / ev - payload);
+           "item_id", self, all_self, all_self + (double)stripe_bytes / ev - payload);
   }
   printf("  2x smaller than rows + zstd-3 would be %.2f bytes per event\n", (double)row_zstd / ev / 2);
 
@@ -395,5 +493,7 @@ int main(int argc, char **argv) {
   ZSTD_freeCCtx(zc);
   uih_batch_free(proj), uih_batch_free(ts_only), uih_batch_free(b);
   uih_stripe_encoder_free(enc), uih_stripe_decoder_free(dec), uih_gen_free(gen), uih_schema_free(schema);
+  uih_stripe_encoder_free(alone);
+  uih_stripe_context_free(ctx);
   return 0;
 }

@@ -442,6 +442,9 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
     l->st.stripes_copied += j->merge.stripes_copied;
     l->st.stripes_written += j->merge.stripes_written;
     l->st.stripes_upgraded += j->merge.stripes_upgraded;
+    l->st.dicts_built += j->merge.dicts.built;
+    l->st.dict_entries += j->merge.dicts.entries;
+    l->st.dict_bytes += j->merge.dicts.bytes;
     l->st.shards++;
   }
   l->st.seconds_merge = now() - t0;

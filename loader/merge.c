@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dicts.h"
 #include "rows.h"
 #include "uih/key.h"
 #include "uih/stripe.h"
@@ -65,6 +66,7 @@ typedef struct state {
   size_t nrows, rcap;
   uih_stripe_encoder *enc;
   uih_stripe_decoder *dec;
+  uih_stripe_context *ctx; /* the new generation's value dictionaries (the base's among them) */
   uih_batch *batch; /* the group's active traits + arrival */
   uint8_t *scratch; /* one encoded row */
   size_t scratch_cap;
@@ -373,6 +375,7 @@ static void state_free(state *s) {
   free(s->scratch);
   uih_stripe_encoder_free(s->enc);
   uih_stripe_decoder_free(s->dec);
+  uih_stripe_context_free(s->ctx);
   uih_batch_free(s->batch);
   uih_batch_free(s->probe);
 }
@@ -387,9 +390,21 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
   state s = {.m = m, .generation = uih_store_writer_generation(m->writer), .version = uih_schema_version(m->schema)};
   uih_store_scan *scan = NULL;
   ld_stream *stream = NULL;
-  int rc = uih_stripe_encoder_create(NULL, &s.enc, err);
+  /* UihTable keeps a checksum with every value: the stripes need none of their own. */
+  uih_stripe_encoder_opts eo = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
+  eo.no_checksum = 1;
+  int rc = uih_stripe_encoder_create(&eo, &s.enc, err);
   if (rc == UIH_OK) rc = uih_stripe_decoder_create(&s.dec, err);
   if (rc == UIH_OK) rc = uih_store_scan_open(m->store, m->shard, 0, &scan, err);
+  /* The dictionaries: the scanned generation's decode its stripes; they and
+   * those built for traits without one encode the new ones. */
+  const uint8_t *base = NULL;
+  size_t base_len = 0;
+  if (scan) uih_store_scan_dicts(scan, &base, &base_len);
+  if (rc == UIH_OK && (rc = ld_dicts_build(m->schema, m->shard, base, base_len, m->sorter, &s.ctx, &m->dicts, err)) != UIH_OK)
+    uih_error_prefix(err, "shard %u: ", m->shard);
+  uih_stripe_encoder_set_context(s.enc, s.ctx);
+  uih_stripe_decoder_set_context(s.dec, s.ctx);
   if (rc == UIH_OK) rc = ld_stream_open(m->sorter, m->shard, &stream, err);
   const uint8_t *key = NULL, *val = NULL, *rec = NULL;
   size_t klen = 0, vlen = 0;
@@ -448,6 +463,14 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
     if (rc == UIH_OK) rc = history(&s, err);
     if (rc != UIH_OK)
       uih_error_prefix(err, "shard %u: user %" PRIu64 " group '%s': ", m->shard, s.user, s.group->name);
+  }
+  if (rc == UIH_OK) { /* the dictionaries go with the generation's record */
+    uint8_t *dicts = NULL;
+    size_t dicts_len = 0;
+    rc = uih_stripe_context_serialize(s.ctx, &dicts, &dicts_len, err);
+    if (rc == UIH_OK) rc = uih_store_writer_set_dicts(m->writer, dicts, dicts_len, err);
+    free(dicts);
+    if (rc != UIH_OK) uih_error_prefix(err, "shard %u: ", m->shard);
   }
   if (rc == UIH_OK && (rc = uih_store_writer_finish(m->writer, err)) != UIH_OK) /* a full disk fails here, */
     uih_error_prefix(err, "shard %u: ", m->shard);                              /* before any shard publishes */

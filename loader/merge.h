@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "deletes.h"
+#include "dicts.h"
 #include "sort.h"
 #include "uih/error.h"
 #include "uih/generation.h"
@@ -32,6 +33,7 @@ typedef struct ld_merge {
   uint64_t stripes_copied, stripes_written;
   uint64_t stripes_upgraded; /* rewritten only because they held traits the schema dropped */
   uint64_t ticked;           /* events reported to tick */
+  ld_dict_stats dicts;       /* the new generation's value dictionaries */
 } ld_merge;
 
 /* Runs the merge; on an error the message names the shard and history. */

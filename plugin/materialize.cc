@@ -415,6 +415,7 @@ int Materializer::DecodeGroup(Job& job, uih_error* err) {
       if (rc == UIH_OK)
         rc = uih_batch_create(g, std::max<uint32_t>(info.count, 1), reads_[gi].data(),
                               static_cast<uint32_t>(reads_[gi].size()), &b->b, err);
+      uih_stripe_decoder_set_context(dec_, gen->ctx);  // the dictionaries its stripes may name
       if (rc == UIH_OK)
         rc = uih_stripe_decode(dec_, set->at(list[i]), list[i].len, 0, UIH_DECODE_TO_END,
                                UIH_DECODE_VERIFY_CHECKSUM, b->b, err);

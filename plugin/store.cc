@@ -55,6 +55,12 @@ std::string SchemaKey(uint32_t version) {
   return k;
 }
 
+std::string DictsKey(uint32_t generation) {
+  std::string k = kDictsKeyPrefix;
+  AppendBE32(&k, generation);
+  return k;
+}
+
 std::string ErasedKey(uint64_t user) {
   std::string k = kErasedKeyPrefix;
   AppendBE64(&k, user);
@@ -413,6 +419,12 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
       gen->db = raw->db;
       gen->cf = h;
       raw->gens[g] = gen;
+      std::string dicts;
+      st = raw->db->Get(ReadOptions(), raw->meta, uih::DictsKey(g), &dicts);
+      if (!st.ok() && !st.IsNotFound()) return Fail(err, raw->path, st, "reading generation " + std::to_string(g) + "'s value dictionaries");
+      st = Status::OK();
+      rc = gen->SetDicts(std::move(dicts), "store " + raw->path, err);
+      if (rc != UIH_OK) return rc;
       continue;
     }
     if (!ro) st = raw->db->DropColumnFamily(h);
@@ -428,6 +440,7 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
     WriteOptions wo;
     wo.sync = true;
     st = raw->db->Delete(wo, raw->meta, uih::GenerationKey(g));
+    if (st.ok()) st = raw->db->Delete(wo, raw->meta, uih::DictsKey(g));
     if (!st.ok()) return Fail(err, raw->path, st, "removing the record of retired generation " + std::to_string(g));
   }
   if (raw->current != 0 && !raw->gens.count(raw->current))

@@ -200,7 +200,10 @@ int Retire(uih_store* s, Shard* sh, uih_error* err) {
     if (pinned) continue;
     WriteOptions wo;
     wo.sync = true;
-    Status st = sh->db->Delete(wo, sh->meta, uih::GenerationKey(g));
+    WriteBatch wb;  // the record and its dictionaries go together
+    Status st = wb.Delete(sh->meta, uih::GenerationKey(g));
+    if (st.ok()) st = wb.Delete(sh->meta, uih::DictsKey(g));
+    if (st.ok()) st = sh->db->Write(wo, &wb);
     if (st.ok()) st = sh->db->DropColumnFamily(old->cf);
     if (!st.ok()) return Fail(err, sh->path, st, "retiring generation " + std::to_string(g));
     std::lock_guard<std::mutex> lock(sh->mu);
@@ -265,6 +268,7 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
   std::string cur;
   uih::AppendBE32(&cur, w->generation);
   st = wb.Put(sh->meta, uih::GenerationKey(w->generation), S(rec, sizeof rec));
+  if (st.ok() && !w->dicts.empty()) st = wb.Put(sh->meta, uih::DictsKey(w->generation), w->dicts);
   if (st.ok()) st = wb.Put(sh->meta, uih::kCurrentKey, cur);
   if (st.ok() && g->schema_version > sh->schema_version)  // a schema change comes with its first generation
     st = wb.Put(sh->meta, uih::SchemaKey(g->schema_version), version->json);
@@ -289,6 +293,7 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
   gen->record = *g;
   gen->db = sh->db;
   gen->cf = cf;
+  (void)gen->SetDicts(std::move(w->dicts), "", nullptr);  // parsed when they were set: cannot fail
   {
     std::lock_guard<std::mutex> lock(sh->mu);
     sh->gens[w->generation] = gen;
@@ -327,6 +332,12 @@ int uih_store_scan_next(uih_store_scan* sc, const uint8_t** key, size_t* key_len
   return uih::CallC(err, "uih_store_scan_next", [&] { return ScanNext(sc, key, key_len, value, value_len, err); });
 }
 
+void uih_store_scan_dicts(const uih_store_scan* sc, const uint8_t** bytes, size_t* len) {
+  const bool any = sc && sc->gen;
+  *bytes = any ? reinterpret_cast<const uint8_t*>(sc->gen->dicts.data()) : nullptr;
+  *len = any ? sc->gen->dicts.size() : 0;
+}
+
 void uih_store_scan_close(uih_store_scan* sc) {
   uih::CallCVoid([&] { delete sc; });
 }
@@ -361,6 +372,18 @@ int uih_store_writer_publish(uih_store_writer* w, uih_generation* g, uih_error* 
 int uih_store_schema_add(uih_store* s, const char* json, size_t len, const char* origin, const uih_schema** out,
                          uih_error* err) {
   return uih::CallC(err, "uih_store_schema_add", [&] { return SchemaAdd(s, json, len, origin, out, err); });
+}
+
+int uih_store_writer_set_dicts(uih_store_writer* w, const uint8_t* bytes, size_t len, uih_error* err) {
+  return uih::CallC(err, "uih_store_writer_set_dicts", [&] {
+    if (w == nullptr || (bytes == nullptr && len))
+      return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_writer_set_dicts: NULL argument");
+    uih_stripe_context* check = nullptr;  // what readers would refuse is not written
+    int rc = uih_stripe_context_parse(bytes, len, 0, &check, err);
+    uih_stripe_context_free(check);
+    if (rc == UIH_OK) w->dicts.assign(reinterpret_cast<const char*>(bytes), len);
+    return rc;
+  });
 }
 
 int uih_store_writer_erase_user(uih_store_writer* w, uint64_t user_id, uih_error* err) {

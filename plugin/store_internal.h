@@ -18,6 +18,7 @@
 #include "status.h"
 #include "store_pins.h"
 #include "uih/store.h"
+#include "uih/stripe.h"
 #include "uih_mutable.h"
 
 namespace uih {
@@ -31,6 +32,27 @@ struct Generation {
   uih_generation record{};
   DB* db = nullptr;
   ColumnFamilyHandle* cf = nullptr;
+  // The value dictionaries its stripes' shared columns may name (the
+  // uih.dicts/<g> value; empty: none) and, parsed, what decoders of its
+  // stripes are given (uih_stripe_decoder_set_context; null: none).
+  std::string dicts;
+  uih_stripe_context* ctx = nullptr;
+
+  // Parses `bytes` into dicts and ctx; an error names the generation.
+  int SetDicts(std::string bytes, const std::string& where, uih_error* err) {
+    uih_stripe_context* parsed = nullptr;
+    if (!bytes.empty()) {
+      int rc = uih_stripe_context_parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, &parsed, err);
+      if (rc != UIH_OK) {
+        uih_error_prefix(err, "%s: generation %u: ", where.c_str(), record.generation);
+        return rc;
+      }
+    }
+    uih_stripe_context_free(ctx);
+    ctx = parsed;
+    dicts = std::move(bytes);
+    return UIH_OK;
+  }
 
   // Its files for direct reads, opened by the first read that needs them
   // (a failed open is retried by the next).
@@ -44,6 +66,7 @@ struct Generation {
 
   ~Generation() {
     if (cf) db->DestroyColumnFamilyHandle(cf).PermitUncheckedError();
+    uih_stripe_context_free(ctx);
   }
 
  private:
@@ -158,6 +181,7 @@ struct uih_store_writer {
   std::vector<std::string> files;
   uint64_t file_bytes = 0;
   std::vector<uint64_t> erased_users;  // their mutable events go with the publish
+  std::string dicts;                   // the value dictionaries of the generation it builds
   ~uih_store_writer() {
     file.reset();  // abandons an unfinished file
     std::error_code ec;

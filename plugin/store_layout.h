@@ -17,6 +17,7 @@ inline constexpr const char kCurrentKey[] = "uih.current";
 inline constexpr const char kGenerationKeyPrefix[] = "uih.gen/";
 inline constexpr const char kSchemaKeyPrefix[] = "uih.schema/";
 inline constexpr const char kErasedKeyPrefix[] = "uih.erased/";
+inline constexpr const char kDictsKeyPrefix[] = "uih.dicts/";
 inline constexpr const char kGenerationCfPrefix[] = "uih.gen.";
 
 // The big-endian numbers of the keys and values below.
@@ -43,6 +44,10 @@ inline int64_t FromOrdered(uint64_t u) {
 
 // "uih.gen/" + 4 bytes big-endian; "uih.schema/" + 4 bytes big-endian.
 std::string GenerationKey(uint32_t generation);
+// A generation's value dictionaries (uih/stripe.h: what its stripes' shared
+// columns name, as uih_stripe_context_serialize writes them), written with
+// its record when it has any: "uih.dicts/" + 4 bytes big-endian.
+std::string DictsKey(uint32_t generation);
 std::string SchemaKey(uint32_t version);
 // A user erased from the shard, kept for as long as the shard lives, so
 // that records logged before the erasure are never rebuilt: the key

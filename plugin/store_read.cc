@@ -63,6 +63,7 @@ int ReadImmutable(Shard* sh, Generation& gen, uint64_t user, const uih_group* g,
   uih_stripe_decoder* dec = nullptr;
   uih_batch* tmp = nullptr;
   int rc = uih_stripe_decoder_create(&dec, err);
+  uih_stripe_decoder_set_context(dec, gen.ctx);  // the dictionaries its stripes may name
   if (rc == UIH_OK)
     rc = files->Stripes(user, g->id, from, to, [&](const uih_key& k, const uint8_t* value, size_t len) -> int {
       uih_stripe_info info;

@@ -133,6 +133,7 @@ int SnapshotGroup(uih_snapshotter* sn, Shard* sh, const std::shared_ptr<Generati
           rc = uih_batch_create(g, std::max<uint32_t>(info.count, 1), sn->ids.data(), nids, &b->b, err);
         }
         if (rc == UIH_OK) rc = uih_batch_reserve(&b->b, std::max<uint32_t>(info.count, 1), err);
+        uih_stripe_decoder_set_context(sn->dec, gen->ctx);  // the dictionaries its stripes may name
         if (rc == UIH_OK)
           rc = uih_stripe_decode(sn->dec, sn->stripes.at(list[i]), list[i].len, 0, UIH_DECODE_TO_END,
                                  UIH_DECODE_VERIFY_CHECKSUM, b->b, err);
@@ -287,9 +288,11 @@ int uih_snapshotter_create(uih_store* s, uih_snapshotter** out, uih_error* err) 
     int rc = uih_stripe_decoder_create(&sn->dec, err);
     // The record's mutable events are encoded on the request path: each
     // column once, in the encoding an estimate picks (no competition, no
-    // LZ4/ZSTD), 4-5x faster than trying them all, for a few more bytes.
+    // LZ4/ZSTD), 4-5x faster than trying them all, for a few more bytes;
+    // the record's checksum covers them, so they carry none of their own.
     uih_stripe_encoder_opts eo = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
     eo.fast = 1;
+    eo.no_checksum = 1;
     if (rc == UIH_OK) rc = uih_stripe_encoder_create(&eo, &sn->enc, err);
     if (rc == UIH_OK) *out = sn.release();
     return rc;

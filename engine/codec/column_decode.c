@@ -283,6 +283,87 @@ static int dec_values(uih_stripe_decoder *d, uih_cursor *c, unsigned enc, size_t
   return -1;
 }
 
+/* Values [a, b) of a shared column (stripe_format.h), in the uint64 form:
+ * ranks in the dictionary the context holds under the column's id, the
+ * others as stored. */
+static int dec_shared(uih_stripe_decoder *d, uih_cursor *c, const stripe_dir_entry *de, size_t m, size_t a,
+                      size_t b, uint64_t *out, uih_error *err) {
+  uih_type t = (uih_type)de->type;
+  uint32_t id = uih_cursor_u32(c);
+  uint64_t h = uih_cursor_varint(c);
+  if (c->bad || h == 0 || h > m) return bad(err, de, "shared values have a truncated header or an impossible count");
+  const uih_value_dict *dict = stripe_context_find(d->ctx, d->group, de->trait_id, id);
+  if (!dict)
+    return uih_error_set(err, UIH_ERR_NOT_FOUND,
+                         "stripe column of trait %u is encoded against value dictionary %08x, which the "
+                         "decoder's context %s", de->trait_id, id, d->ctx ? "does not hold" : "(none) cannot give");
+  if (dict->type != t) return bad(err, de, "its value dictionary holds values of another type");
+  /* Which values are ranks: all, or a bitmap; those of [a, b) are ranks
+   * [ha, hb) and others [a - ha, b - hb). */
+  const uint8_t *bits = NULL;
+  size_t ha = a, hb = b;
+  if (h < m) {
+    bits = uih_cursor_take(c, (m + 7) / 8);
+    if (!bits || !padding_clean(bits, m) || popcount_range(bits, 0, m) != h)
+      return bad(err, de, "shared values' bitmap is truncated or does not count its ranks");
+    ha = popcount_range(bits, 0, a);
+    hb = ha + popcount_range(bits, a, b);
+  }
+  uint64_t blk[UIH_SEQ_BLOCK], *ranks = d->aux, *others = d->aux2;
+  if (uih_seq_decode(c, h, UIH_SEQ_FOR, ha, hb, ranks, blk) != 0 ||
+      uih_seq_decode(c, m - h, for_kind(t), a - ha, b - hb, others, blk) != 0 || c->bad)
+    return bad(err, de, "values are truncated or malformed");
+  uint64_t over = 0;
+  for (size_t i = 0; i < hb - ha; i++) over |= ranks[i] >= dict->count;
+  if (over) return bad(err, de, "a rank lies past the end of its value dictionary");
+  /* Ranks to values (the dictionary holds column bits; out is in the
+   * uint64 form), merged with the others 64 values at a time: whole words
+   * of ranks or of others are plain loops. */
+  const uint64_t flip = stripe_to_u64(t, 0), *values = dict->values;
+  if (!bits) {
+    for (size_t i = 0; i < b - a; i++) out[i] = values[ranks[i]] ^ flip;
+    return UIH_OK;
+  }
+  size_t r = 0, o = 0;
+  for (size_t k = a; k < b;) {
+    size_t stop = (k | 63) + 1 < b ? (k | 63) + 1 : b;
+    uint64_t w = bits_word(bits, k, stop), full = stop - k == 64 ? ~UINT64_C(0) : (UINT64_C(1) << (stop - k)) - 1;
+    if (w == full) {
+      for (; k < stop; k++) out[k - a] = values[ranks[r++]] ^ flip;
+    } else if (w == 0) {
+      for (; k < stop; k++) out[k - a] = others[o++];
+    } else {
+      for (; k < stop; k++, w >>= 1) out[k - a] = (w & 1) ? values[ranks[r++]] ^ flip : others[o++];
+    }
+  }
+  return UIH_OK;
+}
+
+/* Values [a, b) of a scaled column (stripe_format.h): its step and base,
+ * then an unsigned sequence of (value - base) / step, turned back into
+ * base + step * it, plus `bias` (the sign flip, when the caller fuses it).
+ * `ts_base` is the stripe's min timestamp (uint64 form) in the group's
+ * timestamp column, which does not store its base; NULL in the others. */
+static int dec_scaled(uih_cursor *c, const stripe_dir_entry *de, size_t m, size_t a, size_t b,
+                      const uint64_t *ts_base, uint64_t bias, uint64_t *out, int *sorted, uih_error *err) {
+  uint64_t step = uih_cursor_varint(c);
+  uint64_t base = ts_base ? *ts_base : stripe_base_of((uih_type)de->type, uih_cursor_varint(c));
+  if (c->bad || step < 2) return bad(err, de, "scaled values have a truncated header or a step below 2");
+  uint32_t enc = 1u << de->encoding;
+  uih_seq_kind kind = enc == UIH_ENC_FOR ? UIH_SEQ_FOR : enc == UIH_ENC_DELTA ? UIH_SEQ_DELTA : UIH_SEQ_DELTA2;
+  uint64_t blk[UIH_SEQ_BLOCK];
+  int up = 0; /* the multiples were verified never to decrease (as int64) */
+  if (uih_seq_decode_biased(c, m, kind, 0, a, b, out, blk, &up) != 0 || c->bad)
+    return bad(err, de, "values are truncated or malformed");
+  /* Multiples in int64 order, the first not negative, are in unsigned
+   * order too, and stay ordered scaled unless base + step * the last (the
+   * largest) wraps. */
+  *sorted = up && b > a && out[0] <= (uint64_t)INT64_MAX && out[b - a - 1] <= (UINT64_MAX - base) / step;
+  base += bias;
+  for (size_t i = 0; i < b - a; i++) out[i] = base + step * out[i]; /* mod 2^64, as encoded */
+  return UIH_OK;
+}
+
 /* ---- decompression ---------------------------------------------------------- */
 
 /* Largest raw payload a column of n events can have: presence, plus values
@@ -375,7 +456,7 @@ void stripe_clear_rows(uih_column *col, uint32_t from, uint32_t to) {
 
 int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, const uint8_t *p,
                          size_t slack, uint32_t n, uint32_t begin, uint32_t end, uint32_t dirty,
-                         uih_column *col, int *sorted, uih_error *err) {
+                         uih_column *col, const uint64_t *ts_base, int *sorted, uih_error *err) {
   if (sorted) *sorted = 0;
   uih_cursor c = uih_cursor_make_slack(p, de->length, slack);
   if (de->compression != STRIPE_COMPRESS_NONE) UIH_FORWARD(decompress(d, de, p, n, &c, err));
@@ -428,8 +509,14 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
   uint64_t flip = stripe_from_u64(t, 0);
   uint64_t *vals = direct ? (uint64_t *)col->values : d->vals;
   int in_order = 0;
-  if (m > 0 && (dec_values(d, &c, de->encoding, m, ra, rb, t, fused ? flip : 0, vals, &in_order) != 0 || c.bad))
+  if (m > 0 && de->scaled) {
+    UIH_FORWARD(dec_scaled(&c, de, m, ra, rb, ts_base, fused ? flip : 0, vals, &in_order, err));
+  } else if (m > 0 && (1u << de->encoding) == UIH_ENC_SHARED) {
+    UIH_FORWARD(dec_shared(d, &c, de, m, ra, rb, vals, err));
+  } else if (m > 0 && (dec_values(d, &c, de->encoding, m, ra, rb, t, fused ? flip : 0, vals, &in_order) != 0 ||
+                       c.bad)) {
     return bad(err, de, "values are truncated or malformed");
+  }
   if (uih_cursor_left(&c) != 0) return bad(err, de, "payload has trailing bytes");
 
   /* Scatter values [ra, rb) to their rows, checking they fit the type. */

@@ -124,6 +124,35 @@ static void enc_sparse(uih_wbuf *out, const uint64_t *v, size_t m, uih_seq_kind 
   uih_seq_encode(out, nz, z, kind);
 }
 
+/* The shared form (stripe_format.h) against dictionary `d`: its id, how
+ * many values it holds, which ones (a bitmap, unless all), their ranks,
+ * then the others. Returns 0, or -1 if it holds none of them (the form
+ * does not apply). */
+static int enc_shared(uih_stripe_encoder *e, uih_wbuf *out, const uih_value_dict *d, const uint64_t *v,
+                      size_t m, uih_type t) {
+  uint64_t *ranks = e->aux, *others = e->aux2;
+  uih_wbuf_reset(&e->hits);
+  uint8_t *bits = uih_wbuf_zeros(&e->hits, (m + 7) / 8);
+  if (!bits) return -1;
+  size_t h = 0, o = 0;
+  for (size_t k = 0; k < m; k++) {
+    uint32_t r;
+    if (value_dict_rank(d, stripe_from_u64(t, v[k]), &r)) {
+      ranks[h++] = r;
+      uih_bit_set(bits, k);
+    } else {
+      others[o++] = v[k];
+    }
+  }
+  if (h == 0) return -1;
+  uih_wbuf_u32(out, d->id);
+  uih_wbuf_varint(out, h);
+  if (h < m) uih_wbuf_put(out, bits, (m + 7) / 8);
+  uih_seq_encode(out, ranks, h, UIH_SEQ_FOR);
+  uih_seq_encode(out, others, o, for_kind(t));
+  return 0;
+}
+
 static void enc_values(uih_stripe_encoder *e, uih_wbuf *out, uint32_t enc, const uint64_t *v,
                        size_t m, uih_type t) {
   switch (enc) {
@@ -240,7 +269,42 @@ static int pick_compression(uih_stripe_encoder *e, uih_compression hint) {
 
 /* ---- the column ------------------------------------------------------------ */
 
-int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t n,
+/* Bytes of `v` as a varint. */
+static size_t varint_len(uint64_t v) { return 1 + (size_t)(uih_bits(v | 1) - 1) / 7; }
+
+static uint64_t gcd(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
+/* The largest step g >= 2 that every value's distance from the smallest is
+ * a multiple of, with the smallest in *base; 0 when there is none (all
+ * values equal, or no common step). */
+static uint64_t common_step(const uint64_t *v, size_t m, uint64_t *base) {
+  uint64_t lo = v[0];
+  for (size_t k = 1; k < m; k++) lo = v[k] < lo ? v[k] : lo;
+  uint64_t g = 0;
+  for (size_t k = 0; k < m && g != 1; k++) g = gcd(v[k] - lo, g);
+  *base = lo;
+  return g >= 2 ? g : 0;
+}
+
+/* The scaled form of a value encoding (stripe_format.h): the step, the base
+ * unless the stripe's min timestamp is it, then the (value - base) / step
+ * in e->scaled as an unsigned sequence. */
+static void enc_scaled(uih_stripe_encoder *e, uih_wbuf *out, uint32_t enc, size_t m, uint64_t step,
+                       uint64_t base, int is_ts) {
+  uih_wbuf_varint(out, step);
+  if (!is_ts) uih_wbuf_varint(out, stripe_base_code(e->type, base));
+  uih_seq_kind kind = enc == UIH_ENC_FOR ? UIH_SEQ_FOR : enc == UIH_ENC_DELTA ? UIH_SEQ_DELTA : UIH_SEQ_DELTA2;
+  uih_seq_encode(out, e->scaled, m, kind);
+}
+
+int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t n, int is_ts,
                          stripe_dir_entry *de, uih_error *err) {
   const uih_trait *t = col->trait;
   /* The present values, widened (signed types with their sign bit
@@ -281,36 +345,66 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
    * types compare raw sizes and compress once, which keeps encoding cheap. */
   uint32_t allowed = t->encodings & uih_encodings_for_type(t->type);
   if (allowed == 0) allowed = uih_encodings_for_type(t->type);
+  /* The shared form needs a dictionary of the trait; a fast encoder's
+   * stripes stand alone. */
+  const uih_value_dict *dict = e->opts.fast ? NULL : stripe_context_encoding(e->ctx, e->group, t->id, t->type);
+  if (!dict) allowed &= ~UIH_ENC_SHARED; /* (the schema allows another: see schema_json.c) */
   int stored = t->type == UIH_TYPE_FLOAT32 && t->compression != UIH_COMPRESS_NONE;
   size_t presence_len = e->payload.len, best_len = 0;
   uint32_t best = 0;
+  int best_scaled = 0;
+  /* Values a common step apart (day-granular timestamps in seconds, whole
+   * dollars in cents) may also be stored as multiples of it. */
+  uint64_t base = 0, step = 0;
+  e->type = t->type;
+  if (m > 1 && (allowed & SCALED_ENCODINGS) && stripe_type_scales(t->type)) {
+    step = common_step(e->vals, m, &base);
+    for (size_t k = 0; step && k < m; k++) e->scaled[k] = (e->vals[k] - base) / step;
+  }
   uih_wbuf_reset(&e->best);
   if (e->opts.fast && m > 0) { /* one encoding, chosen by estimate: no competition */
     best = fast_encoding(e->vals, m, t->type, allowed);
-    enc_values(e, &e->best, best, e->vals, m, t->type);
+    /* Scaled when the bits it saves outweigh the step and base it stores. */
+    size_t cost = varint_len(step) + (is_ts ? 0 : varint_len(stripe_base_code(t->type, base)));
+    best_scaled = step && (best & SCALED_ENCODINGS) && m * (uih_bits(step) - 1) / 8 > cost;
+    if (best_scaled) enc_scaled(e, &e->best, best, m, step, base, is_ts);
+    else enc_values(e, &e->best, best, e->vals, m, t->type);
     allowed = 0; /* the loop below has nothing to try */
   }
   for (uint32_t enc = 1; m > 0 && enc < (1u << UIH_ENC_COUNT); enc <<= 1) {
     if (!(allowed & enc)) continue;
-    uih_wbuf_reset(&e->cand);
-    enc_values(e, &e->cand, enc, e->vals, m, t->type);
-    if (e->cand.oom) break;
-    size_t len = e->cand.len;
-    if (stored) { /* presence + this candidate, compressed if that pays */
-      e->payload.len = presence_len;
-      uih_wbuf_put(&e->payload, e->cand.data, e->cand.len);
-      len = pick_compression(e, t->compression) == STRIPE_COMPRESS_NONE ? e->payload.len : e->comp.len;
-    }
-    if (best == 0 || len < best_len) {
-      uih_wbuf tmp = e->best;
-      e->best = e->cand;
-      e->cand = tmp;
-      best = enc;
-      best_len = len;
+    for (int scaled = 0; scaled <= (step && (enc & SCALED_ENCODINGS)); scaled++) {
+      uih_wbuf_reset(&e->cand);
+      if (enc == UIH_ENC_SHARED) {
+        if (!dict || enc_shared(e, &e->cand, dict, e->vals, m, t->type) != 0) continue;
+      } else if (scaled) {
+        enc_scaled(e, &e->cand, enc, m, step, base, is_ts);
+      } else {
+        enc_values(e, &e->cand, enc, e->vals, m, t->type);
+      }
+      if (e->cand.oom) break;
+      size_t len = e->cand.len;
+      if (stored) { /* presence + this candidate, compressed if that pays */
+        e->payload.len = presence_len;
+        uih_wbuf_put(&e->payload, e->cand.data, e->cand.len);
+        len = pick_compression(e, t->compression) == STRIPE_COMPRESS_NONE ? e->payload.len : e->comp.len;
+      }
+      if (best == 0 || len < best_len) {
+        uih_wbuf tmp = e->best;
+        e->best = e->cand;
+        e->cand = tmp;
+        best = enc;
+        best_scaled = scaled;
+        best_len = len;
+      }
     }
   }
-  if (best == 0) best = UIH_ENC_PLAIN & allowed ? UIH_ENC_PLAIN : (allowed & -allowed);
+  if (best == 0) {
+    const uint32_t alone = allowed & ~UIH_ENC_SHARED;
+    best = UIH_ENC_PLAIN & alone ? UIH_ENC_PLAIN : (alone & -alone);
+  }
   de->encoding = (uint8_t)stripe_enc_id(best);
+  de->scaled = (uint8_t)best_scaled;
   e->payload.len = presence_len;
   uih_wbuf_put(&e->payload, e->best.data, e->best.len);
   if (e->payload.oom || e->cand.oom || e->best.oom)

@@ -17,34 +17,16 @@ typedef struct stripe_view {
 
 static size_t offset_of(const stripe_view *v, const uint8_t *p) { return (size_t)(p - v->buf); }
 
-/* Reads and validates the header. */
-static int read_header(const uint8_t *buf, size_t len, stripe_view *v, uih_error *err) {
-  if (buf == NULL || len < UIH_STRIPE_FIXED_SIZE + UIH_STRIPE_CHECKSUM_SIZE)
-    return uih_corruption(err, "stripe is %zu bytes, shorter than its %d-byte fixed header and checksum",
-                          buf ? len : 0, UIH_STRIPE_FIXED_SIZE + UIH_STRIPE_CHECKSUM_SIZE);
-  v->buf = buf;
-  v->len = len;
-  uih_stripe_info *info = &v->info;
-  uih_cursor c = uih_cursor_make(buf, len - UIH_STRIPE_CHECKSUM_SIZE);
-  uint32_t magic = uih_cursor_u32(&c);
-  if (magic != UIH_STRIPE_MAGIC)
-    return uih_corruption(err, "stripe offset 0: magic is 0x%08x, expected 0x%08x (\"UIHS\")",
-                          magic, UIH_STRIPE_MAGIC);
-  info->version = uih_cursor_u8(&c);
-  if (info->version != UIH_STRIPE_VERSION)
-    return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
-                         "stripe format version %u is not supported (this build reads version %d)",
-                         info->version, UIH_STRIPE_VERSION);
-  if (uih_cursor_u8(&c) != 0) return uih_corruption(err, "stripe offset 5: flags are not zero");
-  info->group = uih_cursor_u16(&c);
-  info->min_ts = (int64_t)uih_cursor_u64(&c);
-  uint64_t count = uih_cursor_varint(&c);
-  uint64_t ncols = uih_cursor_varint(&c);
-  uint64_t schema_version = uih_cursor_varint(&c);
-  uint64_t span = uih_cursor_varint(&c);
-  if (c.bad) return uih_corruption(err, "stripe header is truncated or has a malformed varint");
+/* The header fields after the fixed part (both formats): count, columns,
+ * schema version, span; info->min_ts is set. */
+static int read_counts(uih_cursor *c, uih_stripe_info *info, uih_error *err) {
+  uint64_t count = uih_cursor_varint(c);
+  uint64_t ncols = uih_cursor_varint(c);
+  uint64_t schema_version = uih_cursor_varint(c);
+  uint64_t span = uih_cursor_varint(c);
+  if (c->bad) return uih_corruption(err, "stripe header is truncated or has a malformed varint");
   if (count == 0 || count > UIH_STRIPE_EVENTS_MAX)
-    return uih_corruption(err, "stripe offset 16: event count %llu is outside [1, %u]",
+    return uih_corruption(err, "stripe header: event count %llu is outside [1, %u]",
                           (unsigned long long)count, UIH_STRIPE_EVENTS_MAX);
   if (ncols > UINT16_MAX || schema_version > UINT32_MAX)
     return uih_corruption(err, "stripe header: %llu columns or schema version %llu is out of range",
@@ -58,36 +40,104 @@ static int read_header(const uint8_t *buf, size_t len, stripe_view *v, uih_error
   info->ncolumns = (uint32_t)ncols;
   info->schema_version = (uint32_t)schema_version;
   info->max_ts = (int64_t)((uint64_t)info->min_ts + span);
+  return UIH_OK;
+}
+
+/* Reads and validates the header of either format (stripe_format.h). */
+static int read_header(const uint8_t *buf, size_t len, stripe_view *v, uih_error *err) {
+  if (buf == NULL || len < UIH_STRIPE_V2_MIN_SIZE)
+    return uih_corruption(err, "stripe is %zu bytes, shorter than the smallest header (%d bytes)",
+                          buf ? len : 0, UIH_STRIPE_V2_MIN_SIZE);
+  v->buf = buf;
+  v->len = len;
+  uih_stripe_info *info = &v->info;
+  memset(info, 0, sizeof *info);
+  uih_cursor c = uih_cursor_make(buf, len);
+  if (buf[0] == (UIH_STRIPE_V1_MAGIC & 0xff)) { /* version 1: "UIHS", 1, 0, fixed fields */
+    if (len < UIH_STRIPE_V1_FIXED_SIZE + UIH_STRIPE_CHECKSUM_SIZE)
+      return uih_corruption(err, "stripe is %zu bytes, shorter than its %d-byte fixed header and checksum",
+                            len, UIH_STRIPE_V1_FIXED_SIZE + UIH_STRIPE_CHECKSUM_SIZE);
+    uint32_t magic = uih_cursor_u32(&c);
+    if (magic != UIH_STRIPE_V1_MAGIC)
+      return uih_corruption(err, "stripe offset 0: magic is 0x%08x, expected 0x%08x (\"UIHS\") or "
+                            "format version 2", magic, UIH_STRIPE_V1_MAGIC);
+    info->version = uih_cursor_u8(&c);
+    if (info->version != 1)
+      return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
+                           "stripe format version %u is not supported (this build reads versions 1 and 2)",
+                           info->version);
+    if (uih_cursor_u8(&c) != 0) return uih_corruption(err, "stripe offset 5: flags are not zero");
+    info->group = uih_cursor_u16(&c);
+    info->min_ts = (int64_t)uih_cursor_u64(&c);
+    info->checksum = 1;
+  } else {
+    info->version = uih_cursor_u8(&c);
+    if (info->version != UIH_STRIPE_VERSION)
+      return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
+                           "stripe format version %u is not supported (this build reads versions 1 and 2)",
+                           info->version);
+    uint8_t flags = uih_cursor_u8(&c);
+    if (flags & ~UIH_STRIPE_FLAG_CHECKSUM)
+      return uih_corruption(err, "stripe offset 1: unknown flags 0x%02x", flags);
+    info->checksum = flags & UIH_STRIPE_FLAG_CHECKSUM;
+    uint64_t group = uih_cursor_varint(&c);
+    if (group > UINT16_MAX) return uih_corruption(err, "stripe header: group id %llu is out of range",
+                                                  (unsigned long long)group);
+    info->group = (uint16_t)group;
+    info->min_ts = uih_unzigzag64(uih_cursor_varint(&c));
+  }
+  if (info->checksum) {
+    if (len - (size_t)(c.p - buf) < UIH_STRIPE_CHECKSUM_SIZE)
+      return uih_corruption(err, "stripe of %zu bytes has no room for its checksum", len);
+    c.end -= UIH_STRIPE_CHECKSUM_SIZE;
+  }
+  UIH_FORWARD(read_counts(&c, info, err));
   v->dir = c.p;
   v->body = NULL;
   return UIH_OK;
 }
 
-/* Reads one directory entry; -1 if it is truncated or out of range. */
-static inline int dir_next(uih_cursor *c, stripe_dir_entry *de) {
+/* The end of the payloads: the checksum or the stripe's end. */
+static const uint8_t *payload_end(const stripe_view *v) {
+  return v->buf + v->len - (v->info.checksum ? UIH_STRIPE_CHECKSUM_SIZE : 0);
+}
+
+/* Reads one directory entry of format `version`; -1 if it is truncated or
+ * out of range. Both formats spell an entry as a varint id, two code bytes
+ * and a varint length; the code bytes differ (stripe_format.h). */
+static inline int dir_next(uih_cursor *c, unsigned version, stripe_dir_entry *de) {
   uint64_t id, length;
-  uint8_t type, codes;
+  uint8_t b1, b2;
   const uint8_t *p = uih_cursor_peek(c, 5);
   if (p && p[0] < 0x80 && (p[3] < 0x80 || p[4] < 0x80)) {
     /* The usual entry: a one-byte id, a length of one or two bytes. */
-    id = p[0], type = p[1], codes = p[2];
+    id = p[0], b1 = p[1], b2 = p[2];
     length = p[3] & 0x7f;
     if (p[3] & 0x80) length |= (uint64_t)p[4] << 7;
     uih_cursor_skip(c, p[3] < 0x80 ? 4 : 5);
   } else {
     id = uih_cursor_varint(c);
-    const uint8_t *type_codes = uih_cursor_take(c, 2);
+    const uint8_t *codes = uih_cursor_take(c, 2);
     length = uih_cursor_varint(c);
     if (c->bad || id > UINT16_MAX || length > UINT32_MAX) return -1;
-    type = type_codes[0], codes = type_codes[1];
+    b1 = codes[0], b2 = codes[1];
   }
   de->trait_id = (uint16_t)id;
-  de->type = type;
-  de->encoding = codes & 7;
-  de->compression = (codes >> 3) & 3;
-  de->presence = (codes >> 5) & 3;
   de->length = (uint32_t)length;
-  return (codes & 0x80) ? -1 : 0;
+  if (version == 1) { /* type; encoding, compression, presence, a zero bit */
+    de->type = b1;
+    de->encoding = b2 & 7;
+    de->compression = (b2 >> 3) & 3;
+    de->presence = (b2 >> 5) & 3;
+    de->scaled = 0;
+    return (b2 & 0x80) ? -1 : 0;
+  }
+  de->type = b1 & 15; /* type, compression, presence; encoding, scaled, zero bits */
+  de->compression = (b1 >> 4) & 3;
+  de->presence = b1 >> 6;
+  de->encoding = b2 & 15;
+  de->scaled = (b2 >> 4) & 1;
+  return (b2 & 0xe0) ? -1 : 0;
 }
 
 /* Names what is wrong with the directory entry `de` read at `at`. */
@@ -103,6 +153,9 @@ static int bad_entry(const stripe_view *v, const uint8_t *at, const stripe_dir_e
   if (!(uih_encodings_for_type(t) & (1u << de->encoding)))
     return uih_corruption(err, "stripe offset %zu: trait %u has encoding %u, not one for %s", off,
                           de->trait_id, de->encoding, uih_type_name(t));
+  if (de->scaled)
+    return uih_corruption(err, "stripe offset %zu: trait %u is scaled, which %s values in encoding %u "
+                          "cannot be", off, de->trait_id, uih_type_name(t), de->encoding);
   return uih_corruption(err, "stripe offset %zu: trait %u has unknown compression %u", off,
                         de->trait_id, de->compression);
 }
@@ -111,19 +164,20 @@ static int bad_entry(const stripe_view *v, const uint8_t *at, const stripe_dir_e
  * payloads exactly fill the bytes between the directory and the checksum.
  * If `dir` is not NULL it receives the ncolumns entries, offsets set. */
 static int check_directory(stripe_view *v, stripe_dir_entry *dir, uih_error *err) {
-  uih_cursor c = uih_cursor_make(v->dir, (size_t)(v->buf + v->len - UIH_STRIPE_CHECKSUM_SIZE - v->dir));
+  uih_cursor c = uih_cursor_make(v->dir, (size_t)(payload_end(v) - v->dir));
   uint64_t total = 0;
   int prev_id = -1;
   for (uint32_t i = 0; i < v->info.ncolumns; i++) {
     const uint8_t *at = c.p;
     stripe_dir_entry de;
-    if (dir_next(&c, &de) != 0)
+    if (dir_next(&c, v->info.version, &de) != 0)
       return uih_corruption(err, "stripe offset %zu: directory entry %u is truncated or out of range",
                             offset_of(v, at), i);
     /* One table lookup answers "known type" and "encoding allowed". */
     uint32_t allowed = uih_type_info_of((uih_type)de.type)->encodings;
     if ((int)de.trait_id <= prev_id || !(allowed & (1u << de.encoding)) ||
-        de.compression > STRIPE_COMPRESS_ZSTD)
+        de.compression > STRIPE_COMPRESS_ZSTD ||
+        (de.scaled && (!((1u << de.encoding) & SCALED_ENCODINGS) || !stripe_type_scales((uih_type)de.type))))
       return bad_entry(v, at, &de, prev_id, err);
     prev_id = de.trait_id;
     de.offset = (size_t)total;
@@ -157,7 +211,7 @@ int uih_stripe_column_at(const uint8_t *buf, size_t len, uint32_t i, uih_stripe_
                 v.info.ncolumns, i);
   uih_cursor c = uih_cursor_make(v.dir, (size_t)(v.body - v.dir));
   stripe_dir_entry de = {0};
-  for (uint32_t k = 0; k <= i; k++) dir_next(&c, &de); /* validated above */
+  for (uint32_t k = 0; k <= i; k++) dir_next(&c, v.info.version, &de); /* validated above */
   static const uih_compression kCompression[] = {UIH_COMPRESS_NONE, UIH_COMPRESS_LZ4, UIH_COMPRESS_ZSTD};
   col->trait_id = de.trait_id;
   col->type = (uih_type)de.type;
@@ -165,6 +219,7 @@ int uih_stripe_column_at(const uint8_t *buf, size_t len, uint32_t i, uih_stripe_
   col->compression = kCompression[de.compression];
   col->bytes = de.length;
   col->presence = (uih_presence)de.presence;
+  col->scaled = de.scaled;
   return UIH_OK;
 }
 
@@ -193,6 +248,10 @@ void uih_stripe_decoder_free(uih_stripe_decoder *d) {
   free(d->dir);
   ZSTD_freeDCtx(d->zstd);
   free(d);
+}
+
+void uih_stripe_decoder_set_context(uih_stripe_decoder *d, const uih_stripe_context *ctx) {
+  if (d) d->ctx = ctx;
 }
 
 int stripe_decoder_reserve_dir(uih_stripe_decoder *d, size_t n) {
@@ -285,8 +344,9 @@ static int decode_columns(uih_stripe_decoder *d, const stripe_view *v, uint32_t 
     /* The payload's bytes and, for masked wide loads, the rest of the stripe. */
     const uint8_t *p = v->body + de->offset;
     size_t slack = v->len - offset_of(v, p) - de->length;
+    const uint64_t ts_base = stripe_to_u64(UIH_TYPE_TIMESTAMP, (uint64_t)info->min_ts);
     UIH_FORWARD(stripe_column_decode(d, de, p, slack, info->count, begin, end, dirty, col,
-                                     is_ts ? &sorted : NULL, err));
+                                     is_ts ? &ts_base : NULL, is_ts ? &sorted : NULL, err));
     if (is_ts && end > begin)
       UIH_FORWARD(check_ts(col, end - begin, begin == 0 && end == info->count, sorted, info, err));
   }
@@ -298,7 +358,7 @@ int uih_stripe_decode(uih_stripe_decoder *d, const uint8_t *buf, size_t len, uin
   UIH_RETURN_IF(!d || !out, err, UIH_ERR_INVALID_ARGUMENT, "stripe_decode: NULL argument");
   stripe_view v;
   UIH_FORWARD(read_header(buf, len, &v, err));
-  if (flags & UIH_DECODE_VERIFY_CHECKSUM) {
+  if ((flags & UIH_DECODE_VERIFY_CHECKSUM) && v.info.checksum) {
     uih_cursor sum = uih_cursor_make(buf + len - UIH_STRIPE_CHECKSUM_SIZE, UIH_STRIPE_CHECKSUM_SIZE);
     uint32_t stored = uih_cursor_u32(&sum);
     uint32_t actual = uih_checksum32(buf, len - UIH_STRIPE_CHECKSUM_SIZE);
@@ -329,6 +389,7 @@ int uih_stripe_decode(uih_stripe_decoder *d, const uint8_t *buf, size_t len, uin
                 "stripe_decode: %u events do not fit a batch of capacity %u", end - begin,
                 out->capacity);
   UIH_FORWARD(check_ts_column(d->dir, info->ncolumns, out->group->ts, err));
+  d->group = info->group;
   if (stripe_decoder_reserve(d, info->count) != 0)
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe_decode: out of memory");
 

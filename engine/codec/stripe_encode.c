@@ -34,11 +34,17 @@ void uih_stripe_encoder_free(uih_stripe_encoder *e) {
   uih_wbuf_free(&e->cand);
   uih_wbuf_free(&e->best);
   uih_wbuf_free(&e->comp);
+  uih_wbuf_free(&e->hits);
   free(e->vals);
   free(e->aux);
   free(e->aux2);
+  free(e->scaled);
   ZSTD_freeCCtx(e->zstd);
   free(e);
+}
+
+void uih_stripe_encoder_set_context(uih_stripe_encoder *e, const uih_stripe_context *ctx) {
+  if (e) e->ctx = ctx;
 }
 
 static int reserve(uih_stripe_encoder *e, size_t n, uih_error *err) {
@@ -49,7 +55,9 @@ static int reserve(uih_stripe_encoder *e, size_t n, uih_error *err) {
   if (a) e->aux = a;
   uint64_t *a2 = a ? realloc(e->aux2, n * sizeof *a2) : NULL;
   if (a2) e->aux2 = a2;
-  if (!a2) return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
+  uint64_t *sc = a2 ? realloc(e->scaled, n * sizeof *sc) : NULL;
+  if (sc) e->scaled = sc;
+  if (!sc) return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
   e->cap = n;
   return UIH_OK;
 }
@@ -124,28 +132,30 @@ int uih_stripe_encode(uih_stripe_encoder *e, const uih_batch *b, uint32_t schema
   uih_wbuf *o = &e->out;
   uih_wbuf_reset(o);
   uih_wbuf_reset(&e->body);
-  uih_wbuf_u32(o, UIH_STRIPE_MAGIC);
+  const int checksum = !e->opts.no_checksum;
+  e->group = b->group->id;
   uih_wbuf_u8(o, UIH_STRIPE_VERSION);
-  uih_wbuf_u8(o, 0);
-  uih_wbuf_u16(o, b->group->id);
-  uih_wbuf_u64(o, (uint64_t)min_ts);
+  uih_wbuf_u8(o, checksum ? UIH_STRIPE_FLAG_CHECKSUM : 0);
+  uih_wbuf_varint(o, b->group->id);
+  uih_wbuf_varint(o, uih_zigzag64(min_ts));
   uih_wbuf_varint(o, b->count);
   uih_wbuf_varint(o, b->ncolumns);
   uih_wbuf_varint(o, schema_version);
   uih_wbuf_varint(o, (uint64_t)max_ts - (uint64_t)min_ts);
   for (uint32_t c = 0; c < b->ncolumns; c++) {
     stripe_dir_entry de;
-    UIH_FORWARD(stripe_column_encode(e, &b->columns[c], b->count, &de, err));
+    int is_ts = b->columns[c].trait == b->group->ts;
+    UIH_FORWARD(stripe_column_encode(e, &b->columns[c], b->count, is_ts, &de, err));
     uih_wbuf_varint(o, de.trait_id);
-    uih_wbuf_u8(o, de.type);
-    uih_wbuf_u8(o, stripe_dir_codes(&de));
+    uih_wbuf_u8(o, stripe_dir_layout(&de));
+    uih_wbuf_u8(o, stripe_dir_values(&de));
     uih_wbuf_varint(o, de.length);
   }
   uih_wbuf_put(o, e->body.data, e->body.len);
   UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
   UIH_RETURN_IF(o->len > UINT32_MAX - UIH_STRIPE_CHECKSUM_SIZE, err, UIH_ERR_OUT_OF_RANGE,
                 "stripe encode: stripe exceeds 4 GiB");
-  uih_wbuf_u32(o, uih_checksum32(o->data, o->len));
+  if (checksum) uih_wbuf_u32(o, uih_checksum32(o->data, o->len));
   UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
   *out = o->data;
   *out_len = o->len;

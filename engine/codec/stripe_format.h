@@ -1,38 +1,68 @@
 /* The stripe: up to 65,536 events of one user in one feature group, stored
- * column by column as one RocksDB value. Format version 1; integers are
- * little-endian, varints LEB128. Most users have short histories, so the
- * fixed part is kept small (about 20 bytes plus 4 or 5 per column).
+ * column by column as one RocksDB value. Integers are little-endian,
+ * varints LEB128. Most users have short histories (a median of tens of
+ * events), so the fixed part is kept small: format version 2, written
+ * since issue 19, spends about 12 bytes plus 4 per column on it; version 1,
+ * still read, spent 24 plus 4 or 5 per column and always a checksum.
+ *
+ * Format version 2:
  *
  *   offset  size  field
  *   ------  ----  ------------------------------------------------------
- *   0          4  magic "UIHS"
- *   4          1  format version (1); readers reject other versions
- *   5          1  flags (0)
- *   6          2  feature group id
- *   8          8  min timestamp (int64): the first event's
- *   16         .  varint event count n (1..65536)
+ *   0          1  format version (2); a version-1 stripe starts with
+ *                 'U' (0x55), so the first byte tells the formats apart
+ *   1          1  flags: bit 0 a checksum ends the stripe; bits 1-7 zero.
+ *                 A stripe stored where every value has a checksum of its
+ *                 own (UihTable, snapshot records) leaves it out
+ *   2          .  varint feature group id
+ *              .  varint zigzag(min timestamp): the first event's
+ *              .  varint event count n (1..65536)
  *              .  varint column count c
  *              .  varint schema version the writer used
  *              .  varint max timestamp - min timestamp (as uint64)
  *              .  column directory, c entries in ascending trait id order:
  *                   varint trait id
- *                   u8     trait type (uih_type)
- *                   u8     bits 0-2 value encoding (UIH_ENC_* bit index)
- *                          bits 3-4 compression (0 none, 1 lz4, 2 zstd)
- *                          bits 5-6 presence (0 all, 1 none, 2 bitmap, 3 list)
- *                          bit  7   0
+ *                   u8     bits 0-3 trait type (uih_type)
+ *                          bits 4-5 compression (0 none, 1 lz4, 2 zstd)
+ *                          bits 6-7 presence (0 all, 1 none, 2 bitmap, 3 list)
+ *                   u8     bits 0-3 value encoding (UIH_ENC_* bit index)
+ *                          bit  4   scaled (below)
+ *                          bits 5-7 zero
  *                   varint payload length
  *              .  column payloads, contiguous, in directory order: a
  *                 column's offset is the sum of the lengths before it
- *   len - 4    4  low 32 bits of XXH3-64 of bytes [0, len - 4)
+ *   len - 4    4  if flags bit 0: low 32 bits of XXH3-64 of [0, len - 4)
+ *
+ * Format version 1 (read, no longer written):
+ *
+ *   0          4  magic "UIHS"
+ *   4          1  format version (1)
+ *   5          1  flags (0)
+ *   6          2  feature group id
+ *   8          8  min timestamp (int64)
+ *   16         .  varint n, varint c, varint schema version, varint span
+ *              .  directory: varint trait id, u8 type, u8 bits 0-2
+ *                 encoding, bits 3-4 compression, bits 5-6 presence, bit 7
+ *                 zero, varint payload length
+ *              .  payloads
+ *   len - 4    4  low 32 bits of XXH3-64 of [0, len - 4), always
  *
  * A column payload (after decompression; a compressed payload is
- * `varint raw_length` + the LZ4 block or ZSTD frame):
+ * `varint raw_length` + the LZ4 block or ZSTD frame), the same in both:
  *
  *   presence  all:    nothing; every event has a value
  *             none:   nothing; no event has a value (and no values follow)
  *             bitmap: ceil(n/8) bytes, bit i = event i has a value
  *             list:   varint k, FOR sequence of the k event positions
+ *   scaled    (version 2, encodings for, delta and delta2 of integer
+ *             types and timestamps) varint step g >= 2 and, except in the
+ *             group's timestamp column whose base is the header's min
+ *             timestamp, varint base b (of int64 and timestamps the zigzag
+ *             of the signed value, x ^ 2^63 of the form the sequence
+ *             works in): the sequence below holds
+ *             (v - b) / g for each value v, which is b + g * it (mod 2^64).
+ *             Day-granular timestamps kept in seconds, prices in cents
+ *             that are whole dollars: the common step is stored once.
  *   values    the m present values in event order, by encoding:
  *             plain:  m * width bytes (flag: ceil(m/8) bytes of bits)
  *             for:    FOR sequence            (see intseq.h)
@@ -46,12 +76,31 @@
  *             sparse: varint z (values != 0), u8 form, then form 0:
  *                     ceil(m/8) bytes of bits, or form 1: FOR sequence
  *                     of z positions; then FOR sequence of the z values
+ *             shared: (format 2) u32 id of the value dictionary used,
+ *                     varint h (1..m) values found in it, if h < m
+ *                     ceil(m/8) bytes of bits (bit i: value i was found),
+ *                     FOR sequence of the h ranks, FOR sequence of the
+ *                     m - h other values
+ *
+ * A value dictionary (serialized; its values are one trait's, most frequent
+ * first, and a value's rank is its position):
+ *
+ *   0          4  magic "UIHV"
+ *   4          1  version (1)
+ *   5          1  trait type (id, int64, uint32 or category)
+ *   6          2  feature group id
+ *   8          2  trait id
+ *   10         .  varint entry count K (1..2^24)
+ *              .  FOR sequence of the K values (signed for int64)
+ *   len - 4    4  low 32 bits of XXH3-64 of [0, len - 4): also the id
+ *                 shared columns name it by
  *
  * Values are mapped to uint64 before encoding: int64 and timestamps as
  * x ^ 2^63 (so unsigned order is signed order), float32 as its bit pattern,
  * the rest as they are. FOR sequences of int64 and timestamp values (the
  * for encoding, dictionary, run and sparse values) are signed sequences;
- * positions, codes and run lengths are unsigned ones (see intseq.h).
+ * positions, codes and run lengths are unsigned ones (see intseq.h), and
+ * so are scaled sequences, whose values are never below their base.
  */
 #ifndef UIH_STRIPE_FORMAT_H
 #define UIH_STRIPE_FORMAT_H
@@ -59,10 +108,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define UIH_STRIPE_MAGIC 0x53484955u /* "UIHS" read as little-endian u32 */
-#define UIH_STRIPE_VERSION 1
-#define UIH_STRIPE_FIXED_SIZE 16 /* magic .. min timestamp */
+#define UIH_STRIPE_VERSION 2 /* written */
+#define UIH_STRIPE_V1_MAGIC 0x53484955u /* "UIHS" read as little-endian u32 */
+#define UIH_STRIPE_V1_FIXED_SIZE 16     /* magic .. min timestamp */
+#define UIH_STRIPE_V2_MIN_SIZE 8        /* version, flags and six one-byte varints */
 #define UIH_STRIPE_CHECKSUM_SIZE 4
+#define UIH_STRIPE_FLAG_CHECKSUM 1u
 
 /* The same numbers as uih_presence (uih/stripe.h). */
 enum { PRESENCE_ALL = 0, PRESENCE_NONE = 1, PRESENCE_BITMAP = 2, PRESENCE_LIST = 3 };
@@ -72,13 +123,9 @@ enum { STRIPE_COMPRESS_NONE = 0, STRIPE_COMPRESS_LZ4 = 1, STRIPE_COMPRESS_ZSTD =
  * computed from the lengths. */
 typedef struct stripe_dir_entry {
   uint16_t trait_id;
-  uint8_t type, encoding, compression, presence;
+  uint8_t type, encoding, compression, presence, scaled;
   uint32_t length;
   size_t offset;
 } stripe_dir_entry;
-
-static inline uint8_t stripe_dir_codes(const stripe_dir_entry *de) {
-  return (uint8_t)(de->encoding | de->compression << 3 | de->presence << 5);
-}
 
 #endif /* UIH_STRIPE_FORMAT_H */

@@ -10,22 +10,59 @@
 #include "uih/stripe.h"
 #include "wbuf.h"
 
+/* A value dictionary (uih/stripe.h): values in rank order, the serialized
+ * form, and for encoders an index from value to rank (open addressing,
+ * slots hold rank + 1, 0 is empty; NULL unless built). */
+struct uih_value_dict {
+  uint16_t group, trait_id;
+  uih_type type;
+  uint32_t count, id;
+  uint64_t *values; /* column bits, rank order */
+  uih_wbuf bytes;
+  uint64_t *keys;
+  uint32_t *slots;
+  size_t mask;
+  unsigned shift;
+};
+
+struct uih_stripe_context {
+  uih_value_dict **dicts;
+  size_t n, cap;
+};
+
+/* The rank of `v` in an indexed dictionary: 1 and *rank, or 0 if absent. */
+int value_dict_rank(const uih_value_dict *d, uint64_t v, uint32_t *rank);
+/* The dictionary of a group's trait with id `id` in `ctx` (NULL: none). */
+const uih_value_dict *stripe_context_find(const uih_stripe_context *ctx, uint16_t group, uint16_t trait_id,
+                                          uint32_t id);
+/* The indexed dictionary an encoder uses for a group's trait: the last one
+ * added for it with that type; NULL if none. */
+const uih_value_dict *stripe_context_encoding(const uih_stripe_context *ctx, uint16_t group, uint16_t trait_id,
+                                              uih_type type);
+
 struct uih_stripe_encoder {
   uih_stripe_encoder_opts opts;
+  const uih_stripe_context *ctx; /* dictionaries the shared encoding may use */
   uih_wbuf out;     /* the stripe being built */
   uih_wbuf body;    /* the column payloads, before the header is known */
   uih_wbuf payload; /* one column's presence + values, uncompressed */
   uih_wbuf cand;    /* a candidate value encoding */
   uih_wbuf best;    /* the smallest candidate so far */
   uih_wbuf comp;    /* a compressed payload */
+  uih_wbuf hits;    /* which values a shared column found in its dictionary */
   uint64_t *vals;   /* the column's present values, mapped to uint64 */
   uint64_t *aux;    /* per-encoding temporaries */
   uint64_t *aux2;
-  size_t cap;       /* entries in vals/aux/aux2 */
+  uint64_t *scaled; /* (value - base) / step of a column with a common step */
+  uih_type type;    /* the column being encoded */
+  uint16_t group;   /* and its group */
+  size_t cap;       /* entries in vals/aux/aux2/scaled */
   ZSTD_CCtx *zstd;
 };
 
 struct uih_stripe_decoder {
+  const uih_stripe_context *ctx; /* dictionaries shared columns name */
+  uint16_t group;                /* of the stripe being decoded */
   uint64_t *vals, *aux, *aux2; /* decoded values and per-encoding temporaries */
   uint64_t *pos;               /* positions of a presence list */
   size_t cap;
@@ -50,9 +87,36 @@ static inline uih_seq_kind for_kind(uih_type t) {
   return (t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64) ? UIH_SEQ_FOR_SIGNED : UIH_SEQ_FOR;
 }
 
+/* The encodings that may store their values scaled (as multiples of a
+ * common step above a base), and the types whose values may be. */
+#define SCALED_ENCODINGS (UIH_ENC_FOR | UIH_ENC_DELTA | UIH_ENC_DELTA2)
+static inline int stripe_type_scales(uih_type t) { return t != UIH_TYPE_FLOAT32 && t != UIH_TYPE_FLAG; }
+
+/* A scaled column's base as stored: int64 and timestamp bases (uint64
+ * form) as the zigzag of their signed value, so small magnitudes of either
+ * sign take a byte or two; the others as they are. */
+static inline uint64_t stripe_base_code(uih_type t, uint64_t base) {
+  int is_signed = t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64;
+  return is_signed ? uih_zigzag64(uih_order_i64(base)) : base;
+}
+static inline uint64_t stripe_base_of(uih_type t, uint64_t code) {
+  int is_signed = t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64;
+  return is_signed ? uih_order_u64(uih_unzigzag64(code)) : code;
+}
+
+/* The directory entry's two code bytes in format 2 (stripe_format.h). */
+static inline uint8_t stripe_dir_layout(const stripe_dir_entry *de) {
+  return (uint8_t)(de->type | de->compression << 4 | de->presence << 6);
+}
+static inline uint8_t stripe_dir_values(const stripe_dir_entry *de) {
+  return (uint8_t)(de->encoding | de->scaled << 4);
+}
+
 /* Appends the column's payload (presence + best value encoding, compressed
- * when that pays) to enc->body and fills everything in `de` but the offset. */
-int stripe_column_encode(uih_stripe_encoder *enc, const uih_column *col, uint32_t n,
+ * when that pays) to enc->body and fills everything in `de` but the offset.
+ * `is_ts`: the column is its group's timestamp column, whose scaled values
+ * take the stripe's min timestamp as their base without storing it. */
+int stripe_column_encode(uih_stripe_encoder *enc, const uih_column *col, uint32_t n, int is_ts,
                          stripe_dir_entry *de, uih_error *err);
 
 /* Decodes rows [begin, end) of the column described by `de` (payload bytes
@@ -64,7 +128,7 @@ int stripe_column_encode(uih_stripe_encoder *enc, const uih_column *col, uint32_
  * decrease as int64 (found in passing by the delta decoder); 0 says nothing. */
 int stripe_column_decode(uih_stripe_decoder *dec, const stripe_dir_entry *de, const uint8_t *p,
                          size_t slack, uint32_t n, uint32_t begin, uint32_t end, uint32_t dirty,
-                         uih_column *col, int *sorted, uih_error *err);
+                         uih_column *col, const uint64_t *ts_base, int *sorted, uih_error *err);
 
 /* Zeroes values and presence bits of rows [from, to) of `col`. */
 void stripe_clear_rows(uih_column *col, uint32_t from, uint32_t to);

@@ -1,5 +1,5 @@
 /* Bit-level facts every module uses, spelled once: the order-preserving
- * int64 <-> uint64 map, bitmaps of bits, bit widths, and the 32-bit
+ * int64 <-> uint64 map, zigzag, bitmaps of bits, bit widths, and the 32-bit
  * checksum of values, stripes and event lists. */
 #ifndef UIH_BITS_H
 #define UIH_BITS_H
@@ -17,6 +17,14 @@ static inline uint64_t uih_order_u64(int64_t v) { return (uint64_t)v ^ UIH_SIGN6
  * 2^63 map to negative numbers. */
 static inline int64_t uih_order_i64(uint64_t u) {
   u ^= UIH_SIGN64;
+  return u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
+}
+
+/* Zigzag: small magnitudes of either sign as small unsigned numbers (for
+ * varints), and back. */
+static inline uint64_t uih_zigzag64(int64_t v) { return ((uint64_t)v << 1) ^ (0 - ((uint64_t)v >> 63)); }
+static inline int64_t uih_unzigzag64(uint64_t z) {
+  uint64_t u = (z >> 1) ^ (0 - (z & 1));
   return u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
 }
 

@@ -185,6 +185,10 @@ static int parse_encodings(const ctx *c, const char *path, json_object *obj, uih
     }
     t->encodings |= bit;
   }
+  /* A shared column needs a dictionary; a stripe encoded without one needs another way. */
+  if (t->encodings == UIH_ENC_SHARED)
+    return fail(c, path, "encodings: \"shared\" needs another encoding beside it, for stripes encoded "
+                "without a value dictionary");
   return UIH_OK;
 }
 

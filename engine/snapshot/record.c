@@ -5,6 +5,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "bits.h"
 #include "cursor.h"
 #include "error_internal.h"
 #include "uih/snapshot.h"
@@ -55,8 +56,6 @@ size_t uih_snapshot_mutable_put(uint8_t *out, size_t cap, size_t *at, const uint
   return h + len;
 }
 
-static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-static int64_t unzigzag(uint64_t z) { return (int64_t)(z >> 1) ^ -(int64_t)(z & 1); }
 
 /* Writes up to `cap` bytes at out + *at and always advances *at (sizing). */
 typedef struct sink {
@@ -111,7 +110,7 @@ static void write_record(const uih_snapshot_record *r, sink *s) {
   put_u8(s, UIH_SNAPSHOT_FORMAT);
   put_u32(s, r->store);
   put_varint(s, r->user_id);
-  put_varint(s, zigzag(r->request_ts));
+  put_varint(s, uih_zigzag64(r->request_ts));
   put_varint(s, r->schema_version);
   put_varint(s, r->generation);
   put_u8(s, (uint8_t)r->ngroups);
@@ -174,7 +173,7 @@ int uih_snapshot_record_decode(const uint8_t *buf, size_t len, uih_snapshot_reco
   memset(&r, 0, sizeof r);
   if (version >= 2) r.store = uih_cursor_u32(&c);
   r.user_id = uih_cursor_varint(&c);
-  r.request_ts = unzigzag(uih_cursor_varint(&c));
+  r.request_ts = uih_unzigzag64(uih_cursor_varint(&c));
   uint64_t schema = uih_cursor_varint(&c);
   size_t at = uih_cursor_offset(&c, buf);
   uint64_t generation = version >= 3 ? uih_cursor_varint(&c) : 0;

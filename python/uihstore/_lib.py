@@ -187,7 +187,8 @@ class uih_load_stats(Structure):
     _fields_ = [(n, c_uint64) for n in LOAD_STATS_U64] + \
                [("schema_version", c_uint32), ("shards", c_uint32), ("shards_skipped", c_uint32),
                 ("through", c_int64), ("horizon", c_int64), ("seconds_read", c_double),
-                ("seconds_sort", c_double), ("seconds_merge", c_double)]
+                ("seconds_sort", c_double), ("seconds_merge", c_double),
+                ("dicts_built", c_uint64), ("dict_entries", c_uint64), ("dict_bytes", c_uint64)]
 
 
 # ---- snapshots and records ----------------------------------------------------------

@@ -91,8 +91,11 @@ void FillRandomBatch(std::mt19937_64& rng, uih_batch* b, uint32_t n) {
       // Non-decreasing, with duplicates, bursts and sometimes extreme ends.
       int64_t cur = rng() % 5 == 0 ? INT64_MIN + static_cast<int64_t>(rng() % 1000)
                                    : static_cast<int64_t>(rng() % 2000000000000ull) - 1000000000000ll;
+      static const uint64_t kPeriods[] = {2, 1000, 86400, 86400000};
+      const uint64_t period = rng() % 4 == 0 ? kPeriods[rng() % 4] : 1;
       for (uint32_t i = 0; i < n; i++) {
         uint64_t step = rng() % 4 == 0 ? 0 : rng() % 3 == 0 ? rng() % 100000000 : rng() % 5000;
+        step *= period;
         // Room below INT64_MAX, computed in uint64 so that it cannot overflow.
         uint64_t room = static_cast<uint64_t>(INT64_MAX) - static_cast<uint64_t>(cur);
         if (i > 0 && room > step) cur += static_cast<int64_t>(step);
@@ -105,6 +108,8 @@ void FillRandomBatch(std::mt19937_64& rng, uih_batch* b, uint32_t n) {
     int presence = rng() % 4;  // 0 all, 1 none, 2 dense, 3 sparse
     uint64_t mx = TypeMax(t);
     uint64_t base = rng() & mx, cur = base;
+    static const uint64_t kSteps[] = {2, 3, 100, 1000, 86400, 1ull << 20};
+    const uint64_t step = kSteps[rng() % 6];
     uint64_t distinct[5];
     for (auto& d : distinct) d = t == UIH_TYPE_FLOAT32 ? FloatBits(rng) : rng() & mx;
     for (uint32_t i = 0; i < n; i++) {
@@ -126,6 +131,7 @@ void FillRandomBatch(std::mt19937_64& rng, uih_batch* b, uint32_t n) {
           cur = (cur + rng() % 7) & mx;
           v = cur;
           break;
+        case Shape::kStepped: v = (base + step * (rng() % 1000)) & mx; break;
         default: v = t == UIH_TYPE_FLOAT32 ? FloatBits(rng) : Extreme(rng, t); break;
       }
       if (t == UIH_TYPE_FLAG) v &= 1;

@@ -24,11 +24,14 @@ enum class Shape {
   kFewDistinct,
   kSparse,     // mostly zero
   kMonotonic,  // non-decreasing with small steps
+  kStepped,    // multiples of a common step above a base (prices in cents, ...)
   kExtremes,   // min/max of the type, zero, and neighbours
   kCount
 };
 
-// Fills `b` with `n` events: timestamps non-decreasing (with duplicates),
+// Fills `b` with `n` events: timestamps non-decreasing (with duplicates,
+// and in a quarter of the batches a multiple of a period apart: day- or
+// second-granular times in finer units),
 // each other column shaped by a random Shape and a random presence pattern
 // (all, none, dense, sparse).
 void FillRandomBatch(std::mt19937_64& rng, uih_batch* b, uint32_t n);

@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,21 @@ class Stripe : public testing::Test {
              unsigned flags = UIH_DECODE_VERIFY_CHECKSUM, uih_error* err = nullptr) {
     return uih_stripe_decode(dec_, s.data(), s.size(), begin, end, flags, out, err);
   }
+  // `st` decodes to `in`'s events whole (checksum verified) and over
+  // `ranges` random ranges, into `out`.
+  void ExpectDecodesTo(const std::vector<uint8_t>& st, const uih_batch* in, uih_batch* out, std::mt19937_64& rng,
+                       int ranges) {
+    uih_error err{};
+    const uint32_t n = in->count;
+    ASSERT_EQ(UIH_OK, Decode(st, 0, UIH_DECODE_TO_END, out, UIH_DECODE_VERIFY_CHECKSUM, &err)) << err.msg;
+    ASSERT_TRUE(SameEvents(in, 0, out));
+    for (int r = 0; r < ranges; r++) {
+      uint32_t a = static_cast<uint32_t>(rng() % (n + 1));
+      uint32_t b = a + static_cast<uint32_t>(rng() % (n - a + 1));
+      ASSERT_EQ(UIH_OK, Decode(st, a, b, out, 0, &err)) << err.msg;
+      ASSERT_TRUE(SameEvents(in, a, out)) << "[" << a << "," << b << ")";
+    }
+  }
   // An input and an output batch of group `g`, room for `capacity` events.
   static void MakeBatches(const uih_group* g, uint32_t capacity, BatchPtr* in, BatchPtr* out) {
     ASSERT_EQ(UIH_OK, uih_batch_create(g, capacity, nullptr, 0, &in->b, nullptr));
@@ -63,6 +80,38 @@ class Stripe : public testing::Test {
   uih_stripe_encoder* enc_ = nullptr;
   uih_stripe_decoder* dec_ = nullptr;
 };
+
+using ContextPtr = std::unique_ptr<uih_stripe_context, void (*)(uih_stripe_context*)>;
+
+// A context with a value dictionary for each column of `b` that may have
+// one: a random part of the column's distinct values (so some values are
+// found there and some not), counted as the column counts them.
+ContextPtr RandomContext(std::mt19937_64& rng, const uih_batch* b) {
+  uih_stripe_context* ctx = nullptr;
+  EXPECT_EQ(UIH_OK, uih_stripe_context_create(&ctx, nullptr));
+  ContextPtr out(ctx, uih_stripe_context_free);
+  for (uint32_t c = 0; c < b->ncolumns; c++) {
+    const uih_column* col = &b->columns[c];
+    if (!(uih_encodings_for_type(col->trait->type) & UIH_ENC_SHARED)) continue;
+    std::map<uint64_t, uint64_t> counts;
+    for (uint32_t r = 0; r < b->count; r++)
+      if (uih_column_has(col, r)) counts[uih_column_get_bits(col, r)]++;
+    std::vector<uint64_t> values, n;
+    const uint64_t keep = rng() % 4;  // none, a third, two thirds, all
+    for (const auto& [v, k] : counts)
+      if (rng() % 3 < keep) values.push_back(v), n.push_back(k);
+    uih_value_dict* d = nullptr;
+    int rc = uih_value_dict_build(b->group->id, col->trait->id, col->trait->type, values.data(), n.data(), values.size(), 1,
+                                  1 + rng() % 5000, &d, nullptr);
+    if (values.empty()) {
+      EXPECT_EQ(UIH_ERR_NOT_FOUND, rc);
+      continue;
+    }
+    EXPECT_EQ(UIH_OK, rc);
+    EXPECT_EQ(UIH_OK, uih_stripe_context_add(ctx, d, nullptr));
+  }
+  return out;
+}
 
 uint32_t RandomCount(std::mt19937_64& rng) {
   static const uint32_t edges[] = {1, 2, 3, 127, 128, 129, 255, 256, 257, 1000};
@@ -80,7 +129,7 @@ uint32_t RandomCount(std::mt19937_64& rng) {
 
 TEST_F(Stripe, RoundTripsRandomSchemasAndShapes) {
   std::mt19937_64 rng(42);
-  uint32_t encodings_seen = 0;
+  uint32_t encodings_seen = 0, scaled_seen = 0;
   std::set<int> compressions_seen;
   for (int iter = 0; iter < 400; iter++) {
     SCOPED_TRACE("iteration " + std::to_string(iter));
@@ -91,6 +140,11 @@ TEST_F(Stripe, RoundTripsRandomSchemasAndShapes) {
     BatchPtr in, out;
     ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
     FillRandomBatch(rng, in.b, n);
+    // Every other stripe is encoded with value dictionaries of its columns
+    // at hand (random parts of their values), which both ends then use.
+    ContextPtr ctx = iter % 2 ? RandomContext(rng, in.b) : ContextPtr(nullptr, uih_stripe_context_free);
+    uih_stripe_encoder_set_context(enc_, ctx.get());
+    uih_stripe_decoder_set_context(dec_, ctx.get());
 
     std::vector<uint8_t> s = Encode(in.b);
     ASSERT_FALSE(s.empty());
@@ -106,6 +160,7 @@ TEST_F(Stripe, RoundTripsRandomSchemasAndShapes) {
       ASSERT_EQ(UIH_OK, uih_stripe_column_at(s.data(), s.size(), c, &ci, nullptr));
       EXPECT_EQ(in.b->columns[c].trait->id, ci.trait_id);
       encodings_seen |= ci.encoding;
+      scaled_seen += ci.scaled;
       compressions_seen.insert(ci.compression);
     }
     const int64_t* ts = uih_column_i64(uih_batch_ts_column(in.b));
@@ -143,6 +198,9 @@ TEST_F(Stripe, RoundTripsRandomSchemasAndShapes) {
   // somewhere, so all of them were round-tripped above.
   EXPECT_EQ((1u << UIH_ENC_COUNT) - 1, encodings_seen);
   EXPECT_EQ((std::set<int>{UIH_COMPRESS_NONE, UIH_COMPRESS_LZ4, UIH_COMPRESS_ZSTD}), compressions_seen);
+  EXPECT_GT(scaled_seen, 40u) << "columns stored as multiples of a common step";
+  uih_stripe_encoder_set_context(enc_, nullptr);
+  uih_stripe_decoder_set_context(dec_, nullptr);
 }
 
 TEST_F(Stripe, MaximumEventCount) {
@@ -424,7 +482,7 @@ TEST_F(Stripe, EncoderRejectsWhatAStripeCannotHold) {
   EXPECT_STREQ("stripe encode: the batch has no column for the timestamp trait 'ts'", err.msg);
 
   uih_stripe_encoder* e = nullptr;
-  uih_stripe_encoder_opts bad_gain = {1.0, 3, 0, 0}, bad_level = {0.1, 30, 0, 0};
+  uih_stripe_encoder_opts bad_gain = {1.0, 3, 0, 0, 0}, bad_level = {0.1, 30, 0, 0, 0};
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_stripe_encoder_create(&bad_gain, &e, &err));
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_stripe_encoder_create(&bad_level, &e, &err));
   EXPECT_EQ(nullptr, e);
@@ -522,7 +580,10 @@ TEST_F(Stripe, PicksTheEncodingTheDataCallsFor) {
   EXPECT_LE(col(0).bytes, 32u * 12);
   EXPECT_LT(col(1).bytes, 64u * 11);                // a constant costs almost nothing
   EXPECT_EQ(UIH_ENC_SPARSE, col(2).encoding);
-  EXPECT_EQ(UIH_ENC_DICT, col(3).encoding);          // one bit per value
+  // Two values: a dictionary, or the scaled frame of reference (their
+  // difference is the common step): one bit per value either way.
+  EXPECT_TRUE(col(3).encoding == UIH_ENC_DICT || (col(3).encoding == UIH_ENC_FOR && col(3).scaled))
+      << col(3).encoding;
   EXPECT_LT(col(3).bytes, n / 8 + 128);
   EXPECT_EQ(UIH_COMPRESS_NONE, col(4).compression)  // zstd cannot shrink noise by 10%
       << "kept a compression that does not pay";
@@ -585,28 +646,45 @@ TEST_F(Stripe, SmoothFloatsGetByteStreamSplitAndCompression) {
 // (the sanitizer build runs this too).
 TEST_F(Stripe, EveryBitFlipAndTruncationIsHandled) {
   std::mt19937_64 rng(11);
-  for (int iter = 0; iter < 6; iter++) {
+  uih_stripe_encoder_opts bare = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
+  bare.no_checksum = 1;
+  uih_stripe_encoder* no_sum = nullptr;
+  ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&bare, &no_sum, nullptr));
+  std::unique_ptr<uih_stripe_encoder, void (*)(uih_stripe_encoder*)> keep(no_sum, uih_stripe_encoder_free);
+  for (int iter = 0; iter < 8; iter++) {
     SchemaPtr schema;
     Parse(uih_test::RandomSchemaJson(rng, 4), &schema);
     const uih_group* g = uih_schema_group_at(schema.s, 0);
-    const uint32_t n = iter < 3 ? 20 : 200;
+    const uint32_t n = iter < 4 ? 20 : 200;
     BatchPtr in, out;
     ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
     FillRandomBatch(rng, in.b, n);
+    // Half the stripes end with a checksum of their own, half leave it to
+    // their container: a flip of the flag that says which must be caught.
+    const bool with_sum = iter % 2 == 0;
     std::vector<uint8_t> s = Encode(in.b);
-    // Without the checksum, structure checks must catch every flip of the
-    // fixed header (magic, version, flags, group, min timestamp: the full
-    // decode matches the timestamps against it); the checksum's own bits
-    // go unnoticed (nothing reads them).
-    const size_t fixed = UIH_STRIPE_FIXED_SIZE, sum = s.size() - UIH_STRIPE_CHECKSUM_SIZE;
+    if (!with_sum) {
+      const uint8_t* p = nullptr;
+      size_t len = 0;
+      ASSERT_EQ(UIH_OK, uih_stripe_encode(no_sum, in.b, 1, &p, &len, nullptr));
+      ASSERT_EQ(s.size() - UIH_STRIPE_CHECKSUM_SIZE, len);
+      s.assign(p, p + len);
+    }
+    // Structure checks must catch every flip of the fixed header (format
+    // version and flags; group, count and timestamps follow as varints:
+    // the full decode matches the timestamps against them); the checksum's
+    // own bits go unnoticed without verification (nothing else reads them).
+    const size_t fixed = 2, sum = s.size() - (with_sum ? UIH_STRIPE_CHECKSUM_SIZE : 0);
     int undetected = 0, same = 0;
     for (size_t bit = 0; bit < s.size() * 8; bit++) {
       std::vector<uint8_t> c = s;
       c[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
       uih_error err{};
-      ASSERT_NE(UIH_OK, Decode(c, 0, UIH_DECODE_TO_END, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err))
-          << "bit " << bit;
-      ASSERT_NE('\0', err.msg[0]);
+      if (with_sum) {
+        ASSERT_NE(UIH_OK, Decode(c, 0, UIH_DECODE_TO_END, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err))
+            << "bit " << bit;
+        ASSERT_NE('\0', err.msg[0]);
+      }
       int rc = Decode(c, 0, UIH_DECODE_TO_END, out.b, 0, &err);
       ASSERT_TRUE(TailIsClear(out.b)) << "bit " << bit;
       if (rc != UIH_OK) {
@@ -697,15 +775,19 @@ TEST_F(Stripe, HeaderErrorsNameTheProblem) {
   uih_stripe_info info;
   uih_error err{};
   std::vector<uint8_t> c = s;
-  c[4] = 2;
+  c[0] = 3;
   EXPECT_EQ(UIH_ERR_NOT_SUPPORTED, uih_stripe_read_info(c.data(), c.size(), &info, &err));
-  EXPECT_STREQ("stripe format version 2 is not supported (this build reads version 1)", err.msg);
+  EXPECT_STREQ("stripe format version 3 is not supported (this build reads versions 1 and 2)", err.msg);
   c = s;
-  c[0] = 'X';
+  c[0] = 'U';  // the first byte of a version-1 stripe's magic
   EXPECT_EQ(UIH_ERR_CORRUPTION, uih_stripe_read_info(c.data(), c.size(), &info, &err));
   EXPECT_NE(nullptr, std::strstr(err.msg, "magic")) << err.msg;
-  EXPECT_EQ(UIH_ERR_CORRUPTION, uih_stripe_read_info(s.data(), 10, &info, &err));
-  EXPECT_STREQ("stripe is 10 bytes, shorter than its 20-byte fixed header and checksum", err.msg);
+  c = s;
+  c[1] |= 0x40;
+  EXPECT_EQ(UIH_ERR_CORRUPTION, uih_stripe_read_info(c.data(), c.size(), &info, &err));
+  EXPECT_STREQ("stripe offset 1: unknown flags 0x41", err.msg);
+  EXPECT_EQ(UIH_ERR_CORRUPTION, uih_stripe_read_info(s.data(), 5, &info, &err));
+  EXPECT_STREQ("stripe is 5 bytes, shorter than the smallest header (8 bytes)", err.msg);
   c = s;
   c[s.size() - 1] ^= 1;
   BatchPtr out;
@@ -769,7 +851,7 @@ TEST_F(Stripe, CompressionIsKeptOnlyWhenItSavesTheMargin) {
     uih_column_set_bits(&in.b->columns[1], i, few[rng() % 40]);  // plain bytes zstd can shrink
   }
   auto encode_with = [&](double gain, uih_stripe_column_info* ci, int no_compression = 0) {
-    uih_stripe_encoder_opts o = {gain, 3, no_compression, 0};
+    uih_stripe_encoder_opts o = {gain, 3, no_compression, 0, 0};
     uih_stripe_encoder* e = nullptr;
     ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&o, &e, nullptr));
     const uint8_t* p;
@@ -1018,3 +1100,395 @@ TEST_F(Stripe, EncodeRefusesWhatAReaderWouldRefuse) {
 }
 
 }  // namespace
+
+namespace {
+
+// A batch of `n` events shaped like real logs with coarse clocks: day-
+// granular timestamps kept in seconds, prices in cents that are whole
+// dollars (a tenth of them absent), ids a fixed stride apart, signed
+// multiples of 7. `off_step` moves the last event of every column one unit
+// off its step.
+void FillStepped(std::mt19937_64& rng, uih_batch* b, uint32_t n, bool off_step) {
+  uih_batch_clear(b);
+  int64_t day = 19000;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t row;
+    uih_batch_append(b, &row, nullptr);
+    if (rng() % 3 == 0) day += static_cast<int64_t>(rng() % 40);
+    bool last = off_step && i == n - 1;
+    uih_column_set_bits(&b->columns[0], i, static_cast<uint64_t>(day * 86400 + last));
+    if (rng() % 10) uih_column_set_bits(&b->columns[1], i, 100 * (rng() % 500) + last);
+    uih_column_set_bits(&b->columns[2], i, (1ull << 40) + (1ull << 20) * (rng() % 100000) + last);
+    uih_column_set_bits(&b->columns[3], i, static_cast<uint64_t>(-7 * static_cast<int64_t>(rng() % 1000) + last));
+  }
+}
+
+const char* kStepped = R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "price", "id": 2, "type": "uint32"},
+    {"name": "item", "id": 3, "type": "id"},
+    {"name": "delta", "id": 4, "type": "int64"}]}]})";
+
+}  // namespace
+
+// Values a common step apart are stored as multiples of it (format 2's
+// scaled columns): chosen for every such column by both encoders, decoded
+// back exactly over any range, and smaller than the same values one unit
+// off the step.
+TEST_F(Stripe, CommonStepsAreStoredOnce) {
+  SchemaPtr s;
+  Parse(kStepped, &s);
+  const uih_group* g = uih_schema_group_at(s.s, 0);
+  uih_stripe_encoder_opts fast_opts = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
+  fast_opts.fast = 1;
+  uih_stripe_encoder* fast = nullptr;
+  ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&fast_opts, &fast, nullptr));
+  std::unique_ptr<uih_stripe_encoder, void (*)(uih_stripe_encoder*)> keep(fast, uih_stripe_encoder_free);
+  std::mt19937_64 rng(19);
+  for (uint32_t n : {2u, 18u, 127u, 129u, 1000u, 5000u}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    BatchPtr in, off, out;
+    ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &off.b, nullptr));
+    std::mt19937_64 again = rng;
+    FillStepped(rng, in.b, n, false);
+    FillStepped(again, off.b, n, true);
+    for (uih_stripe_encoder* e : {enc_, fast}) {
+      const uint8_t* p = nullptr;
+      size_t len = 0;
+      ASSERT_EQ(UIH_OK, uih_stripe_encode(e, in.b, 1, &p, &len, nullptr));
+      std::vector<uint8_t> st(p, p + len);
+      ASSERT_EQ(UIH_OK, uih_stripe_encode(e, off.b, 1, &p, &len, nullptr));
+      const size_t off_len = len;
+      for (uint32_t c = 0; c < 4; c++) {
+        uih_stripe_column_info ci{};
+        ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), c, &ci, nullptr));
+        // Two events may differ by nothing at all (no step) or take fewer
+        // bytes unscaled; from tens of events on, every column is scaled.
+        if (n >= 18) {
+          EXPECT_EQ(1, ci.scaled) << "column " << c << (e == fast ? " (fast)" : "");
+        }
+      }
+      if (n >= 18) {
+        EXPECT_LT(st.size() + n, off_len) << "the step saves at least a byte per event";
+      }
+      ASSERT_NO_FATAL_FAILURE(ExpectDecodesTo(st, in.b, out.b, rng, 6));
+    }
+  }
+}
+
+// A scaled column whose step is below 2, or a scaled bit where the format
+// allows none (a float, a plain encoding), is corruption naming the trait.
+TEST_F(Stripe, MalformedScaledColumnsAreCorrupt) {
+  SchemaPtr s;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "price", "id": 2, "type": "uint32", "compression": "none"},
+    {"name": "score", "id": 3, "type": "float32", "compression": "none"}]}]})", &s);
+  const uih_group* g = uih_schema_group_at(s.s, 0);
+  const uint32_t n = 20;
+  BatchPtr in, out;
+  ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t row;
+    uih_batch_append(in.b, &row, nullptr);
+    uih_column_set_bits(&in.b->columns[0], i, 1000 * i);
+    uih_column_set_bits(&in.b->columns[1], i, 100 * (i * i % 37));
+    uih_column_set_bits(&in.b->columns[2], i, 0x3f800000u + i);
+  }
+  std::vector<uint8_t> st = Encode(in.b);
+  uih_stripe_column_info cols[3];
+  size_t payloads = 0;
+  for (uint32_t c = 0; c < 3; c++) {
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), c, &cols[c], nullptr));
+    payloads += cols[c].bytes;
+  }
+  ASSERT_EQ(1, cols[1].scaled);
+  ASSERT_EQ(UIH_PRESENCE_ALL, cols[1].presence);
+  ASSERT_EQ(UIH_COMPRESS_NONE, cols[1].compression);
+  // One-byte ids and lengths: the directory is 4 bytes per entry, right
+  // before the payloads; an entry's second code byte holds the scaled bit.
+  const size_t body = st.size() - UIH_STRIPE_CHECKSUM_SIZE - payloads, dir = body - 3 * 4;
+  const size_t price = body + cols[0].bytes;  // its payload starts with the step
+  ASSERT_EQ(100, st[price]);
+  uih_error err{};
+  for (uint8_t step : {0, 1}) {
+    std::vector<uint8_t> c = st;
+    c[price] = step;
+    EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(c, 0, n, out.b, 0, &err));
+    EXPECT_STREQ("stripe column of trait 2: scaled values have a truncated header or a step below 2", err.msg);
+  }
+  std::vector<uint8_t> c = st;
+  c[dir + 2 * 4 + 3 - 1] |= 0x10;  // the float's values byte
+  EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(c, 0, n, out.b, 0, &err));
+  EXPECT_NE(nullptr, std::strstr(err.msg, "trait 3 is scaled, which float32 values")) << err.msg;
+  ASSERT_EQ(UIH_OK, Decode(st, 0, n, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err)) << err.msg;
+  EXPECT_TRUE(SameEvents(in.b, 0, out.b));
+}
+
+// Stripes written in format 1 (before issue 19) decode to the events they
+// were written from: tests/engine/data/stripe_v1 holds twelve of them, of a
+// random nine-trait schema, written by the format-1 encoder (commit
+// dae4693) with every event listed (hex bits, '-' absent) in events.txt.
+// Re-encoded they become format 2, smaller, and decode the same again.
+TEST_F(Stripe, VersionOneStripesStillDecode) {
+  const std::string dir = std::string(UIH_SOURCE_DIR) + "/tests/engine/data/stripe_v1/";
+  auto slurp = [](const std::string& path) {
+    FILE* f = std::fopen(path.c_str(), "rb");
+    std::string data;
+    char buf[4096];
+    for (size_t k; f && (k = std::fread(buf, 1, sizeof buf, f)) > 0;) data.append(buf, k);
+    if (f) std::fclose(f);
+    return data;
+  };
+  SchemaPtr s;
+  Parse(slurp(dir + "schema.json"), &s);
+  const uih_group* g = uih_schema_group_at(s.s, 0);
+  const std::string bin = slurp(dir + "stripes.bin"), txt = slurp(dir + "events.txt");
+  ASSERT_FALSE(bin.empty());
+  size_t at = 0, line = 0;
+  std::vector<std::string> lines;
+  for (size_t e; (e = txt.find('\n', line)) != std::string::npos; line = e + 1) lines.push_back(txt.substr(line, e - line));
+  size_t next_line = 0, stripes = 0, v1_bytes = 0, v2_bytes = 0;
+  while (at < bin.size()) {
+    uint32_t len;
+    ASSERT_LE(at + 4, bin.size());
+    std::memcpy(&len, bin.data() + at, 4);
+    ASSERT_LE(at + 4 + len, bin.size());
+    std::vector<uint8_t> st(bin.begin() + static_cast<long>(at) + 4, bin.begin() + static_cast<long>(at + 4 + len));
+    at += 4 + len;
+    uih_stripe_info info{};
+    ASSERT_EQ(UIH_OK, uih_stripe_read_info(st.data(), st.size(), &info, nullptr));
+    EXPECT_EQ(1u, info.version);
+    EXPECT_EQ(1, info.checksum);
+    ASSERT_EQ("stripe " + std::to_string(info.count), lines.at(next_line++));
+    // The expected events, from their listing.
+    BatchPtr want, out;
+    ASSERT_NO_FATAL_FAILURE(MakeBatches(g, info.count, &want, &out));
+    for (uint32_t r = 0; r < info.count; r++) {
+      uint32_t row;
+      uih_batch_append(want.b, &row, nullptr);
+      std::istringstream fields(lines.at(next_line++));
+      for (uint32_t c = 0; c < want.b->ncolumns; c++) {
+        std::string f;
+        ASSERT_TRUE(static_cast<bool>(fields >> f));
+        if (f != "-") uih_column_set_bits(&want.b->columns[c], r, std::stoull(f, nullptr, 16));
+      }
+    }
+    uih_error err{};
+    ASSERT_EQ(UIH_OK, Decode(st, 0, UIH_DECODE_TO_END, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err)) << err.msg;
+    ASSERT_TRUE(SameEvents(want.b, 0, out.b)) << "stripe " << stripes;
+    const uint32_t a = info.count / 3, b = info.count - info.count / 4;
+    ASSERT_EQ(UIH_OK, Decode(st, a, b, out.b, 0, &err)) << err.msg;
+    ASSERT_TRUE(SameEvents(want.b, a, out.b)) << "stripe " << stripes;
+    std::vector<uint8_t> again = Encode(want.b);
+    ASSERT_EQ(UIH_OK, uih_stripe_read_info(again.data(), again.size(), &info, nullptr));
+    EXPECT_EQ(2u, info.version);
+    ASSERT_EQ(UIH_OK, Decode(again, 0, UIH_DECODE_TO_END, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err)) << err.msg;
+    ASSERT_TRUE(SameEvents(want.b, 0, out.b));
+    v1_bytes += st.size();
+    v2_bytes += again.size();
+    stripes++;
+  }
+  EXPECT_EQ(12u, stripes);
+  EXPECT_EQ(lines.size(), next_line);
+  EXPECT_LT(v2_bytes, v1_bytes);
+}
+
+// Value dictionaries: ranked by count (ties: the smaller value), cut by
+// min_count and max_entries, deterministic, and what they serialize to
+// parses back to the same dictionary, whose every damaged byte or missing
+// tail is refused with a message.
+TEST(ValueDict, BuildsRanksSerializesAndParses) {
+  const uint64_t values[] = {50, 7, 9, 1000, 3, 8};
+  const uint64_t counts[] = {4, 9, 4, 1, 9, 2};
+  uih_value_dict* d = nullptr;
+  uih_error err{};
+  ASSERT_EQ(UIH_OK, uih_value_dict_build(1, 5, UIH_TYPE_ID, values, counts, 6, 2, 4, &d, &err)) << err.msg;
+  std::unique_ptr<uih_value_dict, void (*)(uih_value_dict*)> keep(d, uih_value_dict_free);
+  EXPECT_EQ(4u, uih_value_dict_entries(d));  // 1000 (once) is below min_count, 8 past max_entries
+  EXPECT_EQ(5u, uih_value_dict_trait(d));
+  EXPECT_EQ(1u, uih_value_dict_group(d));
+  const uint8_t* p;
+  size_t len;
+  uih_value_dict_bytes(d, &p, &len);
+  std::vector<uint8_t> bytes(p, p + len);
+  uih_value_dict* again = nullptr;
+  ASSERT_EQ(UIH_OK, uih_value_dict_build(1, 5, UIH_TYPE_ID, values, counts, 6, 2, 4, &again, &err));
+  uih_value_dict_bytes(again, &p, &len);
+  EXPECT_EQ(bytes, std::vector<uint8_t>(p, p + len)) << "the same counts give the same dictionary";
+  uih_value_dict_free(again);
+  uih_value_dict* parsed = nullptr;
+  ASSERT_EQ(UIH_OK, uih_value_dict_parse(bytes.data(), bytes.size(), UIH_VALUE_DICT_INDEX, &parsed, &err)) << err.msg;
+  EXPECT_EQ(uih_value_dict_id(d), uih_value_dict_id(parsed));
+  EXPECT_EQ(4u, uih_value_dict_entries(parsed));
+  uih_value_dict_free(parsed);
+  // Ranks: 3 and 7 (nine times each; 3 is the smaller), then 9 and 50 (four
+  // times each), as the stored values say (a FOR sequence after the count).
+  uint64_t ranked[4];
+  uih_cursor cur = uih_cursor_make(bytes.data() + 11, bytes.size() - 11 - 4);
+  uint64_t scratch[UIH_SEQ_BLOCK];
+  ASSERT_EQ(0, uih_seq_decode(&cur, 4, UIH_SEQ_FOR, 0, 4, ranked, scratch));
+  EXPECT_EQ((std::vector<uint64_t>{3, 7, 9, 50}), std::vector<uint64_t>(ranked, ranked + 4));
+  EXPECT_EQ(4, bytes[10]);
+
+  for (size_t cut = 0; cut < bytes.size(); cut++) {
+    uih_value_dict* x = nullptr;
+    EXPECT_EQ(UIH_ERR_CORRUPTION, uih_value_dict_parse(bytes.data(), cut, 0, &x, &err)) << "length " << cut;
+    EXPECT_EQ(nullptr, x);
+  }
+  for (size_t bit = 0; bit < bytes.size() * 8; bit++) {
+    std::vector<uint8_t> c = bytes;
+    c[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+    uih_value_dict* x = nullptr;
+    int rc = uih_value_dict_parse(c.data(), c.size(), 0, &x, &err);
+    EXPECT_NE(UIH_OK, rc) << "bit " << bit;
+    EXPECT_NE('\0', err.msg[0]);
+  }
+  std::vector<uint8_t> c = bytes;
+  c[4] = 2;
+  EXPECT_EQ(UIH_ERR_NOT_SUPPORTED, uih_value_dict_parse(c.data(), c.size(), 0, &parsed, &err));
+  EXPECT_STREQ("value dictionary version 2 is not supported (this build reads version 1)", err.msg);
+
+  const uint64_t twice[] = {4, 4}, ones[] = {1, 1}, wide[] = {1ull << 40};
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_value_dict_build(1, 5, UIH_TYPE_ID, twice, ones, 2, 1, 9, &parsed, &err));
+  EXPECT_STREQ("value_dict_build: a value is listed twice", err.msg);
+  EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, uih_value_dict_build(1, 5, UIH_TYPE_UINT32, wide, ones, 1, 1, 9, &parsed, &err));
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_value_dict_build(1, 5, UIH_TYPE_FLOAT32, wide, ones, 1, 1, 9, &parsed, &err));
+  EXPECT_STREQ("value_dict_build: trait 5 is float32; dictionaries hold id, int64, uint32 and category values",
+               err.msg);
+  EXPECT_EQ(UIH_ERR_NOT_FOUND, uih_value_dict_build(1, 5, UIH_TYPE_ID, values, counts, 6, 10, 9, &parsed, &err));
+}
+
+// Popular ids stored as ranks: with a dictionary of the catalog's head, a
+// Zipf-shaped column of 40-bit ids is chosen shared and is much smaller;
+// decoding needs that very dictionary: without a context, or with another
+// dictionary of the trait, it fails naming the one it needs; with it,
+// every range decodes to the events written.
+TEST_F(Stripe, SharedColumnsNeedTheirDictionary) {
+  SchemaPtr s;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 4096, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "item", "id": 2, "type": "id"}]}]})", &s);
+  const uih_group* g = uih_schema_group_at(s.s, 0);
+  auto item_of = [](uint64_t rank) { return (rank * 0x9e3779b97f4aull) & ((1ull << 40) - 1); };
+  // The catalog's 5,000 most popular items, counted as Zipf(1) would.
+  std::vector<uint64_t> values, counts;
+  for (uint64_t r = 0; r < 5000; r++) values.push_back(item_of(r)), counts.push_back(1000000 / (r + 1));
+  uih_value_dict *d = nullptr, *other = nullptr;
+  ASSERT_EQ(UIH_OK, uih_value_dict_build(1, 2, UIH_TYPE_ID, values.data(), counts.data(), values.size(), 1, 5000, &d, nullptr));
+  counts[0] = 1;  // another dictionary of the same trait
+  ASSERT_EQ(UIH_OK, uih_value_dict_build(1, 2, UIH_TYPE_ID, values.data(), counts.data(), values.size(), 1, 5000, &other,
+                                         nullptr));
+  const uint32_t id = uih_value_dict_id(d);
+  uih_stripe_context *ctx = nullptr, *wrong = nullptr;
+  ASSERT_EQ(UIH_OK, uih_stripe_context_create(&ctx, nullptr));
+  ASSERT_EQ(UIH_OK, uih_stripe_context_create(&wrong, nullptr));
+  ContextPtr keep(ctx, uih_stripe_context_free), keep_wrong(wrong, uih_stripe_context_free);
+  ASSERT_EQ(UIH_OK, uih_stripe_context_add(ctx, d, nullptr));
+  ASSERT_EQ(UIH_OK, uih_stripe_context_add(wrong, other, nullptr));
+
+  std::mt19937_64 rng(23);
+  std::discrete_distribution<uint64_t> zipf(counts.begin(), counts.end());
+  for (uint32_t n : {1u, 18u, 300u, 4096u}) {
+    BatchPtr in, out;
+    ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t row;
+      uih_batch_append(in.b, &row, nullptr);
+      uih_column_set_bits(&in.b->columns[0], i, 1000 * i);
+      // Nine in ten from the dictionary's items, the rest from the tail.
+      uih_column_set_bits(&in.b->columns[1], i, rng() % 10 ? item_of(zipf(rng)) : item_of(5000 + rng() % 10000000));
+    }
+    std::vector<uint8_t> alone = Encode(in.b);
+    uih_stripe_encoder_set_context(enc_, ctx);
+    std::vector<uint8_t> st = Encode(in.b);
+    uih_stripe_encoder_set_context(enc_, nullptr);
+    uih_stripe_column_info ci{};
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 1, &ci, nullptr));
+    if (n >= 18) {
+      EXPECT_EQ(UIH_ENC_SHARED, ci.encoding) << n;
+      EXPECT_LT(st.size() * 3, alone.size() * 2) << n << " events: " << st.size() << " vs " << alone.size();
+    }
+    if (ci.encoding != UIH_ENC_SHARED) continue;
+    uih_error err{};
+    EXPECT_EQ(UIH_ERR_NOT_FOUND, Decode(st, 0, n, out.b, 0, &err));
+    char want[160];
+    std::snprintf(want, sizeof want, "stripe column of trait 2 is encoded against value dictionary %08x, which the "
+                  "decoder's context (none) cannot give", id);
+    EXPECT_STREQ(want, err.msg);
+    EXPECT_TRUE(TailIsClear(out.b));
+    uih_stripe_decoder_set_context(dec_, wrong);
+    EXPECT_EQ(UIH_ERR_NOT_FOUND, Decode(st, 0, n, out.b, 0, &err));
+    EXPECT_NE(nullptr, std::strstr(err.msg, "which the decoder's context does not hold")) << err.msg;
+    uih_stripe_decoder_set_context(dec_, ctx);
+    ASSERT_NO_FATAL_FAILURE(ExpectDecodesTo(st, in.b, out.b, rng, 8));
+    uih_stripe_decoder_set_context(dec_, nullptr);
+  }
+  // A fast encoder's stripes stand alone, context or not.
+  uih_stripe_encoder_opts fo = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
+  fo.fast = 1;
+  uih_stripe_encoder* fast = nullptr;
+  ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&fo, &fast, nullptr));
+  uih_stripe_encoder_set_context(fast, ctx);
+  BatchPtr in, out;
+  ASSERT_NO_FATAL_FAILURE(MakeBatches(g, 100, &in, &out));
+  for (uint32_t i = 0; i < 100; i++) {
+    uint32_t row;
+    uih_batch_append(in.b, &row, nullptr);
+    uih_column_set_bits(&in.b->columns[0], i, i);
+    uih_column_set_bits(&in.b->columns[1], i, item_of(zipf(rng)));
+  }
+  const uint8_t* p;
+  size_t len;
+  ASSERT_EQ(UIH_OK, uih_stripe_encode(fast, in.b, 1, &p, &len, nullptr));
+  uih_stripe_column_info ci{};
+  EXPECT_EQ(UIH_OK, uih_stripe_column_at(p, len, 1, &ci, nullptr));
+  EXPECT_NE(UIH_ENC_SHARED, ci.encoding);
+  uih_stripe_encoder_free(fast);
+}
+
+// A context's dictionaries travel as one value (what a store keeps per
+// generation): they parse back in order with their ids; damage anywhere is
+// refused, naming the dictionary; no dictionaries is an empty value.
+TEST(ValueDict, ContextsSerializeAndParse) {
+  uih_stripe_context* ctx = nullptr;
+  ASSERT_EQ(UIH_OK, uih_stripe_context_create(&ctx, nullptr));
+  ContextPtr keep(ctx, uih_stripe_context_free);
+  const uint64_t values[] = {10, 20, 30}, counts[] = {3, 2, 1};
+  for (uint16_t trait = 2; trait <= 3; trait++) {
+    uih_value_dict* d = nullptr;
+    ASSERT_EQ(UIH_OK, uih_value_dict_build(7, trait, UIH_TYPE_UINT32, values, counts, 3, 1, 9, &d, nullptr));
+    ASSERT_EQ(UIH_OK, uih_stripe_context_add(ctx, d, nullptr));
+  }
+  uint8_t* bytes = nullptr;
+  size_t len = 0;
+  ASSERT_EQ(UIH_OK, uih_stripe_context_serialize(ctx, &bytes, &len, nullptr));
+  std::vector<uint8_t> v(bytes, bytes + len);
+  std::free(bytes);
+  uih_stripe_context* back = nullptr;
+  uih_error err{};
+  ASSERT_EQ(UIH_OK, uih_stripe_context_parse(v.data(), v.size(), 0, &back, &err)) << err.msg;
+  ASSERT_EQ(2u, uih_stripe_context_count(back));
+  for (size_t i = 0; i < 2; i++) {
+    EXPECT_EQ(uih_value_dict_id(uih_stripe_context_at(ctx, i)), uih_value_dict_id(uih_stripe_context_at(back, i)));
+    EXPECT_EQ(7u, uih_value_dict_group(uih_stripe_context_at(back, i)));
+  }
+  uih_stripe_context_free(back);
+  const size_t first = 1 + v[0];  // where the second dictionary starts: a whole one before
+  for (size_t cut = 1; cut < v.size(); cut++) {
+    int rc = uih_stripe_context_parse(v.data(), cut, 0, &back, &err);
+    if (cut == first) {
+      ASSERT_EQ(UIH_OK, rc) << err.msg;
+      EXPECT_EQ(1u, uih_stripe_context_count(back));
+      uih_stripe_context_free(back);
+      continue;
+    }
+    EXPECT_NE(UIH_OK, rc) << cut;
+    EXPECT_EQ(nullptr, back);
+    EXPECT_EQ(0, std::strncmp(err.msg, "value dictionaries: ", 20)) << err.msg;
+  }
+  ASSERT_EQ(UIH_OK, uih_stripe_context_parse(nullptr, 0, 0, &back, &err));
+  EXPECT_EQ(0u, uih_stripe_context_count(back));
+  uih_stripe_context_free(back);
+}

@@ -1,8 +1,10 @@
 /* Fuzz target: encode -> decode. The input drives a batch (event count,
- * per-column value shapes and presence); encoding it twice must give the
- * same bytes, and decoding must give the batch back exactly — with every
- * encoding competing, and with a fast encoder (one estimated encoding per
- * column). */
+ * per-column value shapes and presence, values a common step apart);
+ * encoding it twice must give the same bytes, and decoding must give the
+ * batch back exactly — with every encoding competing, with a fast encoder
+ * (one estimated encoding per column), without the stripe's own checksum
+ * (the same bytes, less the checksum and its flag), and with value
+ * dictionaries at hand (the fixture's, for values below 300 or so). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +25,13 @@ static uint64_t take(src *s, unsigned bytes) {
   return v;
 }
 
-static uih_stripe_encoder *enc, *fast;
+static uih_stripe_encoder *enc, *fast, *bare, *shared;
 static uih_stripe_decoder *dec;
 static uih_batch *in, *out;
 
-/* Encodes `in` twice with `e` (the same bytes) and decodes it back. */
-static void roundtrip(uih_stripe_encoder *e, uint32_t n) {
+/* Encodes `in` twice with `e` (the same bytes) and decodes it back; the
+ * first encoding is left in *stripe, *stripe_len (the caller frees it). */
+static void roundtrip(uih_stripe_encoder *e, uint32_t n, uint8_t **stripe, size_t *stripe_len) {
   const uint8_t *p;
   size_t len;
   uih_error err;
@@ -45,7 +48,8 @@ static void roundtrip(uih_stripe_encoder *e, uint32_t n) {
       if (uih_column_has(&in->columns[c], i) != uih_column_has(&out->columns[c], i) ||
           uih_column_get_bits(&in->columns[c], i) != uih_column_get_bits(&out->columns[c], i))
         abort();
-  free(first);
+  *stripe = first;
+  *stripe_len = len;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -53,11 +57,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uih_group *g = fuzz_stripe_group();
     uih_stripe_encoder_opts fo = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
     fo.fast = 1;
+    uih_stripe_encoder_opts bo = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
+    bo.no_checksum = 1;
     if (uih_stripe_encoder_create(NULL, &enc, NULL) != UIH_OK || uih_stripe_encoder_create(&fo, &fast, NULL) != UIH_OK ||
+        uih_stripe_encoder_create(&bo, &bare, NULL) != UIH_OK || uih_stripe_encoder_create(NULL, &shared, NULL) != UIH_OK ||
         uih_stripe_decoder_create(&dec, NULL) != UIH_OK ||
         uih_batch_create(g, 4096, NULL, 0, &in, NULL) != UIH_OK ||
         uih_batch_create(g, 4096, NULL, 0, &out, NULL) != UIH_OK)
       abort();
+    uih_stripe_encoder_set_context(shared, fuzz_stripe_context());
+    uih_stripe_decoder_set_context(dec, fuzz_stripe_context());
   }
   src s = {data, size, 0};
   uint32_t n = 1 + (uint32_t)(take(&s, 2) % 4096);
@@ -71,6 +80,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int is_ts = col->trait == in->group->ts;
     uint8_t mode = (uint8_t)take(&s, 1);
     uint64_t value = take(&s, 8), step = take(&s, 2);
+    /* Mode bit 2: every value a multiple of a common step (timestamps: of a day). */
+    uint64_t unit = (mode & 0x04) ? (is_ts ? 86400 : (step | 2)) : 1;
     for (uint32_t i = 0; i < n; i++) {
       /* Mode bits: presence pattern, then how values move. */
       if (!is_ts && (mode & 3) == 1) continue;                     /* all absent */
@@ -78,15 +89,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (!is_ts && (mode & 3) == 3 && (i * 104729u + mode) % 17 != 0) continue;
       if (s.i < s.n && (mode & 0x10)) value = take(&s, (mode >> 5) + 1); /* input-driven */
       else if (mode & 0x08) value += step;                          /* ramps */
-      uint64_t v = value;
+      uint64_t v = value * unit;
       if (uih_type_width(col->trait->type) == 4) v &= 0xffffffffu;
       if (col->trait->type == UIH_TYPE_FLAG) v &= 1;
       if (is_ts) v = (uint64_t)(int64_t)(i == 0 ? (int64_t)(value >> 2) : uih_column_i64(col)[i - 1] +
-                                         (int64_t)(step & 0xfff));
+                                         (int64_t)((step & 0xfff) * unit));
       uih_column_set_bits(col, i, v);
     }
   }
-  roundtrip(enc, n);
-  roundtrip(fast, n);
+  uint8_t *with, *without, *quick;
+  size_t with_len, without_len, quick_len;
+  roundtrip(enc, n, &with, &with_len);
+  roundtrip(fast, n, &quick, &quick_len);
+  roundtrip(bare, n, &without, &without_len);
+  uint8_t *with_dicts;
+  size_t with_dicts_len;
+  roundtrip(shared, n, &with_dicts, &with_dicts_len);
+  free(with_dicts);
+  /* The stripe without its checksum is the one with it, less the checksum
+   * and its flag. */
+  if (without_len + 4 != with_len || with[0] != without[0] || with[1] != 1 || without[1] != 0 ||
+      memcmp(with + 2, without + 2, without_len - 2) != 0)
+    abort();
+  free(with);
+  free(without);
+  free(quick);
   return 0;
 }

@@ -188,7 +188,27 @@ std::vector<Ev> BatchEvents(const uih_batch* b) {
   return out;
 }
 
-std::vector<Ev> DecodeStripe(const uih_schema* schema, uint16_t group, const std::string& bytes) {
+// Item ids spread over 40 bits, as hashed ids are: the loader's value
+// dictionaries store the popular ones as ranks.
+uint64_t Item(uint64_t r) { return (r * 0x9e3779b97f4aull) & ((1ull << 40) - 1); }
+
+// The scanned generation's value dictionaries, parsed (null: none).
+using ContextPtr = std::unique_ptr<uih_stripe_context, void (*)(uih_stripe_context*)>;
+ContextPtr ScanContext(uih_store* s, uint32_t shard) {
+  uih_store_scan* sc = nullptr;
+  uih_stripe_context* ctx = nullptr;
+  EXPECT_EQ(uih_store_scan_open(s, shard, 0, &sc, nullptr), UIH_OK);
+  const uint8_t* p;
+  size_t n;
+  uih_store_scan_dicts(sc, &p, &n);
+  uih_error err{};
+  EXPECT_EQ(uih_stripe_context_parse(p, n, 0, &ctx, &err), UIH_OK) << uih_error_message(&err);
+  uih_store_scan_close(sc);
+  return ContextPtr(ctx, uih_stripe_context_free);
+}
+
+std::vector<Ev> DecodeStripe(const uih_schema* schema, uint16_t group, const std::string& bytes,
+                             const uih_stripe_context* ctx = nullptr) {
   const uih_group* g = uih_schema_group_by_id(schema, group);
   std::vector<uint16_t> ids;
   for (uint32_t t = 0; t < g->ntraits; t++) ids.push_back(g->traits[t].id);
@@ -198,6 +218,7 @@ std::vector<Ev> DecodeStripe(const uih_schema* schema, uint16_t group, const std
   uih_error err{};
   EXPECT_EQ(uih_batch_create(g, UIH_STRIPE_EVENTS_MAX, ids.data(), static_cast<uint32_t>(ids.size()), &b, &err), UIH_OK);
   EXPECT_EQ(uih_stripe_decoder_create(&d, &err), UIH_OK);
+  uih_stripe_decoder_set_context(d, ctx);
   EXPECT_EQ(uih_stripe_decode(d, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, UIH_DECODE_TO_END,
                               UIH_DECODE_VERIFY_CHECKSUM, b, &err),
             UIH_OK)
@@ -224,6 +245,7 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
   std::mt19937_64 rng(42 + nshards);
   std::vector<std::pair<History, Ev>> all;  // every event ever sent
   std::vector<std::map<std::string, std::string>> previous(nshards);
+  uint64_t dict_bytes = 0, dicts_built = 0, shared = 0;  // shared: stripes whose item ids are ranks, all days
   for (uint32_t day = 0; day < 7; day++) {
     const int version = day >= 5 ? 2 : 1;  // day 5's load brings schema version 2
     std::map<History, std::vector<Ev>> sent;
@@ -238,7 +260,7 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
       int n = u == 7 ? 60 : static_cast<int>(rng() % 9);
       for (int i = 0; i < n; i++) {
         History k{static_cast<uint64_t>(u) * 1000003, static_cast<uint16_t>(rng() % 10 < 7 ? 1 : 2)};
-        Ev e{kBase + day * kDay + static_cast<int64_t>(rng() % kDay), rng() % 500, -1, 0};
+        Ev e{kBase + day * kDay + static_cast<int64_t>(rng() % kDay), Item(rng() % 500), -1, 0};
         if (rng() % 8 == 0 && day > 0) e.ts -= static_cast<int64_t>(1 + rng() % day) * kDay;  // late
         if (rng() % 10 == 0) e.ts = kBase + day * kDay + static_cast<int64_t>(rng() % 50);    // crowded times
         if (k.second == 1 && version == 1) e.liked = static_cast<int>(rng() % 3) - 1;
@@ -262,10 +284,10 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
     std::string del_path = dir_ / "delete.csv";
     if (day == 4) {
       del.users = {5 * 1000003};
-      del.items = {3, 4};
+      del.items = {Item(3), Item(4)};
       for (auto& [h, stripes] : model.h)
         if (h.first == 9 * 1000003) del.pairs.insert({h.first, stripes.back().back().item});
-      std::string d = "user_id,item\n5000015,\n,3\n,4\n";
+      std::string d = "user_id,item\n5000015,\n," + std::to_string(Item(3)) + "\n," + std::to_string(Item(4)) + "\n";
       for (auto& [u, item] : del.pairs) d += std::to_string(u) + "," + std::to_string(item) + "\n";
       WriteFile(del_path, d);
     }
@@ -302,6 +324,16 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
     if (day == 5) {
       EXPECT_GT(st.stripes_upgraded, 0u);
     }
+    // A load builds a dictionary for a shard's trait that has none (item in
+    // groups a and b, from version 2 on score) when its rows repeat values;
+    // later loads keep it.
+    if (day == 0) {
+      EXPECT_GE(st.dicts_built, 1u);
+    }
+    dicts_built += st.dicts_built;
+    EXPECT_LE(dicts_built, 3u * nshards) << "a dictionary is built once per shard and trait";
+    EXPECT_GE(st.dict_bytes, dict_bytes) << "dictionaries are kept";
+    dict_bytes = st.dict_bytes;
 
     // The generation, stripe by stripe, against the model.
     std::map<History, Stripes> got;
@@ -309,12 +341,16 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
     uint64_t events = 0;
     for (uint32_t sh = 0; sh < nshards; sh++) {
       auto scan = Scan(s, sh);
+      ContextPtr ctx = ScanContext(s, sh);
       for (auto& [k, v] : scan) {
         uih_key key;
         ASSERT_EQ(uih_key_decode(reinterpret_cast<const uint8_t*>(k.data()), k.size(), &key, nullptr), UIH_OK);
         EXPECT_EQ(uih_shard_of(key.user_id, nshards), sh);
         History h{key.user_id, key.group};
-        got[h].push_back(DecodeStripe(schema, key.group, v));
+        got[h].push_back(DecodeStripe(schema, key.group, v, ctx.get()));
+        uih_stripe_column_info item{};
+        ASSERT_EQ(uih_stripe_column_at(reinterpret_cast<const uint8_t*>(v.data()), v.size(), 1, &item, nullptr), UIH_OK);
+        shared += item.encoding == UIH_ENC_SHARED;
         keys[h].push_back(k);
         EXPECT_EQ(got[h].back().front().ts, key.ts) << "a stripe's key is its first event's time";
         events += got[h].back().size();
@@ -368,6 +404,25 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
     EXPECT_EQ(gens[1].parent, 6u);
     EXPECT_EQ(gens[1].through, kBase + 7 * kDay);
     EXPECT_EQ(gens[1].horizon, kBase + 3 * kDay);
+  }
+  EXPECT_GE(shared, 10u) << "stripes with their item ids as ranks";
+  uih_store_close(s);
+  // Reopened read-only, the store reads its dictionaries back: every
+  // history's events, items included, are the model's.
+  uih_store_opts ro = UIH_STORE_OPTS_DEFAULT;
+  ro.read_only = 1;
+  uih_error err{};
+  ASSERT_EQ(uih_store_open((dir_ / "store").c_str(), &ro, &s, &err), UIH_OK) << uih_error_message(&err);
+  for (auto& [h, stripes] : model.h) {
+    std::vector<Ev> flat;
+    for (auto& stp : stripes) flat.insert(flat.end(), stp.begin(), stp.end());
+    uih_batch* b = nullptr;
+    ASSERT_EQ(uih_store_read(s, h.first, h.second, INT64_MIN, INT64_MAX, UIH_TIER_IMMUTABLE, 0, &b, &err), UIH_OK)
+        << uih_error_message(&err);
+    ASSERT_EQ(b->count, flat.size());
+    const uint64_t* items = static_cast<const uint64_t*>(b->columns[uih_batch_column_index(b, 2)].values);
+    for (uint32_t r = 0; r < b->count; r++) EXPECT_EQ(items[r], flat[r].item) << "user " << h.first << " row " << r;
+    uih_batch_free(b);
   }
   uih_store_close(s);
 }
@@ -803,6 +858,27 @@ TEST_F(StoreTest, AnErasedUserLosesBothTiersAndARerunIsANoOp) {
 // A store keeps whom its loads erased, with the generation and through of
 // the erasure, in each shard's metadata; a damaged entry is refused at open
 // by name.
+namespace {
+
+// Runs `f` on shard 0's database of the store at `dir` (closed), with its
+// metadata column family.
+void WithMeta(const std::string& dir, const std::function<void(rocksdb::DB*, rocksdb::ColumnFamilyHandle*)>& f) {
+  const std::string shard = dir + "/shard-0000";
+  rocksdb::DB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  std::vector<std::string> names;
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), shard, &names).ok());
+  for (auto& n : names)
+    cfs.emplace_back(n, uih::IsGenerationCf(n) ? uih::GenerationCfOptions() : rocksdb::ColumnFamilyOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> hs;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), shard, cfs, &hs, &db).ok());
+  f(db, hs[std::find(names.begin(), names.end(), rocksdb::kDefaultColumnFamilyName) - names.begin()]);
+  for (auto* h : hs) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+  delete db;
+}
+
+}  // namespace
+
 TEST_F(StoreTest, AStoreRemembersWhomItErasedAndRefusesADamagedEntry) {
   uih_store* s = Init("store", 1);
   std::string day = dir_ / "d.csv", del = dir_ / "del.csv";
@@ -815,21 +891,7 @@ TEST_F(StoreTest, AStoreRemembersWhomItErasedAndRefusesADamagedEntry) {
   o.deletes = del.c_str();
   ASSERT_EQ(uih_load(s, nullptr, 0, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
   uih_store_close(s);
-  const std::string shard = dir_ / "store/shard-0000";
-  auto with_meta = [&](const std::function<void(rocksdb::DB*, rocksdb::ColumnFamilyHandle*)>& f) {
-    rocksdb::DB* db = nullptr;
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
-    std::vector<std::string> names;
-    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), shard, &names).ok());
-    for (auto& n : names)
-      cfs.emplace_back(n, uih::IsGenerationCf(n) ? uih::GenerationCfOptions() : rocksdb::ColumnFamilyOptions());
-    std::vector<rocksdb::ColumnFamilyHandle*> hs;
-    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), shard, cfs, &hs, &db).ok());
-    f(db, hs[std::find(names.begin(), names.end(), rocksdb::kDefaultColumnFamilyName) - names.begin()]);
-    for (auto* h : hs) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
-    delete db;
-  };
-  with_meta([&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+  WithMeta(dir_ / "store", [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
     std::string v;
     ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), meta, uih::ErasedKey(1), &v).ok());
     EXPECT_EQ(v, uih::ErasedValue(2, 2000));
@@ -1128,3 +1190,43 @@ TEST(GenerationRecord, RoundTripsAndRefusesEveryDamagedByte) {
 }
 
 }  // namespace
+
+
+// A generation's value dictionaries live and die with its record: written
+// by the load that built it, carried by the next loads' generations, gone
+// from the metadata when the generation retires; damaged, they make the
+// store refuse to open, naming the generation, rather than misread ids.
+TEST_F(StoreTest, ValueDictionariesGoWithTheirGenerationAndAreChecked) {
+  uih_store* s = Init("store", 1);
+  uih_error err{};
+  for (int day = 0; day < 3; day++) {
+    std::string text = kHeader, path = dir_ / ("d" + std::to_string(day) + ".csv");
+    for (int u = 1; u <= 30; u++)
+      for (int i = 0; i < 6; i++)
+        text += std::to_string(u) + ",a," + std::to_string(kBase + day * kDay + u * 100 + i) + "," +
+                std::to_string(Item(static_cast<uint64_t>((u * 7 + i) % 12))) + ",\n";
+    WriteFile(path, text);
+    uih_load_stats st{};
+    ASSERT_EQ(Load(s, {path}, kBase + (day + 1) * kDay, 0, &err, size_t{64} << 20, 1, &st), UIH_OK)
+        << uih_error_message(&err);
+    EXPECT_EQ(st.dicts_built, day == 0 ? 1u : 0u) << "day " << day;  // group a's items (b has no rows)
+    EXPECT_GT(st.dict_bytes, 0u);
+  }
+  uih_store_close(s);
+  std::string dicts;
+  WithMeta(dir_ / "store", [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+    std::string v;
+    EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), meta, uih::DictsKey(1), &v).IsNotFound()) << "retired with generation 1";
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), meta, uih::DictsKey(2), &v).ok());
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), meta, uih::DictsKey(3), &dicts).ok());
+    EXPECT_EQ(v, dicts) << "kept as they were";
+    std::string bad = dicts;
+    bad[bad.size() / 2] ^= 0x20;
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), meta, uih::DictsKey(3), bad).ok());
+  });
+  uih_store* opened = nullptr;
+  EXPECT_EQ(uih_store_open((dir_ / "store").c_str(), nullptr, &opened, &err), UIH_ERR_CORRUPTION);
+  const std::string msg = uih_error_message(&err);
+  EXPECT_NE(msg.find("generation 3: value dictionaries: "), std::string::npos) << msg;
+  EXPECT_EQ(opened, nullptr);
+}

@@ -83,8 +83,9 @@ enum {
   UIH_ENC_RLE = 1u << 5,    /* run-length */
   UIH_ENC_BSS = 1u << 6,    /* byte-stream split (float32) */
   UIH_ENC_SPARSE = 1u << 7, /* presence bitmap / position list + present values */
+  UIH_ENC_SHARED = 1u << 8, /* ranks in a value dictionary many stripes share (uih/stripe.h) */
 };
-#define UIH_ENC_COUNT 8
+#define UIH_ENC_COUNT 9
 
 /* "plain", "delta", ... for one UIH_ENC_* bit; NULL otherwise. */
 const char *uih_encoding_name(uint32_t encoding);

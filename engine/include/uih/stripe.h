@@ -42,9 +42,11 @@ typedef struct uih_stripe_encoder_opts {
                          runs or sparse when allowed), never compressed. 4-5x faster encodes,
                          somewhat larger stripes, decoded like any: for encodes on a request's
                          path, e.g. snapshot records */
+  int no_checksum;    /* 1: no checksum of the stripe's own (4 bytes less), for stripes kept
+                         where every value already has one: UihTable files, snapshot records */
 } uih_stripe_encoder_opts;
 
-#define UIH_STRIPE_ENCODER_OPTS_DEFAULT {0.10, 3, 0, 0}
+#define UIH_STRIPE_ENCODER_OPTS_DEFAULT {0.10, 3, 0, 0, 0}
 
 typedef struct uih_stripe_encoder uih_stripe_encoder;
 
@@ -70,12 +72,13 @@ int uih_stripe_encode(uih_stripe_encoder *enc, const uih_batch *batch, uint32_t 
 /* ---- inspecting ------------------------------------------------------------ */
 
 typedef struct uih_stripe_info {
-  uint32_t version;        /* format version */
+  uint32_t version;        /* format version (1 or 2) */
   uint16_t group;          /* feature group id */
   uint32_t count;          /* events */
   uint32_t ncolumns;
   uint32_t schema_version;
   int64_t min_ts, max_ts;
+  int checksum;            /* 1 if the stripe ends with a checksum of its own */
 } uih_stripe_info;
 
 /* How a column records which events have a value. Numbers are stored on
@@ -94,6 +97,7 @@ typedef struct uih_stripe_column_info {
   uih_compression compression; /* UIH_COMPRESS_NONE, _LZ4 or _ZSTD */
   uint32_t bytes;       /* stored payload bytes */
   uih_presence presence;
+  int scaled;           /* 1: the values are stored as multiples of a common step (format 2) */
 } uih_stripe_column_info;
 
 /* Validates the header and directory of `len` bytes (not the checksum, not
@@ -114,7 +118,9 @@ int uih_stripe_decoder_create(uih_stripe_decoder **out, uih_error *err);
 void uih_stripe_decoder_free(uih_stripe_decoder *dec); /* NULL is fine */
 
 enum {
-  UIH_DECODE_VERIFY_CHECKSUM = 1 << 0, /* check the XXH3 over the whole stripe first */
+  UIH_DECODE_VERIFY_CHECKSUM = 1 << 0, /* check the XXH3 over the whole stripe first, if the
+                                          stripe has one (uih_stripe_info.checksum); one
+                                          without leaves that to what stores it */
 };
 
 #define UIH_DECODE_TO_END UINT32_MAX
@@ -131,6 +137,77 @@ enum {
  * either way rows past its count are clear, so it can be reused. */
 int uih_stripe_decode(uih_stripe_decoder *dec, const uint8_t *buf, size_t len, uint32_t begin,
                       uint32_t end, unsigned flags, uih_batch *out, uih_error *err);
+
+/* ---- what stripes share: value dictionaries --------------------------------- */
+
+/* A stripe stands alone, but what many stripes have in common can be stated
+ * once. A value dictionary holds one trait's most frequent values, the most
+ * frequent first; a column of that trait may then store each value found
+ * there as its rank (a few bits for a popular item, against the 20-40 its
+ * id takes) and the others as they are: the `shared` encoding (UIH_ENC_
+ * SHARED, for id, int64, uint32 and category traits). Dictionaries are
+ * built from value counts over many stripes (a generation's, by the
+ * loader), stored beside them in their serialized form (stripe_format.h),
+ * and handed to encoders and decoders in a context. A column names the
+ * dictionary it used by its 32-bit id, so a decoder without it fails with
+ * UIH_ERR_NOT_FOUND rather than guessing. */
+typedef struct uih_value_dict uih_value_dict;
+
+#define UIH_VALUE_DICT_MAX (1u << 24) /* entries */
+
+/* Builds the dictionary of trait `trait_id` of feature group `group` from n distinct values (column bits:
+ * zero-extended for 4-byte types) and how often each occurs: those counted
+ * at least `min_count` times, at most `max_entries` of them, ranked by
+ * count (ties: the smaller value first), so the same counts give the same
+ * dictionary. UIH_ERR_NOT_FOUND if no value qualifies; a value listed twice
+ * or too wide for the type is refused. The result is indexed for encoding. */
+int uih_value_dict_build(uint16_t group, uint16_t trait_id, uih_type type, const uint64_t *values, const uint64_t *counts,
+                         size_t n, uint64_t min_count, size_t max_entries, uih_value_dict **out, uih_error *err);
+
+enum {
+  UIH_VALUE_DICT_INDEX = 1 << 0, /* parse: also index the values, for encoders (about 24 bytes per
+                                    entry; decoders need none) */
+};
+
+/* Parses a serialized dictionary (untrusted bytes: checksum, bounds, the
+ * values' encoding all checked). Errors: UIH_ERR_CORRUPTION naming what is
+ * wrong, UIH_ERR_NOT_SUPPORTED for an unknown version. */
+int uih_value_dict_parse(const uint8_t *buf, size_t len, unsigned flags, uih_value_dict **out, uih_error *err);
+
+/* The serialized form (owned by `d`), its id (the checksum it ends with),
+ * the group and trait and the number of entries. */
+void uih_value_dict_bytes(const uih_value_dict *d, const uint8_t **out, size_t *len);
+uint32_t uih_value_dict_id(const uih_value_dict *d);
+uint16_t uih_value_dict_group(const uih_value_dict *d);
+uint16_t uih_value_dict_trait(const uih_value_dict *d);
+uint32_t uih_value_dict_entries(const uih_value_dict *d);
+void uih_value_dict_free(uih_value_dict *d); /* NULL is fine */
+
+/* A set of dictionaries: any number per group's trait (a generation may
+ * hold stripes written against an older one); encoders use the one added
+ * last for a trait among those indexed. Read-only once built: share it
+ * between threads' encoders and decoders freely. */
+typedef struct uih_stripe_context uih_stripe_context;
+
+int uih_stripe_context_create(uih_stripe_context **out, uih_error *err);
+/* Takes `d` (freed on error too); a dictionary already there is not added twice. */
+int uih_stripe_context_add(uih_stripe_context *ctx, uih_value_dict *d, uih_error *err);
+size_t uih_stripe_context_count(const uih_stripe_context *ctx);
+const uih_value_dict *uih_stripe_context_at(const uih_stripe_context *ctx, size_t i);
+/* The dictionaries as one value (each as a varint length and its
+ * serialized form, in the order added: empty for none), malloc'd for the
+ * caller to free; and back (untrusted bytes; `flags` as for
+ * uih_value_dict_parse; errors name the dictionary and offset). */
+int uih_stripe_context_serialize(const uih_stripe_context *ctx, uint8_t **out, size_t *len, uih_error *err);
+int uih_stripe_context_parse(const uint8_t *buf, size_t len, unsigned flags, uih_stripe_context **out,
+                             uih_error *err);
+void uih_stripe_context_free(uih_stripe_context *ctx); /* NULL is fine */
+
+/* The context an encoder's or decoder's next calls use (NULL: none; a
+ * decoder then refuses shared columns). Not owned; it must outlive the
+ * calls. A fast encoder never uses one: its stripes stand alone. */
+void uih_stripe_encoder_set_context(uih_stripe_encoder *enc, const uih_stripe_context *ctx);
+void uih_stripe_decoder_set_context(uih_stripe_decoder *dec, const uih_stripe_context *ctx);
 
 #ifdef __cplusplus
 }

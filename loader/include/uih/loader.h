@@ -155,6 +155,10 @@ typedef struct uih_load_stats {
   uint32_t shards_skipped;       /* shards that already had this load */
   int64_t through, horizon;
   double seconds_read, seconds_sort, seconds_merge; /* per phase (merge includes publishing) */
+  /* The new generations' value dictionaries (uih/stripe.h): built by this
+   * load (for shareable traits that had none), their entries, and the
+   * serialized bytes of all of them, the base generations' included. */
+  uint64_t dicts_built, dict_entries, dict_bytes;
 } uih_load_stats;
 
 /* Loads `inputs` (files, directories of files read in name order, "-" for
