@@ -2,7 +2,7 @@
  * on generated histories (uih/gen.h), all in one run.
  *
  *   build/release/bench/stripe_bench [--users N] [--seed S] [--shape nine|real]
- *                                    [--schema FILE --group NAME]
+ *                                    [--dicts 1|0] [--schema FILE --group NAME]
  *
  * Prints bytes per event (this codec; fixed-width rows compressed with
  * zstd-3 and with LZ4; each column raw then zstd-3 — all per stripe, the
@@ -236,10 +236,11 @@ int main(int argc, char **argv) {
   const char *schema_path = UIH_SOURCE_DIR "/bench/stripe_bench.schema.json", *group_name = "engagement";
   uih_gen_opts o = UIH_GEN_OPTS_DEFAULT;
   o.users = 20000;
-  int day_granular = 0;
+  int day_granular = 0, use_dicts = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--users")) o.users = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--seed")) o.seed = strtoull(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--dicts")) use_dicts = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--schema")) schema_path = argv[i + 1];
     else if (!strcmp(argv[i], "--group")) group_name = argv[i + 1];
     else if (!strcmp(argv[i], "--shape") && !strcmp(argv[i + 1], "real")) {
@@ -250,7 +251,7 @@ int main(int argc, char **argv) {
       o.watch_sigma = 1.2;
     } else if (!strcmp(argv[i], "--shape") && !strcmp(argv[i + 1], "nine")) {
     } else {
-      fprintf(stderr, "usage: stripe_bench [--users N] [--seed S] [--shape nine|real] [--schema FILE --group NAME]\n");
+      fprintf(stderr, "usage: stripe_bench [--users N] [--seed S] [--shape nine|real] [--dicts 1|0] [--schema FILE --group NAME]\n");
       return 2;
     }
   }
@@ -271,7 +272,7 @@ int main(int argc, char **argv) {
       uih_stripe_decoder_create(&dec, &err))
     die("setup", &err);
   size_t dict_bytes = 0;
-  uih_stripe_context *ctx = build_dicts(g, &o, &dict_bytes);
+  uih_stripe_context *ctx = use_dicts ? build_dicts(g, &o, &dict_bytes) : NULL;
   uih_stripe_encoder_set_context(enc, ctx);
   uih_stripe_decoder_set_context(dec, ctx);
 
