@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "uih/loader.h"
 #include "uih/store.h"
+#include "uih/stripe.h"
 
 /* ---- uih init ---------------------------------------------------------------------- */
 
@@ -155,6 +156,34 @@ static void on_progress(const uih_load_progress *p, void *arg) {
     fprintf(stderr, "uih load: %s: %s, %.1f s\n", p->phase, what, p->seconds);
   }
   fflush(stderr);
+}
+
+/* A generation's value dictionaries (uih/stripe.h): how many, entries and
+ * bytes in all, and a line naming each when `line` (text output). */
+static int print_dicts(uih_store *s, uint32_t shard, uint32_t generation, int line, uint64_t *count, uint64_t *bytes,
+                       uih_error *err) {
+  uih_store_scan *sc = NULL;
+  uih_stripe_context *ctx = NULL;
+  int rc = uih_store_scan_open(s, shard, generation, &sc, err);
+  if (rc == UIH_OK) {
+    const uint8_t *p;
+    size_t len;
+    uih_store_scan_dicts(sc, &p, &len);
+    *bytes = len;
+    rc = uih_stripe_context_parse(p, len, 0, &ctx, err);
+  }
+  *count = uih_stripe_context_count(ctx);
+  for (size_t k = 0; line && k < *count; k++) {
+    const uih_value_dict *d = uih_stripe_context_at(ctx, k);
+    const uih_group *g = uih_schema_group_by_id(uih_store_schema(s), uih_value_dict_group(d));
+    const uih_trait *t = g ? uih_group_trait_by_id(g, uih_value_dict_trait(d)) : NULL;
+    printf("%s%s.%s %u", k ? ", " : "    value dictionaries: ", g ? g->name : "?", t ? t->name : "?",
+           uih_value_dict_entries(d));
+  }
+  if (line && *count) printf(" entries, %.2f MB\n", (double)*bytes / 1e6);
+  uih_stripe_context_free(ctx);
+  uih_store_scan_close(sc);
+  return rc;
 }
 
 static void print_summary(const uih_load_stats *st, int json) {
@@ -337,9 +366,15 @@ int cmd_status(int argc, char **argv) {
         else printf("%" PRId64, x->horizon);
         printf(",\"events\":%" PRIu64 ",\"stripes\":%" PRIu64 ",\"histories\":%" PRIu64 ",\"bytes\":%" PRIu64
                ",\"events_in\":%" PRIu64 ",\"events_new\":%" PRIu64 ",\"duplicates\":%" PRIu64 ",\"expired\":%" PRIu64
-               ",\"inputs_digest\":\"%016" PRIx64 "\"}",
+               ",\"inputs_digest\":\"%016" PRIx64 "\"",
                x->events, x->stripes, x->histories, x->bytes, x->events_in, x->events_new, x->duplicates, x->expired,
                x->inputs_digest);
+        uint64_t dicts = 0, dict_bytes = 0;
+        if (print_dicts(s, i, x->generation, 0, &dicts, &dict_bytes, &err) != UIH_OK) {
+          rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+          break;
+        }
+        printf(",\"dicts\":%" PRIu64 ",\"dict_bytes\":%" PRIu64 "}", dicts, dict_bytes);
       }
       printf("]}");
       continue;
@@ -360,6 +395,11 @@ int cmd_status(int argc, char **argv) {
              x->generation == cur ? "*" : " ", x->generation, x->parent, x->schema_version, x->through, x->events,
              x->stripes, x->histories, (double)x->bytes / 1e6, x->events ? (double)x->bytes / (double)x->events : 0.0,
              x->events_in, x->events_new, x->duplicates, x->expired);
+      uint64_t dicts = 0, dict_bytes = 0;
+      if (print_dicts(s, i, x->generation, 1, &dicts, &dict_bytes, &err) != UIH_OK) {
+        rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+        break;
+      }
       int pinned = 0;
       if (x->generation != cur && uih_store_pinned(s, i, x->generation, &pinned, &err) == UIH_OK && pinned)
         printf("    held by a read-only store: not retired until it lets go\n");
