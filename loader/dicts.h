@@ -21,8 +21,9 @@
 #define LD_DICT_MAX_ENTRIES (1u << 20)
 /* Distinct values counted per trait; past it, values not seen yet are not
  * counted (those already seen still are), which bounds the memory a day
- * of many distinct ids takes (16 bytes a value). */
-#define LD_DICT_MAX_COUNTED (1u << 22)
+ * of many distinct ids takes: at most 32 MiB per trait counted (a table of
+ * 16-byte slots at most half full), per shard being merged. */
+#define LD_DICT_MAX_COUNTED (1u << 20)
 
 typedef struct ld_dict_stats {
   uint32_t built;    /* dictionaries built by this load */

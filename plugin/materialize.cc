@@ -264,6 +264,7 @@ int Materializer::DecodeMutable(size_t rec, uint32_t gi, const uih_snapshot_grou
     auto one = std::make_unique<Batch>();
     rc = uih_batch_create(g, std::max<uint32_t>(info.count, 1), reads_[gi].data(),
                           static_cast<uint32_t>(reads_[gi].size()), &one->b, err);
+    uih_stripe_decoder_set_context(dec_, nullptr);  // a record's stripes stand alone
     if (rc == UIH_OK)
       rc = uih_stripe_decode(dec_, stripe, len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM, one->b, err);
     if (rc != UIH_OK) return rc;

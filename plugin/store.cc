@@ -439,8 +439,10 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
     if (ro) continue;
     WriteOptions wo;
     wo.sync = true;
-    st = raw->db->Delete(wo, raw->meta, uih::GenerationKey(g));
-    if (st.ok()) st = raw->db->Delete(wo, raw->meta, uih::DictsKey(g));
+    WriteBatch wb;  // the record and its dictionaries go together
+    st = wb.Delete(raw->meta, uih::GenerationKey(g));
+    if (st.ok()) st = wb.Delete(raw->meta, uih::DictsKey(g));
+    if (st.ok()) st = raw->db->Write(wo, &wb);
     if (!st.ok()) return Fail(err, raw->path, st, "removing the record of retired generation " + std::to_string(g));
   }
   if (raw->current != 0 && !raw->gens.count(raw->current))

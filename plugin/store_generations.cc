@@ -264,6 +264,14 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
       return failed(Fail(err, sh->path, st, "ingesting its files"));
     }
   }
+  auto gen = std::make_shared<Generation>();  // its dictionaries parsed before anything is written
+  gen->record = *g;
+  gen->db = sh->db;
+  rc = gen->SetDicts(w->dicts, "shard " + std::to_string(sh->index), err);
+  if (rc != UIH_OK) {
+    drop();
+    return failed(rc);
+  }
   WriteBatch wb;
   std::string cur;
   uih::AppendBE32(&cur, w->generation);
@@ -289,11 +297,7 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
     drop();
     return failed(Fail(err, sh->path, st, "writing its record"));
   }
-  auto gen = std::make_shared<Generation>();
-  gen->record = *g;
-  gen->db = sh->db;
   gen->cf = cf;
-  (void)gen->SetDicts(std::move(w->dicts), "", nullptr);  // parsed when they were set: cannot fail
   {
     std::lock_guard<std::mutex> lock(sh->mu);
     sh->gens[w->generation] = gen;

@@ -401,6 +401,8 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
   }
   if (best == 0) {
     const uint32_t alone = allowed & ~UIH_ENC_SHARED;
+    UIH_RETURN_IF(alone == 0, err, UIH_ERR_INVALID_ARGUMENT,
+                  "stripe encode: trait %u allows only the shared encoding, which needs a dictionary", t->id);
     best = UIH_ENC_PLAIN & alone ? UIH_ENC_PLAIN : (alone & -alone);
   }
   de->encoding = (uint8_t)stripe_enc_id(best);

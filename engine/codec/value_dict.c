@@ -216,6 +216,7 @@ uint32_t uih_value_dict_id(const uih_value_dict *d) { return d->id; }
 uint16_t uih_value_dict_group(const uih_value_dict *d) { return d->group; }
 uint16_t uih_value_dict_trait(const uih_value_dict *d) { return d->trait_id; }
 uint32_t uih_value_dict_entries(const uih_value_dict *d) { return d->count; }
+uint64_t uih_value_dict_value(const uih_value_dict *d, uint32_t rank) { return rank < d->count ? d->values[rank] : 0; }
 
 void uih_value_dict_free(uih_value_dict *d) {
   if (!d) return;

@@ -406,6 +406,28 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
     EXPECT_EQ(gens[1].horizon, kBase + 3 * kDay);
   }
   EXPECT_GE(shared, 10u) << "stripes with their item ids as ranks";
+  // The dictionaries hold values the data has, as columns hold them (item
+  // ids; version 2's score).
+  std::set<uint64_t> known;
+  for (uint64_t r = 0; r < 500; r++) known.insert(Item(r));
+  uint32_t score_dicts = 0;
+  for (uint32_t sh = 0; sh < nshards; sh++) {
+    ContextPtr ctx = ScanContext(s, sh);
+    for (size_t i = 0; i < uih_stripe_context_count(ctx.get()); i++) {
+      const uih_value_dict* d = uih_stripe_context_at(ctx.get(), i);
+      const bool score = uih_value_dict_trait(d) == 4;
+      score_dicts += score;
+      for (uint32_t r = 0; r < uih_value_dict_entries(d); r++) {
+        const uint64_t v = uih_value_dict_value(d, r);
+        if (score) {
+          EXPECT_LT(v, 1000u) << "shard " << sh << " rank " << r;
+        } else {
+          EXPECT_TRUE(known.count(v)) << "shard " << sh << " trait " << uih_value_dict_trait(d) << " rank " << r;
+        }
+      }
+    }
+  }
+  EXPECT_GE(score_dicts, 1u);
   uih_store_close(s);
   // Reopened read-only, the store reads its dictionaries back: every
   // history's events, items included, are the model's.
@@ -1199,6 +1221,44 @@ TEST(GenerationRecord, RoundTripsAndRefusesEveryDamagedByte) {
 TEST_F(StoreTest, ValueDictionariesGoWithTheirGenerationAndAreChecked) {
   uih_store* s = Init("store", 1);
   uih_error err{};
+  {  // An int64 trait (which the loader's rows keep sign-flipped) gets the values as they are.
+    const char* schema = R"({"name": "n", "version": 1, "groups": [{"name": "a", "id": 1, "stripe_events": 64,
+      "traits": [{"name": "ts", "id": 1, "type": "timestamp"}, {"name": "delta", "id": 2, "type": "int64"}]}]})";
+    const std::string path = dir_ / "n", csv = dir_ / "n.csv";
+    ASSERT_EQ(uih_store_init(path.c_str(), schema, strlen(schema), "n.json", 1, &err), UIH_OK) << uih_error_message(&err);
+    std::string text = "user_id,group,ts,delta\n";
+    for (int u = 1; u <= 20; u++)
+      for (int i = 0; i < 40; i++)
+        text += std::to_string(u) + ",a," + std::to_string(kBase + u * 1000 + i) + "," +
+                std::to_string(-(int64_t{1} << 40) * (1 + (u * 3 + i) % 9)) + "\n";
+    WriteFile(csv, text);
+    uih_store* n = nullptr;
+    ASSERT_EQ(uih_store_open(path.c_str(), nullptr, &n, &err), UIH_OK) << uih_error_message(&err);
+    ASSERT_EQ(Load(n, {csv}, kBase + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
+    ContextPtr ctx = ScanContext(n, 0);
+    ASSERT_EQ(uih_stripe_context_count(ctx.get()), 1u);
+    const uih_value_dict* d = uih_stripe_context_at(ctx.get(), 0);
+    ASSERT_EQ(uih_value_dict_entries(d), 9u);
+    for (uint32_t r = 0; r < 9; r++) {
+      const int64_t v = static_cast<int64_t>(uih_value_dict_value(d, r));
+      EXPECT_TRUE(v < 0 && v % (int64_t{1} << 40) == 0 && v >= -9 * (int64_t{1} << 40)) << v;
+    }
+    uint64_t shared = 0;
+    for (auto& [k, v] : Scan(n, 0)) {
+      uih_stripe_column_info col{};
+      ASSERT_EQ(uih_stripe_column_at(reinterpret_cast<const uint8_t*>(v.data()), v.size(), 1, &col, nullptr), UIH_OK);
+      shared += col.encoding == UIH_ENC_SHARED || col.encoding == UIH_ENC_DICT || col.scaled;
+    }
+    EXPECT_EQ(shared, 20u) << "every history's deltas: 9 values, ranked, a dictionary or a step";
+    uih_batch* b = nullptr;
+    ASSERT_EQ(uih_store_read(n, 7, 1, INT64_MIN, INT64_MAX, UIH_TIER_IMMUTABLE, 0, &b, &err), UIH_OK);
+    ASSERT_EQ(b->count, 40u);
+    for (uint32_t i = 0; i < 40; i++)
+      EXPECT_EQ(static_cast<int64_t>(uih_column_get_bits(&b->columns[uih_batch_column_index(b, 2)], i)),
+                -(int64_t{1} << 40) * (1 + (7 * 3 + i) % 9));
+    uih_batch_free(b);
+    uih_store_close(n);
+  }
   for (int day = 0; day < 3; day++) {
     std::string text = kHeader, path = dir_ / ("d" + std::to_string(day) + ".csv");
     for (int u = 1; u <= 30; u++)

@@ -181,6 +181,8 @@ uint32_t uih_value_dict_id(const uih_value_dict *d);
 uint16_t uih_value_dict_group(const uih_value_dict *d);
 uint16_t uih_value_dict_trait(const uih_value_dict *d);
 uint32_t uih_value_dict_entries(const uih_value_dict *d);
+/* The value of rank `rank` (< entries; column bits), 0 past the end. */
+uint64_t uih_value_dict_value(const uih_value_dict *d, uint32_t rank);
 void uih_value_dict_free(uih_value_dict *d); /* NULL is fine */
 
 /* A set of dictionaries: any number per group's trait (a generation may
