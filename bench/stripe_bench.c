@@ -2,7 +2,8 @@
  * on generated histories (uih/gen.h), all in one run.
  *
  *   build/release/bench/stripe_bench [--users N] [--seed S] [--shape nine|real]
- *                                    [--dicts 1|0] [--schema FILE --group NAME]
+ *                                    [--ids hashed|dense] [--dicts 1|0]
+ *                                    [--schema FILE --group NAME]
  *
  * Prints bytes per event (this codec; fixed-width rows compressed with
  * zstd-3 and with LZ4; each column raw then zstd-3 — all per stripe, the
@@ -164,12 +165,76 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* What a shape changes in the generated events: timestamps kept as the
+ * day in seconds, item ids renumbered densely (their rank among the
+ * distinct ids, as public logs number their items: `--ids dense`). */
+typedef struct shape_fix {
+  int day_granular;
+  const uint64_t *ids; /* sorted distinct item ids, or NULL */
+  size_t nids;
+} shape_fix;
+
+static void apply_fix(const shape_fix *f, uih_batch *b) {
+  const int ts = uih_batch_column_index(b, b->group->ts->id);
+  const uih_trait *it = uih_group_trait_by_name(b->group, "item_id");
+  const int item = it ? uih_batch_column_index(b, it->id) : -1;
+  for (uint32_t r = 0; r < b->count; r++) {
+    if (f->day_granular) {
+      const int64_t ms = (int64_t)uih_column_get_bits(&b->columns[ts], r);
+      uih_column_set_bits(&b->columns[ts], r, (uint64_t)(ms / 86400000 * 86400));
+    }
+    if (f->ids && item >= 0 && uih_column_has(&b->columns[item], r)) {
+      const uint64_t v = uih_column_get_bits(&b->columns[item], r);
+      size_t lo = 0, hi = f->nids;
+      while (hi - lo > 1) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (f->ids[mid] <= v) lo = mid;
+        else hi = mid;
+      }
+      uih_column_set_bits(&b->columns[item], r, lo);
+    }
+  }
+}
+
+static int cmp_u64(const void *a, const void *b);
+
+/* Every item id of the dataset, sorted and distinct. */
+static uint64_t *item_ids(const uih_group *g, const uih_gen_opts *o, size_t *n) {
+  uih_error err = {0};
+  uih_gen *gen = NULL;
+  uih_batch *b = NULL;
+  if (uih_gen_create(g, o, &gen, &err) || uih_batch_create(g, g->stripe_events, NULL, 0, &b, &err)) die("ids", &err);
+  const uih_trait *it = uih_group_trait_by_name(g, "item_id");
+  if (!it) die("--ids dense: the group has no item_id trait", NULL);
+  const int item = uih_batch_column_index(b, it->id);
+  uint64_t *ids = NULL, user;
+  size_t k = 0, cap = 0;
+  for (;;) {
+    if (uih_gen_next(gen, &user, b, &err) != UIH_OK) die("generate", &err);
+    if (b->count == 0) break;
+    for (uint32_t r = 0; r < b->count; r++) {
+      if (!uih_column_has(&b->columns[item], r)) continue;
+      if (k == cap && !(ids = realloc(ids, (cap = cap ? 2 * cap : 4096) * sizeof *ids))) die("out of memory", NULL);
+      ids[k++] = uih_column_get_bits(&b->columns[item], r);
+    }
+  }
+  qsort(ids, k, sizeof *ids, cmp_u64);
+  size_t d = 0;
+  for (size_t i = 0; i < k; i++)
+    if (d == 0 || ids[d - 1] != ids[i]) ids[d++] = ids[i];
+  *n = d;
+  uih_batch_free(b);
+  uih_gen_free(gen);
+  return ids;
+}
+
 /* What the loader does for a generation: one pass over all the data
  * counting each shareable column's values (id, int64, uint32, category),
  * then a value dictionary per column of the values seen at least twice
  * (at most 2^20). Returns the context; *dict_bytes gets their serialized
  * size, which the density figures include. */
-static uih_stripe_context *build_dicts(const uih_group *g, const uih_gen_opts *o, size_t *dict_bytes) {
+static uih_stripe_context *build_dicts(const uih_group *g, const uih_gen_opts *o, const shape_fix *fix,
+                                       size_t *dict_bytes) {
   uih_error err = {0};
   uih_gen *gen = NULL;
   uih_batch *b = NULL;
@@ -184,6 +249,7 @@ static uih_stripe_context *build_dicts(const uih_group *g, const uih_gen_opts *o
   for (;;) {
     if (uih_gen_next(gen, &user, b, &err) != UIH_OK) die("generate", &err);
     if (b->count == 0) break;
+    apply_fix(fix, b);
     for (uint32_t c = 0; c < b->ncolumns; c++) {
       if (!(uih_encodings_for_type(b->columns[c].trait->type) & UIH_ENC_SHARED)) continue;
       for (uint32_t r = 0; r < b->count; r++) {
@@ -215,9 +281,31 @@ static uih_stripe_context *build_dicts(const uih_group *g, const uih_gen_opts *o
     uih_value_dict *d = NULL;
     const uih_trait *t = b->columns[c].trait;
     int rc = uih_value_dict_build(g->id, t->id, t->type, vals[c], counts, k, 2, 1u << 20, &d, &err);
-    free(counts);
-    if (rc == UIH_ERR_NOT_FOUND) continue; /* nothing repeats */
+    if (rc == UIH_ERR_NOT_FOUND) { /* nothing repeats */
+      free(counts);
+      continue;
+    }
     if (rc != UIH_OK) die("value dictionary", &err);
+    /* Kept as the loader keeps it: if it is likely to pay (values sorted
+     * above: their range is the last minus the first, int64 as unsigned
+     * bits here, which only the nine-trait shape's none has). */
+    uint64_t hits = 0; /* the entries' counts, each looked up among the sorted distinct values */
+    for (uint32_t r = 0; r < uih_value_dict_entries(d); r++) {
+      const uint64_t v = uih_value_dict_value(d, r);
+      size_t lo = 0, hi = k;
+      while (hi - lo > 1) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (vals[c][mid] <= v) lo = mid;
+        else hi = mid;
+      }
+      hits += counts[lo];
+    }
+    free(counts);
+    if (!uih_value_dict_pays(d, hits, n[c], vals[c][k - 1] - vals[c][0])) {
+      printf("value dictionary of %-14s declined: it would not pay (%u entries)\n", t->name, uih_value_dict_entries(d));
+      uih_value_dict_free(d);
+      continue;
+    }
     const uint8_t *p;
     size_t len;
     uih_value_dict_bytes(d, &p, &len);
@@ -236,11 +324,13 @@ int main(int argc, char **argv) {
   const char *schema_path = UIH_SOURCE_DIR "/bench/stripe_bench.schema.json", *group_name = "engagement";
   uih_gen_opts o = UIH_GEN_OPTS_DEFAULT;
   o.users = 20000;
-  int day_granular = 0, use_dicts = 1;
+  int day_granular = 0, use_dicts = 1, dense_ids = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--users")) o.users = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--seed")) o.seed = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--dicts")) use_dicts = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--ids") && !strcmp(argv[i + 1], "dense")) dense_ids = 1;
+    else if (!strcmp(argv[i], "--ids") && !strcmp(argv[i + 1], "hashed")) dense_ids = 0;
     else if (!strcmp(argv[i], "--schema")) schema_path = argv[i + 1];
     else if (!strcmp(argv[i], "--group")) group_name = argv[i + 1];
     else if (!strcmp(argv[i], "--shape") && !strcmp(argv[i + 1], "real")) {
@@ -251,7 +341,8 @@ int main(int argc, char **argv) {
       o.watch_sigma = 1.2;
     } else if (!strcmp(argv[i], "--shape") && !strcmp(argv[i + 1], "nine")) {
     } else {
-      fprintf(stderr, "usage: stripe_bench [--users N] [--seed S] [--shape nine|real] [--dicts 1|0] [--schema FILE --group NAME]\n");
+      fprintf(stderr, "usage: stripe_bench [--users N] [--seed S] [--shape nine|real] [--ids hashed|dense] [--dicts 1|0]\n"
+                      "                    [--schema FILE --group NAME]\n");
       return 2;
     }
   }
@@ -271,8 +362,11 @@ int main(int argc, char **argv) {
       uih_stripe_encoder_create(&stored, &enc, &err) || uih_stripe_encoder_create(&stored, &alone, &err) ||
       uih_stripe_decoder_create(&dec, &err))
     die("setup", &err);
+  shape_fix fix = {day_granular, NULL, 0};
+  uint64_t *ids = dense_ids ? item_ids(g, &o, &fix.nids) : NULL;
+  fix.ids = ids;
   size_t dict_bytes = 0;
-  uih_stripe_context *ctx = use_dicts ? build_dicts(g, &o, &dict_bytes) : NULL;
+  uih_stripe_context *ctx = use_dicts ? build_dicts(g, &o, &fix, &dict_bytes) : NULL;
   uih_stripe_encoder_set_context(enc, ctx);
   uih_stripe_decoder_set_context(dec, ctx);
 
@@ -289,6 +383,8 @@ int main(int argc, char **argv) {
   int item_col = item_trait ? uih_batch_column_index(b, item_trait->id) : -1;
   uint64_t *item_vals = malloc((size_t)g->stripe_events * sizeof *item_vals);
   double item_self_bits = 0;
+  unsigned id_bits = 40; /* the item ids' universe: 2^40 hashed, the catalog dense */
+  while (ids && id_bits > 1 && (1ull << (id_bits - 1)) >= fix.nids) id_bits--;
   entropy_counter *col_entropy = calloc(ncols, sizeof *col_entropy);
   ZSTD_CCtx *zc = ZSTD_createCCtx();
   if (!rows || !z || !col_codec || !col_zstd || !enc_seen || !col_entropy || !zc || !item_vals)
@@ -301,15 +397,10 @@ int main(int argc, char **argv) {
   size_t all_len = 0, all_cap = 0;
   double encode_s = 0;
   uint64_t user;
-  const int ts_col = uih_batch_column_index(b, g->ts->id);
   for (;;) {
     if (uih_gen_next(gen, &user, b, &err) != UIH_OK) die("generate", &err);
     if (b->count == 0) break;
-    if (day_granular) /* the day of the event, in seconds, as rating logs keep it */
-      for (uint32_t r = 0; r < b->count; r++) {
-        const int64_t ms = (int64_t)uih_column_get_bits(&b->columns[ts_col], r);
-        uih_column_set_bits(&b->columns[ts_col], r, (uint64_t)(ms / 86400000 * 86400));
-      }
+    apply_fix(&fix, b);
     const uint8_t *p;
     size_t len;
     double t0 = now();
@@ -337,7 +428,7 @@ int main(int argc, char **argv) {
       size_t k = 0;
       for (uint32_t r = 0; r < b->count; r++)
         if (uih_column_has(&b->columns[item_col], r)) item_vals[k++] = uih_column_get_bits(&b->columns[item_col], r);
-      item_self_bits += entropy_self_contained_bits(item_vals, k, 40);
+      item_self_bits += entropy_self_contained_bits(item_vals, k, id_bits);
     }
     size_t rl = rows_of(b, rows);
     row_zstd += ZSTD_compressCCtx(zc, z, zcap, rows, rl, 3);
@@ -410,8 +501,8 @@ int main(int argc, char **argv) {
      * bounds of the other columns (generous) and the fixed part. */
     const entropy_counter *ie = &col_entropy[item_col];
     double self = item_self_bits / 8 / ev, all_self = bound - entropy_bits(ie) * (double)ie->total / 8 / ev + self;
-    printf("  %-16s self-contained %7.3f (per stripe log2 C(2^40, d) + n H0); all columns %.3f, + fixed %.2f\n",
-           "item_id", self, all_self, all_self + (double)stripe_bytes / ev - payload);
+    printf("  %-16s self-contained %7.3f (per stripe log2 C(2^%u, d) + n H0); all columns %.3f, + fixed %.2f\n",
+           "item_id", self, id_bits, all_self, all_self + (double)stripe_bytes / ev - payload);
   }
   printf("  2x smaller than rows + zstd-3 would be %.2f bytes per event\n", (double)row_zstd / ev / 2);
 
@@ -496,5 +587,6 @@ int main(int argc, char **argv) {
   uih_stripe_encoder_free(enc), uih_stripe_decoder_free(dec), uih_gen_free(gen), uih_schema_free(schema);
   uih_stripe_encoder_free(alone);
   uih_stripe_context_free(ctx);
+  free(ids);
   return 0;
 }

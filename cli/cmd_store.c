@@ -196,13 +196,14 @@ static void print_summary(const uih_load_stats *st, int json) {
            ",\"stripes_upgraded\":%" PRIu64 ",\"runs\":%" PRIu64 ",\"shards\":%u,\"shards_skipped\":%u"
            ",\"schema_version\":%u,\"through\":%" PRId64 ",\"horizon\":%" PRId64
            ",\"deletions\":{\"users\":%" PRIu64 ",\"items\":%" PRIu64 ",\"pairs\":%" PRIu64 "}"
-           ",\"dictionaries\":{\"built\":%" PRIu64 ",\"entries\":%" PRIu64 ",\"bytes\":%" PRIu64 "}"
+           ",\"dictionaries\":{\"built\":%" PRIu64 ",\"entries\":%" PRIu64 ",\"bytes\":%" PRIu64
+           ",\"declined\":%" PRIu64 "}"
            ",\"seconds\":{\"read\":%.3f,\"sort\":%.3f,\"merge\":%.3f,\"total\":%.3f}}\n",
            st->inputs, st->input_bytes, st->events_in, st->events_skipped, st->rejected, st->duplicates, st->expired,
            st->deleted, st->events_new, st->events, st->stripes, st->histories, st->bytes, st->stripes_copied,
            st->stripes_written, st->stripes_upgraded, st->runs, st->shards, st->shards_skipped, st->schema_version,
            st->through, st->horizon, st->delete_users, st->delete_items, st->delete_pairs, st->dicts_built,
-           st->dict_entries, st->dict_bytes, st->seconds_read, st->seconds_sort, st->seconds_merge, total);
+           st->dict_entries, st->dict_bytes, st->dicts_declined, st->seconds_read, st->seconds_sort, st->seconds_merge, total);
     return;
   }
   printf("uih load: %u shard%s now at through %" PRId64 "%s, schema version %u\n", st->shards,
@@ -231,6 +232,8 @@ static void print_summary(const uih_load_stats *st, int json) {
   if (st->dicts_built)
     printf("           %" PRIu64 " built by this load, %" PRIu64 " entries: popular values stored as their rank\n",
            st->dicts_built, st->dict_entries);
+  if (st->dicts_declined)
+    printf("           %" PRIu64 " declined: their values are about as narrow as ranks would be\n", st->dicts_declined);
   printf("  stripes: %" PRIu64 " copied byte for byte, %" PRIu64 " written", st->stripes_copied, st->stripes_written);
   if (st->stripes_upgraded) printf(" (%" PRIu64 " only to drop traits the schema dropped)", st->stripes_upgraded);
   printf("\n");

@@ -14,6 +14,7 @@ typedef struct counter {
   ld_row_layout layout;
   uint64_t *keys, *counts; /* counts[i] == 0: slot i is empty */
   size_t cap, used;
+  uint64_t values, lo, hi; /* every value counted, and their range (in the type's order) */
 } counter;
 
 static int counter_grow(counter *c) {
@@ -36,6 +37,11 @@ static int counter_grow(counter *c) {
 }
 
 static int counter_add(counter *c, uint64_t v) {
+  /* the range in the type's order: int64 compared as signed (sign-flipped) */
+  const uint64_t o = c->trait->type == UIH_TYPE_INT64 ? v ^ UINT64_C(0x8000000000000000) : v;
+  if (c->values == 0 || o < c->lo) c->lo = o;
+  if (c->values == 0 || o > c->hi) c->hi = o;
+  c->values++;
   if (2 * (c->used + 1) > c->cap && c->used < LD_DICT_MAX_COUNTED && counter_grow(c) != 0) return -1;
   size_t s = (size_t)((v * UINT64_C(0x9e3779b97f4a7c15)) >> 32) & (c->cap - 1);
   while (c->counts[s] && c->keys[s] != v) s = (s + 1) & (c->cap - 1);
@@ -49,12 +55,12 @@ static int counter_add(counter *c, uint64_t v) {
   return 0;
 }
 
-/* The counted values and their counts, packed to the front of the table. */
-static size_t counter_pack(counter *c) {
-  size_t k = 0;
-  for (size_t i = 0; i < c->cap; i++)
-    if (c->counts[i]) c->keys[k] = c->keys[i], c->counts[k++] = c->counts[i];
-  return k;
+/* How often `v` was counted (0: not counted). */
+static uint64_t counter_get(const counter *c, uint64_t v) {
+  if (!c->cap) return 0;
+  size_t s = (size_t)((v * UINT64_C(0x9e3779b97f4a7c15)) >> 32) & (c->cap - 1);
+  while (c->counts[s] && c->keys[s] != v) s = (s + 1) & (c->cap - 1);
+  return c->counts[s];
 }
 
 static int has_dict(const uih_stripe_context *ctx, uint16_t group, uint16_t trait) {
@@ -119,13 +125,28 @@ int ld_dicts_build(const uih_schema *schema, uint32_t shard, const uint8_t *base
   }
   if (rc == UIH_OK && n > 0) rc = count_rows(sorter, shard, cs, n, err);
   for (size_t i = 0; rc == UIH_OK && i < n; i++) {
-    size_t k = counter_pack(&cs[i]);
     uih_value_dict *d = NULL;
-    if (k == 0) continue;
-    rc = uih_value_dict_build(cs[i].group, cs[i].trait->id, cs[i].trait->type, cs[i].keys, cs[i].counts, k,
-                              LD_DICT_MIN_COUNT, LD_DICT_MAX_ENTRIES, &d, err);
+    if (cs[i].used == 0) continue;
+    /* The hits a dictionary gets: its entries' counts (counted before packing). */
+    uint64_t *keys = malloc(cs[i].used * sizeof *keys), *counts = malloc(cs[i].used * sizeof *counts);
+    if (!keys || !counts) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "value dictionaries: out of memory");
+    size_t k = 0;
+    for (size_t j = 0; rc == UIH_OK && j < cs[i].cap; j++)
+      if (cs[i].counts[j]) keys[k] = cs[i].keys[j], counts[k++] = cs[i].counts[j];
+    if (rc == UIH_OK)
+      rc = uih_value_dict_build(cs[i].group, cs[i].trait->id, cs[i].trait->type, keys, counts, k, LD_DICT_MIN_COUNT,
+                                LD_DICT_MAX_ENTRIES, &d, err);
+    free(keys), free(counts);
     if (rc == UIH_ERR_NOT_FOUND) { /* no value repeats: nothing to share */
       rc = UIH_OK;
+      continue;
+    }
+    uint64_t hits = 0;
+    for (uint32_t r = 0; rc == UIH_OK && r < uih_value_dict_entries(d); r++)
+      hits += counter_get(&cs[i], uih_value_dict_value(d, r));
+    if (rc == UIH_OK && !uih_value_dict_pays(d, hits, cs[i].values, cs[i].hi - cs[i].lo)) {
+      uih_value_dict_free(d); /* (values already as dense as their ranks) */
+      stats->declined++;
       continue;
     }
     if (rc == UIH_OK) {

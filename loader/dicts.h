@@ -4,7 +4,8 @@
  * stripes the load writes keep their values' ranks. A shareable trait
  * (id, int64, uint32, category) of the schema that has none yet gets one,
  * built from the load's own rows of that trait: the values seen at least
- * twice, the 2^20 most frequent at most. A first load of a day's or a
+ * twice, the 2^20 most frequent at most, kept if it is likely to pay for
+ * itself (uih_value_dict_pays: not for ids already dense). A first load of a day's or a
  * backfill's events therefore fixes each trait's ranks; items that become
  * popular later are stored as they are (not ranked) until a rebuild. */
 #ifndef UIH_LOADER_DICTS_H
@@ -27,6 +28,7 @@
 
 typedef struct ld_dict_stats {
   uint32_t built;    /* dictionaries built by this load */
+  uint32_t declined; /* built and dropped: they would not pay (uih_value_dict_pays) */
   uint64_t entries;  /* their entries */
   uint64_t bytes;    /* every dictionary of the generation, serialized */
 } ld_dict_stats;

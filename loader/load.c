@@ -445,6 +445,7 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
     l->st.dicts_built += j->merge.dicts.built;
     l->st.dict_entries += j->merge.dicts.entries;
     l->st.dict_bytes += j->merge.dicts.bytes;
+    l->st.dicts_declined += j->merge.dicts.declined;
     l->st.shards++;
   }
   l->st.seconds_merge = now() - t0;

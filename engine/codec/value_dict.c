@@ -216,6 +216,14 @@ uint32_t uih_value_dict_id(const uih_value_dict *d) { return d->id; }
 uint16_t uih_value_dict_group(const uih_value_dict *d) { return d->group; }
 uint16_t uih_value_dict_trait(const uih_value_dict *d) { return d->trait_id; }
 uint32_t uih_value_dict_entries(const uih_value_dict *d) { return d->count; }
+int uih_value_dict_pays(const uih_value_dict *d, uint64_t hits, uint64_t values, uint64_t range) {
+  if (!d || hits > values) return 0;
+  const unsigned vb = uih_bits(range), rb = uih_bits(d->count - 1);
+  if (vb <= rb) return 0;
+  const double gain = (double)hits * (vb - rb), cost = (double)values + 8.0 * (double)d->bytes.len;
+  return gain > cost;
+}
+
 uint64_t uih_value_dict_value(const uih_value_dict *d, uint32_t rank) { return rank < d->count ? d->values[rank] : 0; }
 
 void uih_value_dict_free(uih_value_dict *d) {

@@ -188,7 +188,8 @@ class uih_load_stats(Structure):
                [("schema_version", c_uint32), ("shards", c_uint32), ("shards_skipped", c_uint32),
                 ("through", c_int64), ("horizon", c_int64), ("seconds_read", c_double),
                 ("seconds_sort", c_double), ("seconds_merge", c_double),
-                ("dicts_built", c_uint64), ("dict_entries", c_uint64), ("dict_bytes", c_uint64)]
+                ("dicts_built", c_uint64), ("dict_entries", c_uint64), ("dict_bytes", c_uint64),
+                ("dicts_declined", c_uint64)]
 
 
 # ---- snapshots and records ----------------------------------------------------------

@@ -1358,6 +1358,18 @@ TEST(ValueDict, BuildsRanksSerializesAndParses) {
   EXPECT_STREQ("value_dict_build: trait 5 is float32; dictionaries hold id, int64, uint32 and category values",
                err.msg);
   EXPECT_EQ(UIH_ERR_NOT_FOUND, uih_value_dict_build(1, 5, UIH_TYPE_ID, values, counts, 6, 10, 9, &parsed, &err));
+
+  // Worth it when ranks are much narrower than the values: 1,000 entries
+  // (10-bit ranks) pay among 40-bit ids, not among ids below 2,048.
+  std::vector<uint64_t> many, twos(1000, 2);
+  for (uint64_t r = 0; r < 1000; r++) many.push_back(r * 977);
+  uih_value_dict* big = nullptr;
+  ASSERT_EQ(UIH_OK, uih_value_dict_build(1, 5, UIH_TYPE_ID, many.data(), twos.data(), 1000, 1, 1000, &big, nullptr));
+  EXPECT_EQ(1, uih_value_dict_pays(big, 60000, 100000, 1ull << 40));
+  EXPECT_EQ(0, uih_value_dict_pays(big, 60000, 100000, 2047));
+  EXPECT_EQ(0, uih_value_dict_pays(big, 100, 100, 1ull << 40)) << "its own bytes outweigh a hundred hits";
+  EXPECT_EQ(0, uih_value_dict_pays(big, 2, 1, 1ull << 40));
+  uih_value_dict_free(big);
 }
 
 // Popular ids stored as ranks: with a dictionary of the catalog's head, a

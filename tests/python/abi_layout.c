@@ -63,7 +63,8 @@ int main(void) {
   FIELD(uih_load_stats, schema_version); FIELD(uih_load_stats, shards); FIELD(uih_load_stats, shards_skipped);
   FIELD(uih_load_stats, through); FIELD(uih_load_stats, horizon); FIELD(uih_load_stats, seconds_read);
   FIELD(uih_load_stats, seconds_sort); FIELD(uih_load_stats, seconds_merge); FIELD(uih_load_stats, dicts_built);
-  FIELD(uih_load_stats, dict_entries); FIELD(uih_load_stats, dict_bytes); END();
+  FIELD(uih_load_stats, dict_entries); FIELD(uih_load_stats, dict_bytes); FIELD(uih_load_stats, dicts_declined);
+  END();
   BEGIN(uih_snapshot_spec_group); FIELD(uih_snapshot_spec_group, group); FIELD(uih_snapshot_spec_group, max_length);
   END();
   BEGIN(uih_snapshot_spec); FIELD(uih_snapshot_spec, ngroups); FIELD(uih_snapshot_spec, groups); END();

@@ -181,6 +181,15 @@ uint32_t uih_value_dict_id(const uih_value_dict *d);
 uint16_t uih_value_dict_group(const uih_value_dict *d);
 uint16_t uih_value_dict_trait(const uih_value_dict *d);
 uint32_t uih_value_dict_entries(const uih_value_dict *d);
+/* Whether `d` is likely to pay for itself on the values it was built from:
+ * `values` of them in all, `hits` of them in `d`, spanning `range` (max -
+ * min, in the order of the type: int64 as signed). A shared column stores a
+ * hit in about as many bits as the largest rank needs, the others as they
+ * are, plus a bit per value saying which; the dictionary's own bytes are
+ * paid once. So it pays when hits * (bits(range) - bits(entries - 1)) beats
+ * values + 8 * its bytes: hashed 40-bit ids do by far, ids already dense in
+ * a catalog of about the dictionary's size do not. */
+int uih_value_dict_pays(const uih_value_dict *d, uint64_t hits, uint64_t values, uint64_t range);
 /* The value of rank `rank` (< entries; column bits), 0 past the end. */
 uint64_t uih_value_dict_value(const uih_value_dict *d, uint32_t rank);
 void uih_value_dict_free(uih_value_dict *d); /* NULL is fine */

@@ -157,8 +157,10 @@ typedef struct uih_load_stats {
   double seconds_read, seconds_sort, seconds_merge; /* per phase (merge includes publishing) */
   /* The new generations' value dictionaries (uih/stripe.h): built by this
    * load (for shareable traits that had none), their entries, and the
-   * serialized bytes of all of them, the base generations' included. */
-  uint64_t dicts_built, dict_entries, dict_bytes;
+   * serialized bytes of all of them, the base generations' included; and
+   * those built but dropped as not paying for themselves (values already
+   * about as narrow as their ranks would be: uih_value_dict_pays). */
+  uint64_t dicts_built, dict_entries, dict_bytes, dicts_declined;
 } uih_load_stats;
 
 /* Loads `inputs` (files, directories of files read in name order, "-" for
