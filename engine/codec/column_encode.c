@@ -389,6 +389,12 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
         uih_wbuf_put(&e->payload, e->cand.data, e->cand.len);
         len = pick_compression(e, t->compression) == STRIPE_COMPRESS_NONE ? e->payload.len : e->comp.len;
       }
+      /* Ranks decode slower than values stored as they are (a lookup each,
+       * often a cache miss): the shared form must save what compression
+       * must save, min_compression_gain, over the best of the others (tried
+       * before it: its bit is the highest). */
+      if (enc == UIH_ENC_SHARED && best != 0 && (double)len > (double)best_len * (1.0 - e->opts.min_compression_gain))
+        continue;
       if (best == 0 || len < best_len) {
         uih_wbuf tmp = e->best;
         e->best = e->cand;

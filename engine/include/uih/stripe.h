@@ -33,7 +33,9 @@ extern "C" {
 
 typedef struct uih_stripe_encoder_opts {
   /* Keep LZ4/ZSTD output only if it is at most (1 - min_gain) of the raw
-   * column; 0.1 means "at least 10% smaller". In [0, 1). */
+   * column, and the shared encoding (ranks in a value dictionary, slower to
+   * decode) only if it is at most that of the best other encoding; 0.1
+   * means "at least 10% smaller". In [0, 1). */
   double min_compression_gain;
   int zstd_level;     /* 1..19 */
   int no_compression; /* 1: never try LZ4/ZSTD (the columns' own encodings still compete) */
