@@ -127,7 +127,7 @@ int ld_dicts_build(const uih_schema *schema, uint32_t shard, const uint8_t *base
   for (size_t i = 0; rc == UIH_OK && i < n; i++) {
     uih_value_dict *d = NULL;
     if (cs[i].used == 0) continue;
-    /* The hits a dictionary gets: its entries' counts (counted before packing). */
+    /* The values counted and how often, out of the table. */
     uint64_t *keys = malloc(cs[i].used * sizeof *keys), *counts = malloc(cs[i].used * sizeof *counts);
     if (!keys || !counts) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "value dictionaries: out of memory");
     size_t k = 0;
