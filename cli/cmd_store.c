@@ -177,10 +177,13 @@ static int print_dicts(uih_store *s, uint32_t shard, uint32_t generation, int li
     const uih_value_dict *d = uih_stripe_context_at(ctx, k);
     const uih_group *g = uih_schema_group_by_id(uih_store_schema(s), uih_value_dict_group(d));
     const uih_trait *t = g ? uih_group_trait_by_id(g, uih_value_dict_trait(d)) : NULL;
-    printf("%s%s.%s %u", k ? ", " : "    value dictionaries: ", g ? g->name : "?", t ? t->name : "?",
-           uih_value_dict_entries(d));
+    if (uih_value_dict_entries(d))
+      printf("%s%s.%s %u", k ? ", " : "    value dictionaries: ", g ? g->name : "?", t ? t->name : "?",
+             uih_value_dict_entries(d));
+    else
+      printf("%s%s.%s declined", k ? ", " : "    value dictionaries: ", g ? g->name : "?", t ? t->name : "?");
   }
-  if (line && *count) printf(" entries, %.2f MB\n", (double)*bytes / 1e6);
+  if (line && *count) printf(" (entries), %.2f MB\n", (double)*bytes / 1e6);
   uih_stripe_context_free(ctx);
   uih_store_scan_close(sc);
   return rc;

@@ -145,8 +145,12 @@ int ld_dicts_build(const uih_schema *schema, uint32_t shard, const uint8_t *base
     for (uint32_t r = 0; rc == UIH_OK && r < uih_value_dict_entries(d); r++)
       hits += counter_get(&cs[i], uih_value_dict_value(d, r));
     if (rc == UIH_OK && !uih_value_dict_pays(d, hits, cs[i].values, cs[i].hi - cs[i].lo)) {
-      uih_value_dict_free(d); /* (values already as dense as their ranks) */
-      stats->declined++;
+      uih_value_dict_free(d); /* (values already as dense as their ranks): */
+      stats->declined++;      /* judged on enough values, its mark instead, so later loads do not count again */
+      if (cs[i].values >= LD_DICT_JUDGED) {
+        rc = uih_value_dict_declined(cs[i].group, cs[i].trait->id, cs[i].trait->type, &d, err);
+        if (rc == UIH_OK) rc = uih_stripe_context_add(ctx, d, err);
+      }
       continue;
     }
     if (rc == UIH_OK) {

@@ -5,7 +5,9 @@
  * (id, int64, uint32, category) of the schema that has none yet gets one,
  * built from the load's own rows of that trait: the values seen at least
  * twice, the 2^20 most frequent at most, kept if it is likely to pay for
- * itself (uih_value_dict_pays: not for ids already dense). A first load of a day's or a
+ * itself (uih_value_dict_pays: not for ids already dense), else, when the
+ * load had enough of its values to judge, replaced by the mark of a
+ * declined trait (no entries), so that later loads do not count it again. A first load of a day's or a
  * backfill's events therefore fixes each trait's ranks; items that become
  * popular later are stored as they are (not ranked) until a rebuild. */
 #ifndef UIH_LOADER_DICTS_H
@@ -20,6 +22,9 @@
 
 #define LD_DICT_MIN_COUNT 2
 #define LD_DICT_MAX_ENTRIES (1u << 20)
+/* Values a decline is judged on for good: below it (a small first load),
+ * a later load counts the trait again. */
+#define LD_DICT_JUDGED (1u << 16)
 /* Distinct values counted per trait; past it, values not seen yet are not
  * counted (those already seen still are), which bounds the memory a day
  * of many distinct ids takes: at most 32 MiB per trait counted (a table of

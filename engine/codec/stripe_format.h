@@ -90,7 +90,8 @@
  *   5          1  trait type (id, int64, uint32 or category)
  *   6          2  feature group id
  *   8          2  trait id
- *   10         .  varint entry count K (1..2^24)
+ *   10         .  varint entry count K (0..2^24; 0: the trait was
+ *                 counted and a dictionary declined, so no stripe names it)
  *              .  FOR sequence of the K values (signed for int64)
  *   len - 4    4  low 32 bits of XXH3-64 of [0, len - 4): also the id
  *                 shared columns name it by

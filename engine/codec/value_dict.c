@@ -64,7 +64,7 @@ static int serialize(uih_value_dict *d) {
   uih_wbuf_u16(b, d->group);
   uih_wbuf_u16(b, d->trait_id);
   uih_wbuf_varint(b, d->count);
-  uint64_t *tmp = malloc(d->count * sizeof *tmp);
+  uint64_t *tmp = malloc((d->count ? d->count : 1) * sizeof *tmp);
   if (!tmp) return -1;
   for (uint32_t r = 0; r < d->count; r++) tmp[r] = stripe_to_u64(d->type, d->values[r]);
   uih_seq_encode(b, tmp, d->count, for_kind(d->type));
@@ -140,6 +140,25 @@ int uih_value_dict_build(uint16_t group, uint16_t trait_id, uih_type type, const
   return UIH_OK;
 }
 
+int uih_value_dict_declined(uint16_t group, uint16_t trait_id, uih_type type, uih_value_dict **out, uih_error *err) {
+  UIH_RETURN_IF(!out, err, UIH_ERR_INVALID_ARGUMENT, "value_dict_declined: NULL out");
+  *out = NULL;
+  UIH_RETURN_IF(!is_dict_type(type), err, UIH_ERR_INVALID_ARGUMENT,
+                "value_dict_declined: trait %u is %s; dictionaries hold id, int64, uint32 and category values",
+                trait_id, uih_type_name(type) ? uih_type_name(type) : "of an unknown type");
+  uih_value_dict *d = calloc(1, sizeof *d);
+  if (d) {
+    d->group = group, d->trait_id = trait_id, d->type = type; /* and no entries */
+    d->values = malloc(sizeof *d->values);
+  }
+  if (!d || !d->values || serialize(d) != 0 || build_index(d) != 0) {
+    uih_value_dict_free(d);
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "value_dict_declined: out of memory");
+  }
+  *out = d;
+  return UIH_OK;
+}
+
 int uih_value_dict_parse(const uint8_t *buf, size_t len, unsigned flags, uih_value_dict **out, uih_error *err) {
   UIH_RETURN_IF(!out, err, UIH_ERR_INVALID_ARGUMENT, "value_dict_parse: NULL out");
   *out = NULL;
@@ -162,7 +181,7 @@ int uih_value_dict_parse(const uint8_t *buf, size_t len, unsigned flags, uih_val
   uih_type type = (uih_type)uih_cursor_u8(&c);
   uint16_t group = uih_cursor_u16(&c), trait_id = uih_cursor_u16(&c);
   uint64_t k = uih_cursor_varint(&c);
-  if (c.bad || !is_dict_type(type) || k == 0 || k > UIH_VALUE_DICT_MAX)
+  if (c.bad || !is_dict_type(type) || k > UIH_VALUE_DICT_MAX)
     return uih_corruption(err, "value dictionary header: type %u or %llu entries is out of range", (unsigned)type,
                           (unsigned long long)k);
   /* Each entry takes at least a bit: a count the bytes cannot hold fails
@@ -171,7 +190,7 @@ int uih_value_dict_parse(const uint8_t *buf, size_t len, unsigned flags, uih_val
     return uih_corruption(err, "value dictionary says %llu entries in %zu bytes", (unsigned long long)k,
                           uih_cursor_left(&c));
   uih_value_dict *d = calloc(1, sizeof *d);
-  if (d) d->values = malloc(k * sizeof *d->values);
+  if (d) d->values = malloc((k ? k : 1) * sizeof *d->values);
   uint64_t *scratch = malloc(UIH_SEQ_BLOCK * sizeof *scratch);
   int rc = UIH_OK;
   if (!d || !d->values || !scratch) {
@@ -217,7 +236,7 @@ uint16_t uih_value_dict_group(const uih_value_dict *d) { return d->group; }
 uint16_t uih_value_dict_trait(const uih_value_dict *d) { return d->trait_id; }
 uint32_t uih_value_dict_entries(const uih_value_dict *d) { return d->count; }
 int uih_value_dict_pays(const uih_value_dict *d, uint64_t hits, uint64_t values, uint64_t range) {
-  if (!d || hits > values) return 0;
+  if (!d || d->count == 0 || hits > values) return 0;
   const unsigned vb = uih_bits(range), rb = uih_bits(d->count - 1);
   if (vb <= rb) return 0;
   const double gain = (double)hits * (vb - rb), cost = (double)values + 8.0 * (double)d->bytes.len;

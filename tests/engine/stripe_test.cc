@@ -1370,6 +1370,23 @@ TEST(ValueDict, BuildsRanksSerializesAndParses) {
   EXPECT_EQ(0, uih_value_dict_pays(big, 100, 100, 1ull << 40)) << "its own bytes outweigh a hundred hits";
   EXPECT_EQ(0, uih_value_dict_pays(big, 2, 1, 1ull << 40));
   uih_value_dict_free(big);
+
+  // A declined trait's mark: no entries, round-trips, never pays, and a
+  // stripe encoded with it in the context does not use it.
+  uih_value_dict* mark = nullptr;
+  ASSERT_EQ(UIH_OK, uih_value_dict_declined(1, 5, UIH_TYPE_ID, &mark, &err)) << err.msg;
+  EXPECT_EQ(0u, uih_value_dict_entries(mark));
+  EXPECT_EQ(0, uih_value_dict_pays(mark, 10, 10, 1ull << 40));
+  const uint8_t* mp;
+  size_t mlen;
+  uih_value_dict_bytes(mark, &mp, &mlen);
+  uih_value_dict* again_mark = nullptr;
+  ASSERT_EQ(UIH_OK, uih_value_dict_parse(mp, mlen, UIH_VALUE_DICT_INDEX, &again_mark, &err)) << err.msg;
+  EXPECT_EQ(uih_value_dict_id(mark), uih_value_dict_id(again_mark));
+  EXPECT_EQ(0u, uih_value_dict_entries(again_mark));
+  uih_value_dict_free(again_mark);
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_value_dict_declined(1, 5, UIH_TYPE_FLAG, &again_mark, &err));
+  uih_value_dict_free(mark);
 }
 
 // Popular ids stored as ranks: with a dictionary of the catalog's head, a

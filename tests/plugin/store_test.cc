@@ -413,7 +413,7 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
     for (size_t i = 0; i < uih_stripe_context_count(ctx.get()); i++) {
       const uih_value_dict* d = uih_stripe_context_at(ctx.get(), i);
       const bool score = uih_value_dict_trait(d) == 4;
-      item_dicts += !score;
+      item_dicts += !score && uih_value_dict_entries(d) > 0;
       for (uint32_t r = 0; r < uih_value_dict_entries(d); r++) {
         const uint64_t v = uih_value_dict_value(d, r);
         if (score) {
@@ -1255,6 +1255,32 @@ TEST_F(StoreTest, ValueDictionariesGoWithTheirGenerationAndAreChecked) {
                 -(int64_t{1} << 40) * (1 + (7 * 3 + i) % 9));
     uih_batch_free(b);
     uih_store_close(n);
+  }
+  {  // A trait whose dictionary would not pay, judged on enough values, is
+     // marked declined (a dictionary of no entries) and not counted again.
+    const char* schema = R"({"name": "c", "version": 1, "groups": [{"name": "a", "id": 1, "stripe_events": 256,
+      "traits": [{"name": "ts", "id": 1, "type": "timestamp"}, {"name": "code", "id": 2, "type": "uint32"}]}]})";
+    const std::string path = dir_ / "c";
+    ASSERT_EQ(uih_store_init(path.c_str(), schema, strlen(schema), "c.json", 1, &err), UIH_OK) << uih_error_message(&err);
+    uih_store* c = nullptr;
+    ASSERT_EQ(uih_store_open(path.c_str(), nullptr, &c, &err), UIH_OK) << uih_error_message(&err);
+    for (int day = 0; day < 2; day++) {
+      std::string text = "user_id,group,ts,code\n", csv = dir_ / ("c" + std::to_string(day) + ".csv");
+      const int per_user = day == 0 ? 3500 : 5;  // 70,000 values on day 0: enough to judge
+      for (int u = 1; u <= 20; u++)
+        for (int i = 0; i < per_user; i++)
+          text += std::to_string(u) + ",a," + std::to_string(kBase + day * kDay + i) + "," + std::to_string((u + i) % 8) + "\n";
+      WriteFile(csv, text);
+      uih_load_stats st{};
+      ASSERT_EQ(Load(c, {csv}, kBase + (day + 1) * kDay, 0, &err, size_t{64} << 20, 1, &st), UIH_OK)
+          << uih_error_message(&err);
+      EXPECT_EQ(st.dicts_built, 0u);
+      EXPECT_EQ(st.dicts_declined, day == 0 ? 1u : 0u) << "day " << day;
+      ContextPtr ctx = ScanContext(c, 0);
+      ASSERT_EQ(uih_stripe_context_count(ctx.get()), 1u) << "day " << day;
+      EXPECT_EQ(uih_value_dict_entries(uih_stripe_context_at(ctx.get(), 0)), 0u);
+    }
+    uih_store_close(c);
   }
   for (int day = 0; day < 3; day++) {
     std::string text = kHeader, path = dir_ / ("d" + std::to_string(day) + ".csv");

@@ -155,7 +155,7 @@ int uih_stripe_decode(uih_stripe_decoder *dec, const uint8_t *buf, size_t len, u
  * UIH_ERR_NOT_FOUND rather than guessing. */
 typedef struct uih_value_dict uih_value_dict;
 
-#define UIH_VALUE_DICT_MAX (1u << 24) /* entries */
+#define UIH_VALUE_DICT_MAX (1u << 24) /* entries (0: a declined trait's mark) */
 
 /* Builds the dictionary of trait `trait_id` of feature group `group` from n distinct values (column bits:
  * zero-extended for 4-byte types) and how often each occurs: those counted
@@ -170,6 +170,12 @@ enum {
   UIH_VALUE_DICT_INDEX = 1 << 0, /* parse: also index the values, for encoders (about 24 bytes per
                                     entry; decoders need none) */
 };
+
+/* A dictionary of no entries for a group's trait: the mark that its values
+ * were counted and a dictionary declined (uih_value_dict_pays), which no
+ * stripe can use and which keeps a store's later loads from counting them
+ * again. */
+int uih_value_dict_declined(uint16_t group, uint16_t trait_id, uih_type type, uih_value_dict **out, uih_error *err);
 
 /* Parses a serialized dictionary (untrusted bytes: checksum, bounds, the
  * values' encoding all checked). Errors: UIH_ERR_CORRUPTION naming what is
