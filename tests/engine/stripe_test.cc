@@ -82,6 +82,17 @@ class Stripe : public testing::Test {
 };
 
 using ContextPtr = std::unique_ptr<uih_stripe_context, void (*)(uih_stripe_context*)>;
+using EncoderPtr = std::unique_ptr<uih_stripe_encoder, void (*)(uih_stripe_encoder*)>;
+
+// An encoder with the default options but these (fast, no_checksum).
+EncoderPtr MakeEncoder(int fast, int no_checksum) {
+  uih_stripe_encoder_opts o = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
+  o.fast = fast;
+  o.no_checksum = no_checksum;
+  uih_stripe_encoder* e = nullptr;
+  EXPECT_EQ(UIH_OK, uih_stripe_encoder_create(&o, &e, nullptr));
+  return EncoderPtr(e, uih_stripe_encoder_free);
+}
 
 // A context with a value dictionary for each column of `b` that may have
 // one: a random part of the column's distinct values (so some values are
@@ -494,11 +505,9 @@ TEST_F(Stripe, EncoderRejectsWhatAStripeCannotHold) {
 // deterministically, inside the schema's hints and never compressed; it
 // uses several encodings, and is not far from the competition's size.
 TEST_F(Stripe, AFastEncoderRoundTripsInsideTheHints) {
-  uih_stripe_encoder_opts o = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
-  o.fast = 1;
-  uih_stripe_encoder* fast = nullptr;
-  ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&o, &fast, nullptr));
-  std::unique_ptr<uih_stripe_encoder, void (*)(uih_stripe_encoder*)> own(fast, uih_stripe_encoder_free);
+  EncoderPtr own = MakeEncoder(1, 0);
+  uih_stripe_encoder* fast = own.get();
+  ASSERT_NE(nullptr, fast);
   std::mt19937_64 rng(43);
   uint32_t encodings_seen = 0;
   uint64_t fast_bytes = 0, best_bytes = 0;
@@ -646,11 +655,9 @@ TEST_F(Stripe, SmoothFloatsGetByteStreamSplitAndCompression) {
 // (the sanitizer build runs this too).
 TEST_F(Stripe, EveryBitFlipAndTruncationIsHandled) {
   std::mt19937_64 rng(11);
-  uih_stripe_encoder_opts bare = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
-  bare.no_checksum = 1;
-  uih_stripe_encoder* no_sum = nullptr;
-  ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&bare, &no_sum, nullptr));
-  std::unique_ptr<uih_stripe_encoder, void (*)(uih_stripe_encoder*)> keep(no_sum, uih_stripe_encoder_free);
+  EncoderPtr keep = MakeEncoder(0, 1);
+  uih_stripe_encoder* no_sum = keep.get();
+  ASSERT_NE(nullptr, no_sum);
   for (int iter = 0; iter < 8; iter++) {
     SchemaPtr schema;
     Parse(uih_test::RandomSchemaJson(rng, 4), &schema);
@@ -1139,11 +1146,9 @@ TEST_F(Stripe, CommonStepsAreStoredOnce) {
   SchemaPtr s;
   Parse(kStepped, &s);
   const uih_group* g = uih_schema_group_at(s.s, 0);
-  uih_stripe_encoder_opts fast_opts = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
-  fast_opts.fast = 1;
-  uih_stripe_encoder* fast = nullptr;
-  ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&fast_opts, &fast, nullptr));
-  std::unique_ptr<uih_stripe_encoder, void (*)(uih_stripe_encoder*)> keep(fast, uih_stripe_encoder_free);
+  EncoderPtr keep = MakeEncoder(1, 0);
+  uih_stripe_encoder* fast = keep.get();
+  ASSERT_NE(nullptr, fast);
   std::mt19937_64 rng(19);
   for (uint32_t n : {2u, 18u, 127u, 129u, 1000u, 5000u}) {
     SCOPED_TRACE("n = " + std::to_string(n));
@@ -1455,10 +1460,9 @@ TEST_F(Stripe, SharedColumnsNeedTheirDictionary) {
     uih_stripe_decoder_set_context(dec_, nullptr);
   }
   // A fast encoder's stripes stand alone, context or not.
-  uih_stripe_encoder_opts fo = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
-  fo.fast = 1;
-  uih_stripe_encoder* fast = nullptr;
-  ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&fo, &fast, nullptr));
+  EncoderPtr fast_enc = MakeEncoder(1, 0);
+  uih_stripe_encoder* fast = fast_enc.get();
+  ASSERT_NE(nullptr, fast);
   uih_stripe_encoder_set_context(fast, ctx);
   BatchPtr in, out;
   ASSERT_NO_FATAL_FAILURE(MakeBatches(g, 100, &in, &out));
@@ -1474,7 +1478,6 @@ TEST_F(Stripe, SharedColumnsNeedTheirDictionary) {
   uih_stripe_column_info ci{};
   EXPECT_EQ(UIH_OK, uih_stripe_column_at(p, len, 1, &ci, nullptr));
   EXPECT_NE(UIH_ENC_SHARED, ci.encoding);
-  uih_stripe_encoder_free(fast);
 }
 
 // A context's dictionaries travel as one value (what a store keeps per
