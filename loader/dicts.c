@@ -81,9 +81,7 @@ static int count_rows(ld_sorter *sorter, uint32_t shard, counter *cs, size_t n, 
     const uint16_t group = ld_row_group(rec);
     for (size_t i = 0; i < n && rc == UIH_OK; i++) {
       uint64_t v;
-      if (cs[i].group != group || !ld_row_value(rec, len, &cs[i].layout, &v)) continue;
-      if (cs[i].trait->type == UIH_TYPE_INT64) v ^= UINT64_C(0x8000000000000000); /* rows keep it sign-flipped */
-      if (counter_add(&cs[i], v) != 0)
+      if (cs[i].group == group && ld_row_value(rec, len, &cs[i].layout, &v) && counter_add(&cs[i], v) != 0)
         rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "value dictionaries: out of memory counting values");
     }
   }

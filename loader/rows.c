@@ -102,6 +102,7 @@ void ld_row_layout_of(const uih_group *g, const uih_trait *t, ld_row_layout *out
   /* value columns in ascending trait id, as batches order them */
   out->nv = 0;
   out->target = UINT32_MAX;
+  out->flip = to_stored(t, 0);
   int prev = -1;
   for (;;) {
     const uih_trait *next = NULL;
@@ -126,6 +127,6 @@ int ld_row_value(const uint8_t *rec, uint32_t len, const ld_row_layout *l, uint6
   for (uint32_t v = 0; v < l->target; v++)
     if (presence[v >> 3] >> (v & 7) & 1) at += l->width[v];
   if (at + l->width[l->target] > len) return 0;
-  *bits = ld_load_be(rec + at, l->width[l->target]);
+  *bits = ld_load_be(rec + at, l->width[l->target]) ^ l->flip;
   return 1;
 }

@@ -42,13 +42,15 @@ int ld_row_append(const uint8_t *rec, uint32_t len, uint32_t arrival, uih_batch 
 typedef struct ld_row_layout {
   uint32_t nv;                   /* value columns */
   uint32_t target;               /* the trait's value column */
+  uint64_t flip;                 /* what the row xors the trait's bits with (int64: the sign bit) */
   uint8_t width[UIH_TRAITS_MAX]; /* each value column's width */
 } ld_row_layout;
 
 /* The layout of group `g`'s rows for trait `t` (an active value trait of g). */
 void ld_row_layout_of(const uih_group *g, const uih_trait *t, ld_row_layout *out);
-/* 1 and *bits when row `rec` (`len` bytes) has a value of the layout's
- * trait, 0 when it has none or the row does not fit the layout. */
+/* 1 and *bits (the value's bits as a batch column holds them) when row
+ * `rec` (`len` bytes) has a value of the layout's trait, 0 when it has none
+ * or the row does not fit the layout. */
 int ld_row_value(const uint8_t *rec, uint32_t len, const ld_row_layout *l, uint64_t *bits);
 
 static inline uint64_t ld_load_be(const uint8_t *p, unsigned n) {
