@@ -165,13 +165,11 @@ static int print_dicts(uih_store *s, uint32_t shard, uint32_t generation, int li
   uih_store_scan *sc = NULL;
   uih_stripe_context *ctx = NULL;
   int rc = uih_store_scan_open(s, shard, generation, &sc, err);
-  if (rc == UIH_OK) {
-    const uint8_t *p;
-    size_t len;
-    uih_store_scan_dicts(sc, &p, &len);
-    *bytes = len;
-    rc = uih_stripe_context_parse(p, len, 0, &ctx, err);
-  }
+  const uint8_t *p = NULL;
+  size_t len = 0;
+  if (rc == UIH_OK) rc = uih_store_scan_dicts(sc, &p, &len, err);
+  *bytes = len;
+  if (rc == UIH_OK) rc = uih_stripe_context_parse(p, len, 0, &ctx, err);
   *count = uih_stripe_context_count(ctx);
   for (size_t k = 0; line && k < *count; k++) {
     const uih_value_dict *d = uih_stripe_context_at(ctx, k);

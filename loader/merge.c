@@ -400,7 +400,7 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
    * those built for traits without one encode the new ones. */
   const uint8_t *base = NULL;
   size_t base_len = 0;
-  if (scan) uih_store_scan_dicts(scan, &base, &base_len);
+  if (rc == UIH_OK) rc = uih_store_scan_dicts(scan, &base, &base_len, err);
   if (rc == UIH_OK && (rc = ld_dicts_build(m->schema, m->shard, base, base_len, m->sorter, &s.ctx, &m->dicts, err)) != UIH_OK)
     uih_error_prefix(err, "shard %u: ", m->shard);
   uih_stripe_encoder_set_context(s.enc, s.ctx);

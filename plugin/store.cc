@@ -43,23 +43,15 @@ namespace fs = std::filesystem;
 
 namespace uih {
 
-std::string GenerationKey(uint32_t generation) {
-  std::string k = kGenerationKeyPrefix;
-  AppendBE32(&k, generation);
+static std::string KeyBE32(const char* prefix, uint32_t n) {
+  std::string k = prefix;
+  AppendBE32(&k, n);
   return k;
 }
 
-std::string SchemaKey(uint32_t version) {
-  std::string k = kSchemaKeyPrefix;
-  AppendBE32(&k, version);
-  return k;
-}
-
-std::string DictsKey(uint32_t generation) {
-  std::string k = kDictsKeyPrefix;
-  AppendBE32(&k, generation);
-  return k;
-}
+std::string GenerationKey(uint32_t generation) { return KeyBE32(kGenerationKeyPrefix, generation); }
+std::string SchemaKey(uint32_t version) { return KeyBE32(kSchemaKeyPrefix, version); }
+std::string DictsKey(uint32_t generation) { return KeyBE32(kDictsKeyPrefix, generation); }
 
 std::string ErasedKey(uint64_t user) {
   std::string k = kErasedKeyPrefix;
@@ -423,7 +415,7 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
       st = raw->db->Get(ReadOptions(), raw->meta, uih::DictsKey(g), &dicts);
       if (!st.ok() && !st.IsNotFound()) return Fail(err, raw->path, st, "reading generation " + std::to_string(g) + "'s value dictionaries");
       st = Status::OK();
-      rc = gen->SetDicts(std::move(dicts), "store " + raw->path, err);
+      rc = gen->SetDicts(dicts, "store " + raw->path, err);
       if (rc != UIH_OK) return rc;
       continue;
     }

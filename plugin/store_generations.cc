@@ -336,10 +336,23 @@ int uih_store_scan_next(uih_store_scan* sc, const uint8_t** key, size_t* key_len
   return uih::CallC(err, "uih_store_scan_next", [&] { return ScanNext(sc, key, key_len, value, value_len, err); });
 }
 
-void uih_store_scan_dicts(const uih_store_scan* sc, const uint8_t** bytes, size_t* len) {
-  const bool any = sc && sc->gen;
-  *bytes = any ? reinterpret_cast<const uint8_t*>(sc->gen->dicts.data()) : nullptr;
-  *len = any ? sc->gen->dicts.size() : 0;
+int uih_store_scan_dicts(uih_store_scan* sc, const uint8_t** bytes, size_t* len, uih_error* err) {
+  return uih::CallC(err, "uih_store_scan_dicts", [&]() -> int {
+    if (sc == nullptr || bytes == nullptr || len == nullptr)
+      return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_scan_dicts: NULL argument");
+    if (!sc->dicts_made && sc->gen && sc->gen->ctx) {  // derived from the parsed set: kept once
+      uint8_t* p = nullptr;
+      size_t n = 0;
+      int rc = uih_stripe_context_serialize(sc->gen->ctx, &p, &n, err);
+      if (rc != UIH_OK) return rc;
+      sc->dicts.assign(reinterpret_cast<const char*>(p), n);
+      free(p);
+    }
+    sc->dicts_made = true;
+    *bytes = reinterpret_cast<const uint8_t*>(sc->dicts.data());
+    *len = sc->dicts.size();
+    return UIH_OK;
+  });
 }
 
 void uih_store_scan_close(uih_store_scan* sc) {
@@ -379,14 +392,11 @@ int uih_store_schema_add(uih_store* s, const char* json, size_t len, const char*
 }
 
 int uih_store_writer_set_dicts(uih_store_writer* w, const uint8_t* bytes, size_t len, uih_error* err) {
-  return uih::CallC(err, "uih_store_writer_set_dicts", [&] {
+  return uih::CallC(err, "uih_store_writer_set_dicts", [&]() -> int {
     if (w == nullptr || (bytes == nullptr && len))
       return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_writer_set_dicts: NULL argument");
-    uih_stripe_context* check = nullptr;  // what readers would refuse is not written
-    int rc = uih_stripe_context_parse(bytes, len, 0, &check, err);
-    uih_stripe_context_free(check);
-    if (rc == UIH_OK) w->dicts.assign(reinterpret_cast<const char*>(bytes), len);
-    return rc;
+    w->dicts.assign(reinterpret_cast<const char*>(bytes), len);  // parsed by the publish, before it writes
+    return UIH_OK;
   });
 }
 

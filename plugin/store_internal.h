@@ -32,14 +32,13 @@ struct Generation {
   uih_generation record{};
   DB* db = nullptr;
   ColumnFamilyHandle* cf = nullptr;
-  // The value dictionaries its stripes' shared columns may name (the
-  // uih.dicts/<g> value; empty: none) and, parsed, what decoders of its
-  // stripes are given (uih_stripe_decoder_set_context; null: none).
-  std::string dicts;
+  // The value dictionaries its stripes' shared columns may name, parsed
+  // from the uih.dicts/<g> value: what decoders of its stripes are given
+  // (uih_stripe_decoder_set_context; null: none).
   uih_stripe_context* ctx = nullptr;
 
-  // Parses `bytes` into dicts and ctx; an error names the generation.
-  int SetDicts(std::string bytes, const std::string& where, uih_error* err) {
+  // Parses `bytes` (empty: none) into ctx; an error names the generation.
+  int SetDicts(const std::string& bytes, const std::string& where, uih_error* err) {
     uih_stripe_context* parsed = nullptr;
     if (!bytes.empty()) {
       int rc = uih_stripe_context_parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, &parsed, err);
@@ -50,7 +49,6 @@ struct Generation {
     }
     uih_stripe_context_free(ctx);
     ctx = parsed;
-    dicts = std::move(bytes);
     return UIH_OK;
   }
 
@@ -169,6 +167,8 @@ struct uih_store_scan {
   std::shared_ptr<uih::Generation> gen;  // null: an empty scan
   std::unique_ptr<rocksdb::Iterator> it;
   bool started = false;
+  std::string dicts;  // gen's dictionaries serialized, once asked for (uih_store_scan_dicts)
+  bool dicts_made = false;
 };
 
 struct uih_store_writer {

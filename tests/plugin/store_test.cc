@@ -200,8 +200,8 @@ ContextPtr ScanContext(uih_store* s, uint32_t shard) {
   EXPECT_EQ(uih_store_scan_open(s, shard, 0, &sc, nullptr), UIH_OK);
   const uint8_t* p;
   size_t n;
-  uih_store_scan_dicts(sc, &p, &n);
   uih_error err{};
+  EXPECT_EQ(uih_store_scan_dicts(sc, &p, &n, &err), UIH_OK) << uih_error_message(&err);
   EXPECT_EQ(uih_stripe_context_parse(p, n, 0, &ctx, &err), UIH_OK) << uih_error_message(&err);
   uih_store_scan_close(sc);
   return ContextPtr(ctx, uih_stripe_context_free);

@@ -225,9 +225,9 @@ int uih_store_scan_open(uih_store *s, uint32_t shard, uint32_t generation, uih_s
 int uih_store_scan_next(uih_store_scan *sc, const uint8_t **key, size_t *key_len, const uint8_t **value,
                         size_t *value_len, uih_error *err);
 /* The scanned generation's value dictionaries (uih/stripe.h), as
- * uih_stripe_context_serialize wrote them (empty: none): parsed into a
+ * uih_stripe_context_serialize writes them (empty: none): parsed into a
  * context, what decodes its stripes' shared columns. Valid until close. */
-void uih_store_scan_dicts(const uih_store_scan *sc, const uint8_t **bytes, size_t *len);
+int uih_store_scan_dicts(uih_store_scan *sc, const uint8_t **bytes, size_t *len, uih_error *err);
 void uih_store_scan_close(uih_store_scan *sc); /* NULL is fine */
 
 /* Builds the shard's next generation (the current one + 1): add the
@@ -247,9 +247,9 @@ int uih_store_writer_add(uih_store_writer *w, const uint8_t *key, size_t key_len
 int uih_store_writer_finish(uih_store_writer *w, uih_error *err);
 /* The value dictionaries of the generation being built (every one its
  * stripes name, those of the generation it builds on included, as its
- * copied stripes name them), a uih_stripe_context_serialize value checked
- * here, stored with its record when it is published and given to every
- * decoder of its stripes. */
+ * copied stripes name them), a uih_stripe_context_serialize value, checked
+ * when it is published (before anything is written), stored with its
+ * record and given to every decoder of its stripes. */
 int uih_store_writer_set_dicts(uih_store_writer *w, const uint8_t *bytes, size_t len, uih_error *err);
 /* Erases every event of `user_id` in the shard's mutable tier, in the
  * write that publishes the generation (right to delete). */
