@@ -105,7 +105,7 @@ int ld_dicts_build(const uih_schema *schema, uint32_t shard, const uint8_t *base
     const uih_group *g = uih_schema_group_at(schema, gi);
     for (uint32_t ti = 0; ti < g->ntraits; ti++) {
       const uih_trait *t = &g->traits[ti];
-      if (!uih_trait_active(t) || t == g->ts || !(t->encodings & UIH_ENC_SHARED) || has_dict(ctx, g->id, t->id))
+      if (!uih_trait_active(t) || t == g->ts || !(t->encodings & UIH_ENC_DICTIONARY) || has_dict(ctx, g->id, t->id))
         continue;
       if (n == cap) {
         cap = cap ? 2 * cap : 8;

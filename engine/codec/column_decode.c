@@ -339,6 +339,129 @@ static int dec_shared(uih_stripe_decoder *d, uih_cursor *c, const stripe_dir_ent
   return UIH_OK;
 }
 
+/* A coded block's stream of prefix codes, checked once read: `used` bits
+ * in `len` bytes, the rest of the last byte zero. */
+static int stream_done(const pc_reader *r, const uint8_t *bits, size_t len) {
+  size_t used = pc_reader_used(r);
+  if ((used + 7) / 8 != len) return -1;
+  return (used & 7) && (bits[len - 1] >> (used & 7)) != 0 ? -1 : 0;
+}
+
+/* One value of a coded block from `r`: the entry under its next bits, the
+ * rank it gives, the value (clamped loads and a mask rather than branches:
+ * escapes are four in ten values of hashed ids). */
+static inline uint64_t coded_value(pc_reader *r, const dict_sym *tab, const uint64_t *values, uint32_t last,
+                                   const uint64_t *others, size_t *esc, uint32_t *over) {
+  if (r->n < PC_MAX_LEN + 24) pc_refill(r); /* a code and up to 24 raw bits */
+  const dict_sym e = tab[r->acc & (PC_TABLE_SIZE - 1)];
+  const uint64_t raw = (r->acc >> dict_sym_len(e)) & ((UINT64_C(1) << dict_sym_raw(e)) - 1);
+  const uint32_t rank = dict_sym_base(e) + (uint32_t)raw;
+  r->acc >>= dict_sym_shift(e); /* one shift past the code and its raw bits */
+  r->n -= dict_sym_shift(e);
+  *over |= rank > last;
+  const uint64_t hit = values[rank < last ? rank : last], miss = others[*esc];
+  const uint64_t escape = dict_sym_escape(e), keep = 0 - escape;
+  *esc += escape;
+  return (hit & ~keep) | (miss & keep);
+}
+
+/* One block of a coded column: its `count` values into tmp[0..count),
+ * even positions from stream 0 and odd ones from stream 1, decoded side by
+ * side (two chains of dependent loads instead of one); escapes take
+ * `others` in order, which has room for `count` of them (a value past the
+ * block's escapes may be loaded and dropped). Values are in the
+ * dictionary's form: the caller adds the type's flip. Checks the block
+ * whole: escapes against `misses`, each stream's bits against its length,
+ * ranks against the dictionary. */
+static int dec_coded_block(const uih_value_dict *dict, const uint8_t *const bits[2], const size_t len[2],
+                           const size_t loadable[2], size_t count, size_t misses, const uint64_t *others,
+                           uint64_t *tmp) {
+  const dict_sym *tab = dict->table;
+  const uint64_t *values = dict->values;
+  const uint32_t last = dict->count - 1; /* a dictionary with a model has entries */
+  pc_reader r0 = pc_reader_make(bits[0], len[0], loadable[0]), r1 = pc_reader_make(bits[1], len[1], loadable[1]);
+  size_t esc = 0, k = 0;
+  uint32_t over = 0;
+  for (; k + 1 < count; k += 2) {
+    tmp[k] = coded_value(&r0, tab, values, last, others, &esc, &over);
+    tmp[k + 1] = coded_value(&r1, tab, values, last, others, &esc, &over);
+  }
+  if (k < count) tmp[k] = coded_value(&r0, tab, values, last, others, &esc, &over);
+  if (over || esc != misses || stream_done(&r0, bits[0], len[0]) != 0) return -1;
+  return count > 1 ? stream_done(&r1, bits[1], len[1]) : (len[1] == 0 ? 0 : -1);
+}
+
+/* Values [a, b) of a coded column (stripe_format.h), in the uint64 form.
+ * Every block's header is read (to find the blocks of [a, b) and how many
+ * values the dictionary does not hold before them); only the blocks
+ * holding [a, b) are decoded, whole, and only their escaped values. */
+static int dec_coded(uih_stripe_decoder *d, uih_cursor *c, const stripe_dir_entry *de, size_t m, size_t a,
+                     size_t b, uint64_t *out, uih_error *err) {
+  uih_type t = (uih_type)de->type;
+  uint16_t id = uih_cursor_u16(c);
+  uint64_t o = uih_cursor_varint(c);
+  if (c->bad || o >= m) return bad(err, de, "coded values have a truncated header or escape every value");
+  const uih_value_dict *dict = stripe_context_find_coded(d->ctx, d->group, de->trait_id, id);
+  if (!dict)
+    return uih_error_set(err, UIH_ERR_NOT_FOUND,
+                         "stripe column of trait %u is coded against a value dictionary whose id ends in %04x, "
+                         "which the decoder's context %s", de->trait_id, id,
+                         d->ctx ? "does not hold" : "(none) cannot give");
+  if (dict->type != t) return bad(err, de, "its value dictionary holds values of another type");
+  /* The escaped values come first: step over them, decode the needed ones
+   * once the blocks say which. */
+  uih_cursor at_others = *c;
+  if (uih_seq_skip(c, o, for_kind(t)) != 0) return bad(err, de, "escaped values are truncated or malformed");
+  struct {
+    const uint8_t *bits[2];
+    size_t len[2], loadable[2];
+    uint32_t misses;
+  } blocks[UIH_STRIPE_EVENTS_MAX / UIH_SEQ_BLOCK];
+  const size_t nblocks = (m + UIH_SEQ_BLOCK - 1) / UIH_SEQ_BLOCK;
+  const size_t first = a / UIH_SEQ_BLOCK, last = b > a ? (b - 1) / UIH_SEQ_BLOCK + 1 : first;
+  if (nblocks > sizeof blocks / sizeof blocks[0]) return bad(err, de, "coded values are too many");
+  size_t sum = 0, oa = 0, ob = 0;
+  for (size_t i = 0; i < nblocks; i++) {
+    const size_t count = i + 1 < nblocks ? UIH_SEQ_BLOCK : m - i * UIH_SEQ_BLOCK;
+    uint64_t misses = nblocks > 1 ? uih_cursor_varint(c) : o, len0 = uih_cursor_varint(c);
+    uint64_t len1 = i + 1 < nblocks ? uih_cursor_varint(c) : 0;
+    const uint8_t *s0 = c->bad || len0 > uih_cursor_left(c) ? NULL : uih_cursor_take(c, (size_t)len0);
+    if (i + 1 == nblocks) len1 = uih_cursor_left(c);
+    const uint8_t *s1 = !s0 || len1 > uih_cursor_left(c) ? NULL : uih_cursor_take(c, (size_t)len1);
+    if (!s0 || !s1 || misses > count || len0 == 0 || (count > 1) != (len1 > 0))
+      return bad(err, de, "a coded block's header is truncated or impossible");
+    blocks[i].bits[0] = s0, blocks[i].bits[1] = s1;
+    blocks[i].len[0] = (size_t)len0, blocks[i].len[1] = (size_t)len1;
+    blocks[i].loadable[0] = (size_t)(c->over - s0), blocks[i].loadable[1] = (size_t)(c->over - s1);
+    blocks[i].misses = (uint32_t)misses;
+    if (i < first) oa += misses;
+    if (i < last) ob += misses;
+    sum += misses;
+  }
+  if (sum != o) return bad(err, de, "coded blocks do not count the escaped values");
+  uint64_t blk[UIH_SEQ_BLOCK], tmp[UIH_SEQ_BLOCK], *others = d->aux2;
+  if (uih_seq_decode(&at_others, o, for_kind(t), oa, ob, others, blk) != 0)
+    return bad(err, de, "escaped values are truncated or malformed");
+  /* Both kinds of value in the dictionary's form (column bits), turned
+   * into the uint64 form as they are copied out. */
+  const uint64_t flip = stripe_to_u64(t, 0);
+  if (flip)
+    for (size_t i = 0; i < ob - oa; i++) others[i] ^= flip;
+  size_t taken = 0;
+  for (size_t i = first; i < last; i++) {
+    const size_t k0 = i * UIH_SEQ_BLOCK, k1 = k0 + UIH_SEQ_BLOCK < m ? k0 + UIH_SEQ_BLOCK : m;
+    /* others[taken, taken + k1 - k0) lies inside the decoder's array (taken
+     * <= k0, k1 <= m); more escapes than the block counts fail after it */
+    if (dec_coded_block(dict, blocks[i].bits, blocks[i].len, blocks[i].loadable, k1 - k0, blocks[i].misses,
+                        others + taken, tmp) != 0)
+      return bad(err, de, "a coded block is malformed (its codes, ranks, escapes or lengths)");
+    taken += blocks[i].misses;
+    const size_t lo = k0 > a ? k0 : a, hi = k1 < b ? k1 : b;
+    for (size_t k = lo; k < hi; k++) out[k - a] = tmp[k - k0] ^ flip;
+  }
+  return UIH_OK;
+}
+
 /* out[i] = base + step * out[i] (mod 2^64) for i < n: the multiples back
  * to values. An AVX2 copy is chosen at load time where the CPU has it (four
  * 64-bit products from 32-bit multiplies a vector). */
@@ -522,6 +645,8 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
     UIH_FORWARD(dec_scaled(&c, de, m, ra, rb, ts_base, fused ? flip : 0, vals, &in_order, err));
   } else if (m > 0 && (1u << de->encoding) == UIH_ENC_SHARED) {
     UIH_FORWARD(dec_shared(d, &c, de, m, ra, rb, vals, err));
+  } else if (m > 0 && (1u << de->encoding) == UIH_ENC_CODED) {
+    UIH_FORWARD(dec_coded(d, &c, de, m, ra, rb, vals, err));
   } else if (m > 0 && (dec_values(d, &c, de->encoding, m, ra, rb, t, fused ? flip : 0, vals, &in_order) != 0 ||
                        c.bad)) {
     return bad(err, de, "values are truncated or malformed");

@@ -153,6 +153,58 @@ static int enc_shared(uih_stripe_encoder *e, uih_wbuf *out, const uih_value_dict
   return 0;
 }
 
+/* The coded form (stripe_format.h) against dictionary `d`, which has a
+ * model: the values it does not hold, then per block of UIH_SEQ_BLOCK
+ * values two streams of prefix codes (even and odd positions: a decoder
+ * follows two chains of bits at once). Returns 0, or -1 if it holds none
+ * of the values. */
+static int enc_coded(uih_stripe_encoder *e, uih_wbuf *out, const uih_value_dict *d, const uint64_t *v, size_t m,
+                     uih_type t) {
+  uint64_t *others = e->aux2;
+  uint32_t *misses = (uint32_t *)e->aux; /* per block; m / UIH_SEQ_BLOCK + 1 fit in m values' room */
+  const uint32_t esc = d->nsym - 1;
+  const size_t nblocks = (m + UIH_SEQ_BLOCK - 1) / UIH_SEQ_BLOCK;
+  size_t o = 0;
+  for (size_t k = 0; k < m; k++) {
+    uint32_t r;
+    if (k % UIH_SEQ_BLOCK == 0) misses[k / UIH_SEQ_BLOCK] = 0;
+    if (!value_dict_rank(d, stripe_from_u64(t, v[k]), &r)) {
+      others[o++] = v[k];
+      misses[k / UIH_SEQ_BLOCK]++;
+    }
+  }
+  if (o == m) return -1;
+  uih_wbuf_u16(out, (uint16_t)d->id);
+  uih_wbuf_varint(out, o);
+  uih_seq_encode(out, others, o, for_kind(t));
+  for (size_t b = 0; b < nblocks; b++) {
+    const size_t start = b * UIH_SEQ_BLOCK, stop = start + UIH_SEQ_BLOCK < m ? start + UIH_SEQ_BLOCK : m;
+    pc_writer w[2] = {{.out = &e->streams[0]}, {.out = &e->streams[1]}};
+    uih_wbuf_reset(&e->streams[0]);
+    uih_wbuf_reset(&e->streams[1]);
+    for (size_t k = start; k < stop; k++) {
+      pc_writer *s = &w[(k - start) & 1];
+      uint32_t r;
+      if (value_dict_rank(d, stripe_from_u64(t, v[k]), &r)) {
+        unsigned raw;
+        uint32_t bits, sym = dict_symbol_of(d->direct, r, &raw, &bits);
+        pc_put(s, d->codes[sym], d->lens[sym]);
+        pc_put(s, bits, raw);
+      } else {
+        pc_put(s, d->codes[esc], d->lens[esc]);
+      }
+    }
+    pc_flush(&w[0]);
+    pc_flush(&w[1]);
+    if (nblocks > 1) uih_wbuf_varint(out, misses[b]);
+    uih_wbuf_varint(out, e->streams[0].len);
+    if (b + 1 < nblocks) uih_wbuf_varint(out, e->streams[1].len); /* the last runs to the end */
+    uih_wbuf_put(out, e->streams[0].data, e->streams[0].len);
+    uih_wbuf_put(out, e->streams[1].data, e->streams[1].len);
+  }
+  return e->streams[0].oom || e->streams[1].oom ? -1 : 0;
+}
+
 static void enc_values(uih_stripe_encoder *e, uih_wbuf *out, uint32_t enc, const uint64_t *v,
                        size_t m, uih_type t) {
   switch (enc) {
@@ -348,9 +400,13 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
   /* The shared form needs a dictionary of the trait; a fast encoder's
    * stripes stand alone. */
   const uih_value_dict *dict = e->opts.fast ? NULL : stripe_context_encoding(e->ctx, e->group, t->id, t->type);
-  if (!dict) allowed &= ~UIH_ENC_SHARED; /* (the schema allows another: see schema_json.c) */
+  if (!dict) allowed &= ~UIH_ENC_DICTIONARY; /* (the schema allows another: see schema_json.c) */
+  /* The coded form needs a model, and names its dictionary by 16 bits of
+   * its id: no other dictionary of the trait in the context may share them. */
+  if (dict && (!dict->nsym || stripe_context_find_coded(e->ctx, e->group, t->id, (uint16_t)dict->id) != dict))
+    allowed &= ~UIH_ENC_CODED;
   int stored = t->type == UIH_TYPE_FLOAT32 && t->compression != UIH_COMPRESS_NONE;
-  size_t presence_len = e->payload.len, best_len = 0;
+  size_t presence_len = e->payload.len, best_len = 0, alone_len = 0;
   uint32_t best = 0;
   int best_scaled = 0;
   /* Values a common step apart (day-granular timestamps in seconds, whole
@@ -377,6 +433,8 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
       uih_wbuf_reset(&e->cand);
       if (enc == UIH_ENC_SHARED) {
         if (!dict || enc_shared(e, &e->cand, dict, e->vals, m, t->type) != 0) continue;
+      } else if (enc == UIH_ENC_CODED) {
+        if (!dict || enc_coded(e, &e->cand, dict, e->vals, m, t->type) != 0) continue;
       } else if (scaled) {
         enc_scaled(e, &e->cand, enc, m, step, base, is_ts);
       } else {
@@ -390,11 +448,15 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
         len = pick_compression(e, t->compression) == STRIPE_COMPRESS_NONE ? e->payload.len : e->comp.len;
       }
       /* Ranks decode slower than values stored as they are (a lookup each,
-       * often a cache miss): the shared form must save what compression
-       * must save, min_compression_gain, over the best of the others (tried
-       * before it: its bit is the highest). */
-      if (enc == UIH_ENC_SHARED && best != 0 && (double)len > (double)best_len * (1.0 - e->opts.min_compression_gain))
-        continue;
+       * often a cache miss; prefix codes slower still): the shared and coded
+       * forms must save what compression must save, min_compression_gain,
+       * over the best of the others (tried before them: their bits are the
+       * highest). */
+      if (enc & UIH_ENC_DICTIONARY) {
+        if (alone_len != 0 && (double)len > (double)alone_len * (1.0 - e->opts.min_compression_gain)) continue;
+      } else if (alone_len == 0 || len < alone_len) {
+        alone_len = len;
+      }
       if (best == 0 || len < best_len) {
         uih_wbuf tmp = e->best;
         e->best = e->cand;
@@ -406,9 +468,9 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
     }
   }
   if (best == 0) {
-    const uint32_t alone = allowed & ~UIH_ENC_SHARED;
+    const uint32_t alone = allowed & ~UIH_ENC_DICTIONARY;
     UIH_RETURN_IF(alone == 0, err, UIH_ERR_INVALID_ARGUMENT,
-                  "stripe encode: trait %u allows only the shared encoding, which needs a dictionary", t->id);
+                  "stripe encode: trait %u allows only encodings that need a value dictionary (shared, coded)", t->id);
     best = UIH_ENC_PLAIN & alone ? UIH_ENC_PLAIN : (alone & -alone);
   }
   de->encoding = (uint8_t)stripe_enc_id(best);

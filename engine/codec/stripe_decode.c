@@ -269,6 +269,9 @@ int stripe_decoder_reserve(uih_stripe_decoder *d, size_t n) {
   for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) {
     uint64_t *p = realloc(*arrays[i], n * sizeof *p);
     if (!p) return -1;
+    /* Never uninitialized: the coded decoder loads an escaped value it may
+     * not keep (column_decode.c). */
+    memset(p + d->cap, 0, (n - d->cap) * sizeof *p);
     *arrays[i] = p;
   }
   d->cap = n;

@@ -35,6 +35,8 @@ void uih_stripe_encoder_free(uih_stripe_encoder *e) {
   uih_wbuf_free(&e->best);
   uih_wbuf_free(&e->comp);
   uih_wbuf_free(&e->hits);
+  uih_wbuf_free(&e->streams[0]);
+  uih_wbuf_free(&e->streams[1]);
   free(e->vals);
   free(e->aux);
   free(e->aux2);

@@ -81,20 +81,48 @@
  *                     ceil(m/8) bytes of bits (bit i: value i was found),
  *                     FOR sequence of the h ranks, FOR sequence of the
  *                     m - h other values
+ *             coded:  (format 2) u16, the low 16 bits of the id of the
+ *                     value dictionary used (which must have a model),
+ *                     varint o (0..m-1) values not in it ("escaped"),
+ *                     FOR sequence of those o values, then per block of
+ *                     128 values (the last may be shorter):
+ *                       if more than one block: varint escapes in it
+ *                       varint bytes of stream 0
+ *                       unless the last block: varint bytes of stream 1
+ *                       stream 0: the prefix codes of the block's values
+ *                                 at even positions (0, 2, ...)
+ *                       stream 1: those at odd positions; the last
+ *                                 block's runs to the payload's end
+ *                     A stream is LSB-first bits, zero-padded to a byte:
+ *                     per value the code of its symbol under the
+ *                     dictionary's model and, for a bucket, its raw bits
+ *                     (below); an escape takes the next escaped value.
+ *                     Two streams let a decoder follow two chains of
+ *                     table lookups at once.
  *
  * A value dictionary (serialized; its values are one trait's, most frequent
  * first, and a value's rank is its position):
  *
  *   0          4  magic "UIHV"
- *   4          1  version (1)
+ *   4          1  version (2; version 1, still read, has no model)
  *   5          1  trait type (id, int64, uint32 or category)
  *   6          2  feature group id
  *   8          2  trait id
  *   10         .  varint entry count K (0..2^24; 0: the trait was
  *                 counted and a dictionary declined, so no stripe names it)
  *              .  FOR sequence of the K values (signed for int64)
+ *              .  version 2, K > 0: the model, S code lengths (1..11) in
+ *                 ceil(S/2) bytes, low nibble first, padding zero
  *   len - 4    4  low 32 bits of XXH3-64 of [0, len - 4): also the id
  *                 shared columns name it by
+ *
+ * The model (prefix_code.h) is a complete canonical prefix code of at most
+ * 11 bits over S = D + B + 1 symbols: D = min(K, 256) ranks below D are
+ * symbols of their own; a rank r >= D is symbol D + j with x = r - D + 1 in
+ * [2^j, 2^(j+1)), followed by j raw bits holding x - 2^j (B = bits of K - D
+ * buckets); the last symbol is the escape. The loader builds it from the
+ * counts the dictionary was ranked by (each symbol counted once more, so
+ * every rank stays encodable).
  *
  * Values are mapped to uint64 before encoding: int64 and timestamps as
  * x ^ 2^63 (so unsigned order is signed order), float32 as its bit pattern,

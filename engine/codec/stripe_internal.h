@@ -6,13 +6,52 @@
 
 #include "cursor.h"
 #include "intseq.h"
+#include "prefix_code.h"
 #include "stripe_format.h"
 #include "uih/stripe.h"
 #include "wbuf.h"
 
+/* One entry of a coded column's decode table (prefix_code.h), packed in a
+ * word so that the decode loop's chain (bits -> entry -> shift) is a load
+ * and a shift: the symbol under the next PC_MAX_LEN bits of a stream
+ * takes `shift` bits with its raw bits (the low byte: shifts use it as
+ * it is), its code is `len` bits, and it stands for rank base + its `raw`
+ * bits, or for a value not in the dictionary (escape). */
+typedef uint64_t dict_sym;
+#define DICT_SYM(shift, len, raw, escape, base)                                                        \
+  ((uint64_t)(shift) | (uint64_t)(len) << 8 | (uint64_t)(raw) << 16 | (uint64_t)(escape) << 24 |         \
+   (uint64_t)(base) << 32)
+static inline unsigned dict_sym_shift(dict_sym e) { return (unsigned)(e & 63); }
+static inline unsigned dict_sym_len(dict_sym e) { return (unsigned)(e >> 8) & 255; }
+static inline unsigned dict_sym_raw(dict_sym e) { return (unsigned)(e >> 16) & 255; }
+static inline unsigned dict_sym_escape(dict_sym e) { return (unsigned)(e >> 24) & 1; }
+static inline uint32_t dict_sym_base(dict_sym e) { return (uint32_t)(e >> 32); }
+
+/* The symbols of a dictionary's model (stripe_format.h): ranks below
+ * DICT_DIRECT are symbols of their own; the others go by buckets, bucket j
+ * holding the ranks r with r - direct + 1 in [2^j, 2^(j+1)), told apart by
+ * j raw bits; the last symbol is the escape. */
+#define DICT_DIRECT 256u
+static inline uint32_t dict_direct(uint32_t k) { return k < DICT_DIRECT ? k : DICT_DIRECT; }
+static inline uint32_t dict_symbols(uint32_t k) {
+  return k == 0 ? 0 : dict_direct(k) + uih_bits(k - dict_direct(k)) + 1;
+}
+/* Rank r's symbol and raw bits (*raw of them, value *bits). */
+static inline uint32_t dict_symbol_of(uint32_t direct, uint32_t r, unsigned *raw, uint32_t *bits) {
+  if (r < direct) {
+    *raw = 0, *bits = 0;
+    return r;
+  }
+  uint32_t x = r - direct + 1;
+  unsigned j = uih_bits(x) - 1;
+  *raw = j, *bits = x - (UINT32_C(1) << j);
+  return direct + j;
+}
+
 /* A value dictionary (uih/stripe.h): values in rank order, the serialized
  * form, and for encoders an index from value to rank (open addressing,
- * slots hold rank + 1, 0 is empty; NULL unless built). */
+ * slots hold rank + 1, 0 is empty; NULL unless built). Version 2 adds an
+ * entropy model, a prefix code over the symbols above (nsym 0: none). */
 struct uih_value_dict {
   uint16_t group, trait_id;
   uih_type type;
@@ -23,6 +62,11 @@ struct uih_value_dict {
   uint32_t *slots;
   size_t mask;
   unsigned shift;
+  uint32_t direct, nsym; /* the model: direct ranks, symbols (escape last) */
+  uint8_t *lens;         /* nsym code lengths */
+  uint16_t *codes;       /* nsym codes, bit-reversed */
+  dict_sym *table;       /* PC_TABLE_SIZE entries */
+  double hit_bits;       /* when built: bits a counted hit takes coded, on average (uih_value_dict_pays) */
 };
 
 struct uih_stripe_context {
@@ -39,6 +83,10 @@ const uih_value_dict *stripe_context_find(const uih_stripe_context *ctx, uint16_
  * added for it with that type; NULL if none. */
 const uih_value_dict *stripe_context_encoding(const uih_stripe_context *ctx, uint16_t group, uint16_t trait_id,
                                               uih_type type);
+/* The dictionary with a model whose id's low 16 bits are `id16` (a coded
+ * column names its dictionary by them); NULL if none. */
+const uih_value_dict *stripe_context_find_coded(const uih_stripe_context *ctx, uint16_t group, uint16_t trait_id,
+                                                uint16_t id16);
 
 struct uih_stripe_encoder {
   uih_stripe_encoder_opts opts;
@@ -50,6 +98,7 @@ struct uih_stripe_encoder {
   uih_wbuf best;    /* the smallest candidate so far */
   uih_wbuf comp;    /* a compressed payload */
   uih_wbuf hits;    /* which values a shared column found in its dictionary */
+  uih_wbuf streams[2]; /* a coded block's two streams of prefix codes */
   uint64_t *vals;   /* the column's present values, mapped to uint64 */
   uint64_t *aux;    /* per-encoding temporaries */
   uint64_t *aux2;

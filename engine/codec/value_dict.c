@@ -9,7 +9,7 @@
 #include "types.h"
 
 #define DICT_MAGIC 0x56484955u /* "UIHV", little-endian */
-#define DICT_VERSION 1
+#define DICT_VERSION 2 /* written; version 1 (no model) is still read */
 #define DICT_FIXED_SIZE 10 /* magic, version, type, group id, trait id */
 
 /* ---- the encoder's index: value -> rank ----------------------------------- */
@@ -69,10 +69,69 @@ static int serialize(uih_value_dict *d) {
   for (uint32_t r = 0; r < d->count; r++) tmp[r] = stripe_to_u64(d->type, d->values[r]);
   uih_seq_encode(b, tmp, d->count, for_kind(d->type));
   free(tmp);
+  /* the model: its code lengths, two to a byte, low nibble first */
+  for (uint32_t s = 0; s < d->nsym; s += 2)
+    uih_wbuf_u8(b, (uint8_t)(d->lens[s] | (s + 1 < d->nsym ? d->lens[s + 1] << 4 : 0)));
   if (b->oom) return -1;
   d->id = uih_checksum32(b->data, b->len);
   uih_wbuf_u32(b, d->id);
   return b->oom ? -1 : 0;
+}
+
+/* The codes and the decode table of d->lens (prefix_code.h); -1 if the
+ * lengths are not a complete code or memory runs out. */
+static int model_tables(uih_value_dict *d) {
+  d->codes = malloc(d->nsym * sizeof *d->codes);
+  d->table = malloc(PC_TABLE_SIZE * sizeof *d->table);
+  if (!d->codes || !d->table || pc_codes(d->lens, d->nsym, d->codes) != 0) return -1;
+  for (uint32_t s = 0; s < d->nsym; s++) {
+    const unsigned len = d->lens[s];
+    dict_sym e;
+    if (s == d->nsym - 1) {
+      e = DICT_SYM(len, len, 0, 1, 0);
+    } else if (s < d->direct) {
+      e = DICT_SYM(len, len, 0, 0, s);
+    } else { /* bucket j: ranks direct + 2^j - 1 and the j raw bits above */
+      unsigned j = s - d->direct;
+      e = DICT_SYM(len + j, len, j, 0, d->direct + (UINT32_C(1) << j) - 1);
+    }
+    for (uint32_t k = d->codes[s]; k < PC_TABLE_SIZE; k += UINT32_C(1) << len) d->table[k] = e;
+  }
+  return 0;
+}
+
+/* The model of a built dictionary: symbol frequencies from the counts (one
+ * more each, so every rank and the escape can be written later), a prefix
+ * code for them, and the bits its hits would take. `hits` and `misses` are
+ * how many counted values it holds and does not. */
+static int build_model(uih_value_dict *d, const uint64_t *counts, uint64_t misses) {
+  d->direct = dict_direct(d->count);
+  d->nsym = dict_symbols(d->count);
+  uint64_t *freq = malloc(d->nsym * sizeof *freq);
+  d->lens = malloc(d->nsym);
+  if (!freq || !d->lens) {
+    free(freq);
+    return -1;
+  }
+  for (uint32_t s = 0; s < d->nsym; s++) freq[s] = 1;
+  for (uint32_t r = 0; r < d->count; r++) {
+    unsigned raw;
+    uint32_t bits;
+    freq[dict_symbol_of(d->direct, r, &raw, &bits)] += counts[r];
+  }
+  freq[d->nsym - 1] += misses;
+  int rc = pc_lengths(freq, d->nsym, d->lens) == 0 && model_tables(d) == 0 ? 0 : -1;
+  double bits_all = 0, hits = 0;
+  for (uint32_t r = 0; rc == 0 && r < d->count; r++) {
+    unsigned raw;
+    uint32_t bits;
+    uint32_t s = dict_symbol_of(d->direct, r, &raw, &bits);
+    bits_all += (double)counts[r] * (d->lens[s] + raw);
+    hits += (double)counts[r];
+  }
+  d->hit_bits = hits > 0 ? bits_all / hits : 0;
+  free(freq);
+  return rc;
 }
 
 /* Orders candidates by count (descending), then value (ascending). */
@@ -110,10 +169,19 @@ int uih_value_dict_build(uint16_t group, uint16_t trait_id, uih_type type, const
   }
   qsort(cand, k, sizeof *cand, by_count);
   if (k > max_entries) k = max_entries;
-  uih_value_dict *d = calloc(1, sizeof *d);
-  if (d) d->values = malloc((k ? k : 1) * sizeof *d->values);
-  if (!d || !d->values) {
+  if (k == 0) {
     free(cand);
+    return uih_error_set(err, UIH_ERR_NOT_FOUND,
+                         "value_dict_build: trait %u has no value counted %llu times or more", trait_id,
+                         (unsigned long long)min_count);
+  }
+  uint64_t total = 0, hits = 0;
+  for (size_t i = 0; i < n; i++) total += counts[i];
+  uih_value_dict *d = calloc(1, sizeof *d);
+  uint64_t *kept = malloc(k * sizeof *kept);
+  if (d) d->values = malloc(k * sizeof *d->values);
+  if (!d || !d->values || !kept) {
+    free(cand), free(kept);
     uih_value_dict_free(d);
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "value_dict_build: out of memory");
   }
@@ -121,15 +189,11 @@ int uih_value_dict_build(uint16_t group, uint16_t trait_id, uih_type type, const
   d->trait_id = trait_id;
   d->type = type;
   d->count = (uint32_t)k;
-  for (size_t r = 0; r < k; r++) d->values[r] = cand[r].value;
+  for (size_t r = 0; r < k; r++) d->values[r] = cand[r].value, kept[r] = cand[r].count, hits += cand[r].count;
   free(cand);
-  if (k == 0) {
-    uih_value_dict_free(d);
-    return uih_error_set(err, UIH_ERR_NOT_FOUND,
-                         "value_dict_build: trait %u has no value counted %llu times or more", trait_id,
-                         (unsigned long long)min_count);
-  }
-  if (serialize(d) != 0 || build_index(d) != 0) {
+  int model = build_model(d, kept, total - hits);
+  free(kept);
+  if (model != 0 || serialize(d) != 0 || build_index(d) != 0) {
     /* (the values are distinct only if the caller's were: check) */
     int dup = !d->bytes.oom && d->keys && d->slots;
     uih_value_dict_free(d);
@@ -170,9 +234,9 @@ int uih_value_dict_parse(const uint8_t *buf, size_t len, unsigned flags, uih_val
     return uih_corruption(err, "value dictionary offset 0: magic is 0x%08x, expected 0x%08x (\"UIHV\")", magic,
                           DICT_MAGIC);
   uint8_t version = uih_cursor_u8(&c);
-  if (version != DICT_VERSION)
+  if (version < 1 || version > DICT_VERSION)
     return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
-                         "value dictionary version %u is not supported (this build reads version %d)", version,
+                         "value dictionary version %u is not supported (this build reads versions 1 to %d)", version,
                          DICT_VERSION);
   uih_cursor sum = uih_cursor_make(buf + len - UIH_STRIPE_CHECKSUM_SIZE, UIH_STRIPE_CHECKSUM_SIZE);
   uint32_t stored = uih_cursor_u32(&sum), actual = uih_checksum32(buf, len - UIH_STRIPE_CHECKSUM_SIZE);
@@ -201,9 +265,32 @@ int uih_value_dict_parse(const uint8_t *buf, size_t len, unsigned flags, uih_val
     d->type = type;
     d->count = (uint32_t)k;
     d->id = stored;
-    if (uih_seq_decode(&c, k, for_kind(type), 0, k, d->values, scratch) != 0 || uih_cursor_left(&c) != 0)
-      rc = uih_corruption(err, "value dictionary of trait %u: its %llu values are malformed or followed by "
-                          "trailing bytes", trait_id, (unsigned long long)k);
+    const uint8_t *lens = NULL;
+    if (version >= 2 && k > 0) { /* the model's code lengths follow the values */
+      d->direct = dict_direct(d->count);
+      d->nsym = dict_symbols(d->count);
+    }
+    if (uih_seq_decode(&c, k, for_kind(type), 0, k, d->values, scratch) != 0 ||
+        (d->nsym && !(lens = uih_cursor_take(&c, (d->nsym + 1) / 2))) || uih_cursor_left(&c) != 0)
+      rc = uih_corruption(err, "value dictionary of trait %u: its %llu values%s are malformed, truncated or "
+                          "followed by trailing bytes", trait_id, (unsigned long long)k,
+                          d->nsym ? " and code lengths" : "");
+    if (rc == UIH_OK && lens) {
+      d->lens = malloc(d->nsym);
+      if (!d->lens) {
+        rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "value_dict_parse: out of memory");
+      } else {
+        for (uint32_t s = 0; s < d->nsym; s++) d->lens[s] = (lens[s / 2] >> (4 * (s & 1))) & 15;
+        if ((d->nsym & 1) && (lens[d->nsym / 2] >> 4) != 0)
+          rc = uih_corruption(err, "value dictionary of trait %u: the padding after its code lengths is not zero",
+                              trait_id);
+        else if (model_tables(d) != 0)
+          rc = d->codes && d->table
+                   ? uih_corruption(err, "value dictionary of trait %u: its %u code lengths are not a complete "
+                                    "prefix code of at most %d bits", trait_id, d->nsym, PC_MAX_LEN)
+                   : uih_error_set(err, UIH_ERR_NO_MEMORY, "value_dict_parse: out of memory");
+      }
+    }
     const uint64_t limit = uih_type_width(type) == 8 ? UINT64_MAX : UINT32_MAX;
     for (uint32_t r = 0; rc == UIH_OK && r < d->count; r++) {
       d->values[r] = stripe_from_u64(type, d->values[r]);
@@ -238,6 +325,10 @@ uint32_t uih_value_dict_entries(const uih_value_dict *d) { return d->count; }
 int uih_value_dict_pays(const uih_value_dict *d, uint64_t hits, uint64_t values, uint64_t range) {
   if (!d || d->count == 0 || hits > values) return 0;
   const unsigned vb = uih_bits(range), rb = uih_bits(d->count - 1);
+  if (d->nsym && d->hit_bits > 0) { /* coded: the model says what its hits take; a miss, its escape and itself */
+    const double coded = (double)hits * d->hit_bits + (double)(values - hits) * (d->lens[d->nsym - 1] + vb);
+    return (double)values * vb - coded > (double)values / 8 + 8.0 * (double)d->bytes.len;
+  }
   if (vb <= rb) return 0;
   const double gain = (double)hits * (vb - rb), cost = (double)values + 8.0 * (double)d->bytes.len;
   return gain > cost;
@@ -250,6 +341,9 @@ void uih_value_dict_free(uih_value_dict *d) {
   free(d->values);
   free(d->keys);
   free(d->slots);
+  free(d->lens);
+  free(d->codes);
+  free(d->table);
   uih_wbuf_free(&d->bytes);
   free(d);
 }
@@ -311,6 +405,15 @@ const uih_value_dict *stripe_context_encoding(const uih_stripe_context *ctx, uin
     if (d->group == group && d->trait_id == trait_id && d->type == type && d->slots) found = d; /* the last added */
   }
   return found;
+}
+
+const uih_value_dict *stripe_context_find_coded(const uih_stripe_context *ctx, uint16_t group, uint16_t trait_id,
+                                                uint16_t id16) {
+  for (size_t i = 0; ctx && i < ctx->n; i++) {
+    const uih_value_dict *d = ctx->dicts[i];
+    if (d->nsym && d->group == group && d->trait_id == trait_id && (uint16_t)d->id == id16) return d;
+  }
+  return NULL;
 }
 
 size_t uih_stripe_context_count(const uih_stripe_context *ctx) { return ctx ? ctx->n : 0; }

@@ -5,17 +5,17 @@ const uih_type_info uih_types[UIH_TYPE_TABLE] = {
     [UIH_TYPE_TIMESTAMP] = {"timestamp", 8, UIH_ENC_PLAIN | UIH_ENC_DELTA | UIH_ENC_DELTA2 | UIH_ENC_FOR},
     [UIH_TYPE_ID] = {"id", 8,
                      UIH_ENC_PLAIN | UIH_ENC_DELTA | UIH_ENC_FOR | UIH_ENC_DICT | UIH_ENC_RLE | UIH_ENC_SPARSE |
-                         UIH_ENC_SHARED},
+                         UIH_ENC_SHARED | UIH_ENC_CODED},
     [UIH_TYPE_INT64] = {"int64", 8,
                         UIH_ENC_PLAIN | UIH_ENC_DELTA | UIH_ENC_DELTA2 | UIH_ENC_FOR | UIH_ENC_DICT |
-                            UIH_ENC_RLE | UIH_ENC_SPARSE | UIH_ENC_SHARED},
+                            UIH_ENC_RLE | UIH_ENC_SPARSE | UIH_ENC_SHARED | UIH_ENC_CODED},
     [UIH_TYPE_UINT32] = {"uint32", 4,
                          UIH_ENC_PLAIN | UIH_ENC_DELTA | UIH_ENC_FOR | UIH_ENC_DICT | UIH_ENC_RLE |
-                             UIH_ENC_SPARSE | UIH_ENC_SHARED},
+                             UIH_ENC_SPARSE | UIH_ENC_SHARED | UIH_ENC_CODED},
     [UIH_TYPE_FLOAT32] = {"float32", 4, UIH_ENC_PLAIN | UIH_ENC_BSS | UIH_ENC_DICT | UIH_ENC_SPARSE},
     [UIH_TYPE_CATEGORY] = {"category", 4,
                            UIH_ENC_PLAIN | UIH_ENC_FOR | UIH_ENC_DICT | UIH_ENC_RLE | UIH_ENC_SPARSE |
-                               UIH_ENC_SHARED},
+                               UIH_ENC_SHARED | UIH_ENC_CODED},
     [UIH_TYPE_FLAG] = {"flag", 1, UIH_ENC_PLAIN | UIH_ENC_RLE | UIH_ENC_SPARSE},
 };
 

@@ -8,7 +8,7 @@
 #include "types.h"
 
 static const char *const kEncodingNames[UIH_ENC_COUNT] = {
-    "plain", "delta", "delta2", "for", "dict", "rle", "bss", "sparse", "shared"};
+    "plain", "delta", "delta2", "for", "dict", "rle", "bss", "sparse", "shared", "coded"};
 
 const char *uih_encoding_name(uint32_t encoding) {
   if (encoding == 0 || (encoding & (encoding - 1)) != 0) return NULL;
@@ -82,7 +82,7 @@ static const uih_trait kArrival = {.name = UIH_TRAIT_ARRIVAL_NAME,
                                    .id = UIH_TRAIT_ARRIVAL,
                                    .type = UIH_TYPE_UINT32,
                                    .encodings = UIH_ENC_PLAIN | UIH_ENC_DELTA | UIH_ENC_FOR | UIH_ENC_DICT |
-                                                UIH_ENC_RLE | UIH_ENC_SPARSE | UIH_ENC_SHARED,
+                                                UIH_ENC_RLE | UIH_ENC_SPARSE | UIH_ENC_DICTIONARY,
                                    .compression = UIH_COMPRESS_AUTO,
                                    .added_in = 1};
 

@@ -185,10 +185,10 @@ static int parse_encodings(const ctx *c, const char *path, json_object *obj, uih
     }
     t->encodings |= bit;
   }
-  /* A shared column needs a dictionary; a stripe encoded without one needs another way. */
-  if (t->encodings == UIH_ENC_SHARED)
-    return fail(c, path, "encodings: \"shared\" needs another encoding beside it, for stripes encoded "
-                "without a value dictionary");
+  /* Shared and coded columns need a dictionary; a stripe encoded without one needs another way. */
+  if ((t->encodings & ~UIH_ENC_DICTIONARY) == 0)
+    return fail(c, path, "encodings: \"shared\" and \"coded\" need another encoding beside them, for "
+                "stripes encoded without a value dictionary");
   return UIH_OK;
 }
 

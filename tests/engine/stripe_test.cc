@@ -1351,9 +1351,9 @@ TEST(ValueDict, BuildsRanksSerializesAndParses) {
     EXPECT_NE('\0', err.msg[0]);
   }
   std::vector<uint8_t> c = bytes;
-  c[4] = 2;
+  c[4] = 3;
   EXPECT_EQ(UIH_ERR_NOT_SUPPORTED, uih_value_dict_parse(c.data(), c.size(), 0, &parsed, &err));
-  EXPECT_STREQ("value dictionary version 2 is not supported (this build reads version 1)", err.msg);
+  EXPECT_STREQ("value dictionary version 3 is not supported (this build reads versions 1 to 2)", err.msg);
 
   const uint64_t twice[] = {4, 4}, ones[] = {1, 1}, wide[] = {1ull << 40};
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_value_dict_build(1, 5, UIH_TYPE_ID, twice, ones, 2, 1, 9, &parsed, &err));
@@ -1394,17 +1394,98 @@ TEST(ValueDict, BuildsRanksSerializesAndParses) {
   uih_value_dict_free(mark);
 }
 
-// Popular ids stored as ranks: with a dictionary of the catalog's head, a
-// Zipf-shaped column of 40-bit ids is chosen shared and is much smaller;
-// decoding needs that very dictionary: without a context, or with another
-// dictionary of the trait, it fails naming the one it needs; with it,
-// every range decodes to the events written.
-TEST_F(Stripe, SharedColumnsNeedTheirDictionary) {
+// Version 2 adds the model, each symbol's code length in a nibble after the
+// values: the ranks [0, 256) one symbol each, bucket j for the ranks whose
+// rank - 255 has j + 1 bits, then the escape. Version 1 (the same bytes
+// without the lengths) still parses, has no model, and its trait's columns
+// are then shared, never coded.
+TEST(ValueDict, VersionTwoCarriesAModelAndVersionOneStillParses) {
+  std::vector<uint64_t> values, counts;
+  for (uint64_t r = 0; r < 1000; r++)  // 40-bit ids, Zipf counts
+    values.push_back((r * 0x9e3779b97f4aull) & ((1ull << 40) - 1)), counts.push_back(100000 / (r + 1) + 2);
+  values.push_back(1ull << 39 | 1), counts.push_back(1);  // counted once: left out, an escape
+  uih_value_dict* d = nullptr;
+  uih_error err{};
+  ASSERT_EQ(UIH_OK, uih_value_dict_build(1, 5, UIH_TYPE_ID, values.data(), counts.data(), values.size(), 2, 1000, &d,
+                                         &err)) << err.msg;
+  std::unique_ptr<uih_value_dict, void (*)(uih_value_dict*)> keep(d, uih_value_dict_free);
+  ASSERT_EQ(256u, d->direct);
+  ASSERT_EQ(256u + 10 + 1, d->nsym) << "744 ranks past 256: buckets of 1, 2, 4, ... 512 (10 of them), the escape";
+  EXPECT_EQ(uint64_t{PC_TABLE_SIZE}, [&] {
+    uint64_t k = 0;
+    for (uint32_t s = 0; s < d->nsym; s++) k += uint64_t{1} << (PC_MAX_LEN - d->lens[s]);
+    return k;
+  }());
+  EXPECT_LT(d->lens[0], d->lens[255]) << "the most frequent value's code is the shortest";
+  const uint8_t* p;
+  size_t len;
+  uih_value_dict_bytes(d, &p, &len);
+  std::vector<uint8_t> v2(p, p + len);
+  EXPECT_EQ(2, v2[4]);
+  const size_t nibbles = (d->nsym + 1) / 2;
+  for (uint32_t s = 0; s < d->nsym; s++) EXPECT_EQ(d->lens[s], (v2[len - 4 - nibbles + s / 2] >> (4 * (s & 1))) & 15);
+  // Lengths that are not a complete code are refused (checksum made right).
+  std::vector<uint8_t> bad = v2;
+  bad[len - 4 - nibbles] ^= 0x01;
+  uint32_t sum = static_cast<uint32_t>(XXH3_64bits(bad.data(), bad.size() - 4));
+  std::memcpy(bad.data() + bad.size() - 4, &sum, 4);
+  uih_value_dict* x = nullptr;
+  EXPECT_EQ(UIH_ERR_CORRUPTION, uih_value_dict_parse(bad.data(), bad.size(), 0, &x, &err));
+  EXPECT_NE(nullptr, std::strstr(err.msg, "code lengths are not a complete prefix code")) << err.msg;
+
+  // Version 1: no lengths.
+  std::vector<uint8_t> v1(v2.begin(), v2.end() - 4 - static_cast<std::ptrdiff_t>(nibbles));
+  v1[4] = 1;
+  sum = static_cast<uint32_t>(XXH3_64bits(v1.data(), v1.size()));
+  v1.insert(v1.end(), reinterpret_cast<uint8_t*>(&sum), reinterpret_cast<uint8_t*>(&sum) + 4);
+  uih_value_dict* old = nullptr;
+  ASSERT_EQ(UIH_OK, uih_value_dict_parse(v1.data(), v1.size(), UIH_VALUE_DICT_INDEX, &old, &err)) << err.msg;
+  EXPECT_EQ(1000u, uih_value_dict_entries(old));
+  EXPECT_EQ(0u, old->nsym);
+  for (uint32_t r = 0; r < 1000; r++) ASSERT_EQ(uih_value_dict_value(d, r), uih_value_dict_value(old, r));
+  // A version-1 dictionary with trailing bytes (a version 2's lengths) is not one.
+  std::vector<uint8_t> mixed = v2;
+  mixed[4] = 1;
+  sum = static_cast<uint32_t>(XXH3_64bits(mixed.data(), mixed.size() - 4));
+  std::memcpy(mixed.data() + mixed.size() - 4, &sum, 4);
+  EXPECT_EQ(UIH_ERR_CORRUPTION, uih_value_dict_parse(mixed.data(), mixed.size(), 0, &x, &err));
+
   SchemaPtr s;
-  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 4096, "traits": [
-    {"name": "ts", "id": 1, "type": "timestamp"},
-    {"name": "item", "id": 2, "type": "id"}]}]})", &s);
+  const std::string json = R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"}, {"name": "item", "id": 5, "type": "id"}]}]})";
+  ASSERT_EQ(UIH_OK, uih_schema_parse(json.data(), json.size(), "t", &s.s, &err)) << err.msg;
+  uih_stripe_context* ctx = nullptr;
+  ASSERT_EQ(UIH_OK, uih_stripe_context_create(&ctx, nullptr));
+  ContextPtr keep_ctx(ctx, uih_stripe_context_free);
+  ASSERT_EQ(UIH_OK, uih_stripe_context_add(ctx, old, nullptr));
   const uih_group* g = uih_schema_group_at(s.s, 0);
+  uih_batch* b = nullptr;
+  ASSERT_EQ(UIH_OK, uih_batch_create(g, 200, nullptr, 0, &b, nullptr));
+  std::unique_ptr<uih_batch, void (*)(uih_batch*)> keep_b(b, uih_batch_free);
+  for (uint32_t i = 0; i < 200; i++) {
+    uint32_t row;
+    uih_batch_append(b, &row, nullptr);
+    uih_column_set_bits(&b->columns[0], i, i);
+    uih_column_set_bits(&b->columns[1], i, values[(i * 389) % 1000]);  // 200 distinct, all ranked
+  }
+  EncoderPtr enc = MakeEncoder(0, 0);
+  uih_stripe_encoder_set_context(enc.get(), ctx);
+  const uint8_t* sp;
+  size_t slen;
+  ASSERT_EQ(UIH_OK, uih_stripe_encode(enc.get(), b, 1, &sp, &slen, &err)) << err.msg;
+  uih_stripe_column_info ci{};
+  ASSERT_EQ(UIH_OK, uih_stripe_column_at(sp, slen, 1, &ci, nullptr));
+  EXPECT_EQ(uint32_t{UIH_ENC_SHARED}, ci.encoding);
+}
+
+// Popular ids stored as ranks: with a dictionary of the catalog's head, a
+// Zipf-shaped column of 40-bit ids is chosen shared (ranks bit-packed) or
+// coded (ranks entropy-coded by the dictionary's model: smaller still),
+// whichever the schema allows, and is much smaller; decoding needs that very
+// dictionary: without a context, or with another dictionary of the trait,
+// it fails naming the one it needs; with it, every range decodes to the
+// events written.
+TEST_F(Stripe, SharedColumnsNeedTheirDictionary) {
   auto item_of = [](uint64_t rank) { return (rank * 0x9e3779b97f4aull) & ((1ull << 40) - 1); };
   // The catalog's 5,000 most popular items, counted as Zipf(1) would.
   std::vector<uint64_t> values, counts;
@@ -1415,6 +1496,7 @@ TEST_F(Stripe, SharedColumnsNeedTheirDictionary) {
   ASSERT_EQ(UIH_OK, uih_value_dict_build(1, 2, UIH_TYPE_ID, values.data(), counts.data(), values.size(), 1, 5000, &other,
                                          nullptr));
   const uint32_t id = uih_value_dict_id(d);
+  ASSERT_NE(id & 0xffff, uih_value_dict_id(other) & 0xffff) << "coded columns name a dictionary by 16 bits";
   uih_stripe_context *ctx = nullptr, *wrong = nullptr;
   ASSERT_EQ(UIH_OK, uih_stripe_context_create(&ctx, nullptr));
   ASSERT_EQ(UIH_OK, uih_stripe_context_create(&wrong, nullptr));
@@ -1424,41 +1506,64 @@ TEST_F(Stripe, SharedColumnsNeedTheirDictionary) {
 
   std::mt19937_64 rng(23);
   std::discrete_distribution<uint64_t> zipf(counts.begin(), counts.end());
-  for (uint32_t n : {1u, 18u, 300u, 4096u}) {
-    BatchPtr in, out;
-    ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
-    for (uint32_t i = 0; i < n; i++) {
-      uint32_t row;
-      uih_batch_append(in.b, &row, nullptr);
-      uih_column_set_bits(&in.b->columns[0], i, 1000 * i);
-      // Nine in ten from the dictionary's items, the rest from the tail.
-      uih_column_set_bits(&in.b->columns[1], i, rng() % 10 ? item_of(zipf(rng)) : item_of(5000 + rng() % 10000000));
+  std::map<uint32_t, size_t> sizes[2];  // events -> stripe bytes, shared and coded
+  for (const uint32_t want : {uint32_t{UIH_ENC_SHARED}, uint32_t{UIH_ENC_CODED}}) {
+    SCOPED_TRACE(uih_encoding_name(want));
+    SchemaPtr s;
+    Parse(std::string(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 4096, "traits": [
+      {"name": "ts", "id": 1, "type": "timestamp"},
+      {"name": "item", "id": 2, "type": "id", "encodings": ["for", ")") + uih_encoding_name(want) + R"("]}]}]})", &s);
+    const uih_group* g = uih_schema_group_at(s.s, 0);
+    for (uint32_t n : {1u, 18u, 300u, 4096u}) {
+      BatchPtr in, out;
+      ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
+      for (uint32_t i = 0; i < n; i++) {
+        uint32_t row;
+        uih_batch_append(in.b, &row, nullptr);
+        uih_column_set_bits(&in.b->columns[0], i, 1000 * i);
+        // Nine in ten from the dictionary's items, the rest from the tail.
+        uih_column_set_bits(&in.b->columns[1], i, rng() % 10 ? item_of(zipf(rng)) : item_of(5000 + rng() % 10000000));
+      }
+      std::vector<uint8_t> alone = Encode(in.b);
+      uih_stripe_encoder_set_context(enc_, ctx);
+      std::vector<uint8_t> st = Encode(in.b);
+      uih_stripe_encoder_set_context(enc_, nullptr);
+      uih_stripe_column_info ci{};
+      ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 1, &ci, nullptr));
+      if (n >= 18) {
+        EXPECT_EQ(want, ci.encoding) << n;
+        EXPECT_LT(st.size() * 3, alone.size() * 2) << n << " events: " << st.size() << " vs " << alone.size();
+        sizes[want == UIH_ENC_CODED][n] = st.size();
+      }
+      if (ci.encoding != want) continue;
+      uih_error err{};
+      EXPECT_EQ(UIH_ERR_NOT_FOUND, Decode(st, 0, n, out.b, 0, &err));
+      char msg[200];
+      if (want == UIH_ENC_SHARED)
+        std::snprintf(msg, sizeof msg, "stripe column of trait 2 is encoded against value dictionary %08x, which "
+                      "the decoder's context (none) cannot give", id);
+      else
+        std::snprintf(msg, sizeof msg, "stripe column of trait 2 is coded against a value dictionary whose id ends "
+                      "in %04x, which the decoder's context (none) cannot give", id & 0xffff);
+      EXPECT_STREQ(msg, err.msg);
+      EXPECT_TRUE(TailIsClear(out.b));
+      uih_stripe_decoder_set_context(dec_, wrong);
+      EXPECT_EQ(UIH_ERR_NOT_FOUND, Decode(st, 0, n, out.b, 0, &err));
+      EXPECT_NE(nullptr, std::strstr(err.msg, "which the decoder's context does not hold")) << err.msg;
+      uih_stripe_decoder_set_context(dec_, ctx);
+      ASSERT_NO_FATAL_FAILURE(ExpectDecodesTo(st, in.b, out.b, rng, 8));
+      uih_stripe_decoder_set_context(dec_, nullptr);
     }
-    std::vector<uint8_t> alone = Encode(in.b);
-    uih_stripe_encoder_set_context(enc_, ctx);
-    std::vector<uint8_t> st = Encode(in.b);
-    uih_stripe_encoder_set_context(enc_, nullptr);
-    uih_stripe_column_info ci{};
-    ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 1, &ci, nullptr));
-    if (n >= 18) {
-      EXPECT_EQ(UIH_ENC_SHARED, ci.encoding) << n;
-      EXPECT_LT(st.size() * 3, alone.size() * 2) << n << " events: " << st.size() << " vs " << alone.size();
-    }
-    if (ci.encoding != UIH_ENC_SHARED) continue;
-    uih_error err{};
-    EXPECT_EQ(UIH_ERR_NOT_FOUND, Decode(st, 0, n, out.b, 0, &err));
-    char want[160];
-    std::snprintf(want, sizeof want, "stripe column of trait 2 is encoded against value dictionary %08x, which the "
-                  "decoder's context (none) cannot give", id);
-    EXPECT_STREQ(want, err.msg);
-    EXPECT_TRUE(TailIsClear(out.b));
-    uih_stripe_decoder_set_context(dec_, wrong);
-    EXPECT_EQ(UIH_ERR_NOT_FOUND, Decode(st, 0, n, out.b, 0, &err));
-    EXPECT_NE(nullptr, std::strstr(err.msg, "which the decoder's context does not hold")) << err.msg;
-    uih_stripe_decoder_set_context(dec_, ctx);
-    ASSERT_NO_FATAL_FAILURE(ExpectDecodesTo(st, in.b, out.b, rng, 8));
-    uih_stripe_decoder_set_context(dec_, nullptr);
   }
+  // The model takes fewer bits than bit-packed ranks (Zipf ranks: most are
+  // small, a few are large).
+  for (uint32_t n : {300u, 4096u}) EXPECT_LT(sizes[1][n] * 20, sizes[0][n] * 19) << n;
+  const uih_group* g = nullptr;
+  SchemaPtr s;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 4096, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "item", "id": 2, "type": "id"}]}]})", &s);
+  g = uih_schema_group_at(s.s, 0);
   // A fast encoder's stripes stand alone, context or not.
   EncoderPtr fast_enc = MakeEncoder(1, 0);
   uih_stripe_encoder* fast = fast_enc.get();
@@ -1477,7 +1582,81 @@ TEST_F(Stripe, SharedColumnsNeedTheirDictionary) {
   ASSERT_EQ(UIH_OK, uih_stripe_encode(fast, in.b, 1, &p, &len, nullptr));
   uih_stripe_column_info ci{};
   EXPECT_EQ(UIH_OK, uih_stripe_column_at(p, len, 1, &ci, nullptr));
-  EXPECT_NE(UIH_ENC_SHARED, ci.encoding);
+  EXPECT_EQ(0u, ci.encoding & UIH_ENC_DICTIONARY);
+}
+
+// Coded columns from untrusted bytes: every flipped bit and every cut of a
+// stripe with a coded column (no checksum of its own: nothing else catches
+// them) decodes or fails with a message, leaves the batch's tail clear, and
+// when the full decode succeeds every range agrees with it. Flips of the
+// codes' padding, lengths and escape counts are caught.
+TEST_F(Stripe, CodedColumnsSurviveEveryFlipAndCut) {
+  auto item_of = [](uint64_t rank) { return (rank * 0x9e3779b97f4aull) & ((1ull << 40) - 1); };
+  std::vector<uint64_t> values, counts;
+  for (uint64_t r = 0; r < 3000; r++) values.push_back(item_of(r)), counts.push_back(100000 / (r + 1));
+  uih_value_dict* d = nullptr;
+  ASSERT_EQ(UIH_OK, uih_value_dict_build(1, 2, UIH_TYPE_ID, values.data(), counts.data(), values.size(), 1, 3000, &d,
+                                         nullptr));
+  uih_stripe_context* ctx = nullptr;
+  ASSERT_EQ(UIH_OK, uih_stripe_context_create(&ctx, nullptr));
+  ContextPtr keep(ctx, uih_stripe_context_free);
+  ASSERT_EQ(UIH_OK, uih_stripe_context_add(ctx, d, nullptr));
+  SchemaPtr s;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 4096, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "item", "id": 2, "type": "id", "encodings": ["for", "coded"]}]}]})", &s);
+  const uih_group* g = uih_schema_group_at(s.s, 0);
+  EncoderPtr keep_enc = MakeEncoder(0, 1);
+  uih_stripe_encoder_set_context(keep_enc.get(), ctx);
+  uih_stripe_decoder_set_context(dec_, ctx);
+  std::mt19937_64 rng(31);
+  std::discrete_distribution<uint64_t> zipf(counts.begin(), counts.end());
+  for (uint32_t n : {20u, 300u}) {
+    BatchPtr in, out, full;
+    ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
+    ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &full, &out));
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t row;
+      uih_batch_append(in.b, &row, nullptr);
+      uih_column_set_bits(&in.b->columns[0], i, 1000 * i);
+      uih_column_set_bits(&in.b->columns[1], i, rng() % 5 ? item_of(zipf(rng)) : item_of(3000 + rng() % 100000));
+    }
+    const uint8_t* p;
+    size_t len;
+    ASSERT_EQ(UIH_OK, uih_stripe_encode(keep_enc.get(), in.b, 1, &p, &len, nullptr));
+    const std::vector<uint8_t> st(p, p + len);
+    uih_stripe_column_info ci{};
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 1, &ci, nullptr));
+    ASSERT_EQ(uint32_t{UIH_ENC_CODED}, ci.encoding);
+    ASSERT_NO_FATAL_FAILURE(ExpectDecodesTo(st, in.b, out.b, rng, 8));
+    const size_t payload = st.size() - ci.bytes;  // the item column's payload is the last
+    int caught = 0, flips = 0;
+    for (size_t bit = 0; bit < st.size() * 8; bit++) {
+      std::vector<uint8_t> c = st;
+      c[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+      uih_error err{};
+      int rc = Decode(c, 0, UIH_DECODE_TO_END, full.b, 0, &err);
+      ASSERT_TRUE(TailIsClear(full.b)) << "bit " << bit;
+      if (bit / 8 >= payload) flips++, caught += rc != UIH_OK;
+      if (rc != UIH_OK) {
+        ASSERT_NE('\0', err.msg[0]);
+        continue;
+      }
+      for (int r = 0; r < 4; r++) {
+        uint32_t a = static_cast<uint32_t>(rng() % (n + 1)), b = a + static_cast<uint32_t>(rng() % (n - a + 1));
+        ASSERT_EQ(UIH_OK, Decode(c, a, b, out.b, 0, &err)) << err.msg << " bit " << bit;
+        ASSERT_TRUE(SameEvents(full.b, a, out.b)) << "bit " << bit << " [" << a << "," << b << ")";
+      }
+    }
+    EXPECT_GT(caught * 4, flips) << "a quarter of the coded payload's flips at least break a check";
+    for (size_t cut = 0; cut < st.size(); cut++) {
+      std::vector<uint8_t> c(st.begin(), st.begin() + static_cast<std::ptrdiff_t>(cut));
+      uih_error err{};
+      ASSERT_NE(UIH_OK, Decode(c, 0, UIH_DECODE_TO_END, out.b, 0, &err)) << "cut " << cut;
+      ASSERT_TRUE(TailIsClear(out.b));
+    }
+  }
+  uih_stripe_decoder_set_context(dec_, nullptr);
 }
 
 // A context's dictionaries travel as one value (what a store keeps per

@@ -347,7 +347,7 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
         got[h].push_back(DecodeStripe(schema, key.group, v, ctx.get()));
         uih_stripe_column_info item{};
         ASSERT_EQ(uih_stripe_column_at(reinterpret_cast<const uint8_t*>(v.data()), v.size(), 1, &item, nullptr), UIH_OK);
-        shared += item.encoding == UIH_ENC_SHARED;
+        shared += (item.encoding & UIH_ENC_DICTIONARY) != 0;
         keys[h].push_back(k);
         EXPECT_EQ(got[h].back().front().ts, key.ts) << "a stripe's key is its first event's time";
         events += got[h].back().size();
@@ -1244,7 +1244,7 @@ TEST_F(StoreTest, ValueDictionariesGoWithTheirGenerationAndAreChecked) {
     for (auto& [k, v] : Scan(n, 0)) {
       uih_stripe_column_info col{};
       ASSERT_EQ(uih_stripe_column_at(reinterpret_cast<const uint8_t*>(v.data()), v.size(), 1, &col, nullptr), UIH_OK);
-      shared += col.encoding == UIH_ENC_SHARED || col.encoding == UIH_ENC_DICT || col.scaled;
+      shared += (col.encoding & (UIH_ENC_DICTIONARY | UIH_ENC_DICT)) != 0 || col.scaled;
     }
     EXPECT_EQ(shared, 20u) << "every history's deltas: 9 values, ranked, a dictionary or a step";
     uih_batch* b = nullptr;

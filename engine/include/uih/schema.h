@@ -84,8 +84,11 @@ enum {
   UIH_ENC_BSS = 1u << 6,    /* byte-stream split (float32) */
   UIH_ENC_SPARSE = 1u << 7, /* presence bitmap / position list + present values */
   UIH_ENC_SHARED = 1u << 8, /* ranks in a value dictionary many stripes share (uih/stripe.h) */
+  UIH_ENC_CODED = 1u << 9,  /* the same ranks, entropy-coded by the dictionary's model (uih/stripe.h) */
 };
-#define UIH_ENC_COUNT 9
+#define UIH_ENC_COUNT 10
+/* The encodings that need a value dictionary. */
+#define UIH_ENC_DICTIONARY (UIH_ENC_SHARED | UIH_ENC_CODED)
 
 /* "plain", "delta", ... for one UIH_ENC_* bit; NULL otherwise. */
 const char *uih_encoding_name(uint32_t encoding);

@@ -147,11 +147,16 @@ int uih_stripe_decode(uih_stripe_decoder *dec, const uint8_t *buf, size_t len, u
  * frequent first; a column of that trait may then store each value found
  * there as its rank (a few bits for a popular item, against the 20-40 its
  * id takes) and the others as they are: the `shared` encoding (UIH_ENC_
- * SHARED, for id, int64, uint32 and category traits). Dictionaries are
- * built from value counts over many stripes (a generation's, by the
- * loader), stored beside them in their serialized form (stripe_format.h),
- * and handed to encoders and decoders in a context. A column names the
- * dictionary it used by its 32-bit id, so a decoder without it fails with
+ * SHARED, for id, int64, uint32 and category traits). A dictionary built
+ * since format version 2 also carries a model of how often each rank
+ * occurs (a prefix code over ranks), and the `coded` encoding (UIH_ENC_
+ * CODED) stores each value as its code: about as many bits as the value's
+ * share of the counts says (a 1-5 rating in one or two bits, a popular
+ * item in a few). Dictionaries are built from value counts over many
+ * stripes (a generation's, by the loader), stored beside them in their
+ * serialized form (stripe_format.h), and handed to encoders and decoders
+ * in a context. A column names the dictionary it used (shared: by its
+ * 32-bit id; coded: by 16 bits of it), so a decoder without it fails with
  * UIH_ERR_NOT_FOUND rather than guessing. */
 typedef struct uih_value_dict uih_value_dict;
 
@@ -191,12 +196,16 @@ uint16_t uih_value_dict_trait(const uih_value_dict *d);
 uint32_t uih_value_dict_entries(const uih_value_dict *d);
 /* Whether `d` is likely to pay for itself on the values it was built from:
  * `values` of them in all, `hits` of them in `d`, spanning `range` (max -
- * min, in the order of the type: int64 as signed). A shared column stores a
- * hit in about as many bits as the largest rank needs, the others as they
- * are, plus a bit per value saying which; the dictionary's own bytes are
- * paid once. So it pays when hits * (bits(range) - bits(entries - 1)) beats
- * values + 8 * its bytes: hashed 40-bit ids do by far, ids already dense in
- * a catalog of about the dictionary's size do not. */
+ * min, in the order of the type: int64 as signed); the dictionary's own
+ * bytes are paid once. Just built (with its model), it judges coded
+ * columns: a hit takes the bits its model gives on average over the counts
+ * it was built from, another value its escape code and bits(range); it
+ * pays when that saves more than values / 8 + 8 * its bytes bits over
+ * bits(range) a value. Otherwise (parsed, or version 1) it judges shared
+ * columns: a hit takes bits(entries - 1), the others bits(range), plus a
+ * bit each saying which, against values + 8 * its bytes. Hashed 40-bit ids
+ * pay by far; small codes (ratings, categories) pay coded when some are
+ * much more frequent than others. */
 int uih_value_dict_pays(const uih_value_dict *d, uint64_t hits, uint64_t values, uint64_t range);
 /* The value of rank `rank` (< entries; column bits), 0 past the end. */
 uint64_t uih_value_dict_value(const uih_value_dict *d, uint32_t rank);
