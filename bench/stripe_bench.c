@@ -3,7 +3,7 @@
  *
  *   build/release/bench/stripe_bench [--users N] [--seed S] [--shape nine|real]
  *                                    [--ids hashed|dense] [--dicts 1|0]
- *                                    [--schema FILE --group NAME]
+ *                                    [--coded-gain G] [--schema FILE --group NAME]
  *
  * Prints bytes per event (this codec; fixed-width rows compressed with
  * zstd-3 and with LZ4; each column raw then zstd-3 — all per stripe, the
@@ -325,10 +325,13 @@ int main(int argc, char **argv) {
   uih_gen_opts o = UIH_GEN_OPTS_DEFAULT;
   o.users = 20000;
   int day_granular = 0, use_dicts = 1, dense_ids = 0;
+  uih_stripe_encoder_opts stored = UIH_STRIPE_ENCODER_OPTS_DEFAULT; /* as the loader writes them */
+  stored.no_checksum = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--users")) o.users = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--seed")) o.seed = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--dicts")) use_dicts = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--coded-gain")) stored.min_coded_gain = strtod(argv[i + 1], NULL);
     else if (!strcmp(argv[i], "--ids") && !strcmp(argv[i + 1], "dense")) dense_ids = 1;
     else if (!strcmp(argv[i], "--ids") && !strcmp(argv[i + 1], "hashed")) dense_ids = 0;
     else if (!strcmp(argv[i], "--schema")) schema_path = argv[i + 1];
@@ -342,7 +345,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--shape") && !strcmp(argv[i + 1], "nine")) {
     } else {
       fprintf(stderr, "usage: stripe_bench [--users N] [--seed S] [--shape nine|real] [--ids hashed|dense] [--dicts 1|0]\n"
-                      "                    [--schema FILE --group NAME]\n");
+                      "                    [--coded-gain G] [--schema FILE --group NAME]\n");
       return 2;
     }
   }
@@ -355,8 +358,6 @@ int main(int argc, char **argv) {
   uih_batch *b = NULL;
   uih_stripe_encoder *enc = NULL;
   uih_stripe_decoder *dec = NULL;
-  uih_stripe_encoder_opts stored = UIH_STRIPE_ENCODER_OPTS_DEFAULT; /* as the loader writes them */
-  stored.no_checksum = 1;
   uih_stripe_encoder *alone = NULL; /* the same stripes without the dictionaries */
   if (uih_gen_create(g, &o, &gen, &err) || uih_batch_create(g, g->stripe_events, NULL, 0, &b, &err) ||
       uih_stripe_encoder_create(&stored, &enc, &err) || uih_stripe_encoder_create(&stored, &alone, &err) ||

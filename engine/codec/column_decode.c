@@ -391,10 +391,36 @@ static int dec_coded_block(const uih_value_dict *dict, const uint8_t *const bits
   return count > 1 ? stream_done(&r1, bits[1], len[1]) : (len[1] == 0 ? 0 : -1);
 }
 
+/* A coded block's header and streams (stripe_format.h). */
+typedef struct coded_block {
+  const uint8_t *bits[2];
+  size_t len[2], loadable[2];
+  size_t misses;
+} coded_block;
+
+/* Reads block i (of nblocks, of a column of m values with o escaped) at `c`:
+ * 0, or -1 if it is truncated or impossible. */
+static int coded_block_read(uih_cursor *c, size_t i, size_t nblocks, size_t m, size_t o, coded_block *blk) {
+  const size_t count = i + 1 < nblocks ? UIH_SEQ_BLOCK : m - i * UIH_SEQ_BLOCK;
+  uint64_t misses = nblocks > 1 ? uih_cursor_varint(c) : o, len0 = uih_cursor_varint(c);
+  uint64_t len1 = i + 1 < nblocks ? uih_cursor_varint(c) : 0;
+  const uint8_t *s0 = c->bad || len0 > uih_cursor_left(c) ? NULL : uih_cursor_take(c, (size_t)len0);
+  if (i + 1 == nblocks) len1 = uih_cursor_left(c); /* the last stream runs to the end */
+  const uint8_t *s1 = !s0 || len1 > uih_cursor_left(c) ? NULL : uih_cursor_take(c, (size_t)len1);
+  if (!s0 || !s1 || misses > count || len0 == 0 || (count > 1) != (len1 > 0)) return -1;
+  blk->bits[0] = s0, blk->bits[1] = s1;
+  blk->len[0] = (size_t)len0, blk->len[1] = (size_t)len1;
+  blk->loadable[0] = (size_t)(c->over - s0), blk->loadable[1] = (size_t)(c->over - s1);
+  blk->misses = (size_t)misses;
+  return 0;
+}
+
 /* Values [a, b) of a coded column (stripe_format.h), in the uint64 form.
- * Every block's header is read (to find the blocks of [a, b) and how many
- * values the dictionary does not hold before them); only the blocks
- * holding [a, b) are decoded, whole, and only their escaped values. */
+ * The block headers are read twice: once for all blocks (their lengths
+ * lead to the values the dictionary does not hold before and inside
+ * [a, b), and their escape counts are checked against the total), then
+ * from the first block holding [a, b): only those blocks are decoded,
+ * whole, and only their escaped values. */
 static int dec_coded(uih_stripe_decoder *d, uih_cursor *c, const stripe_dir_entry *de, size_t m, size_t a,
                      size_t b, uint64_t *out, uih_error *err) {
   uih_type t = (uih_type)de->type;
@@ -412,35 +438,22 @@ static int dec_coded(uih_stripe_decoder *d, uih_cursor *c, const stripe_dir_entr
    * once the blocks say which. */
   uih_cursor at_others = *c;
   if (uih_seq_skip(c, o, for_kind(t)) != 0) return bad(err, de, "escaped values are truncated or malformed");
-  struct {
-    const uint8_t *bits[2];
-    size_t len[2], loadable[2];
-    uint32_t misses;
-  } blocks[UIH_STRIPE_EVENTS_MAX / UIH_SEQ_BLOCK];
   const size_t nblocks = (m + UIH_SEQ_BLOCK - 1) / UIH_SEQ_BLOCK;
   const size_t first = a / UIH_SEQ_BLOCK, last = b > a ? (b - 1) / UIH_SEQ_BLOCK + 1 : first;
-  if (nblocks > sizeof blocks / sizeof blocks[0]) return bad(err, de, "coded values are too many");
+  uih_cursor at_first = *c;
   size_t sum = 0, oa = 0, ob = 0;
   for (size_t i = 0; i < nblocks; i++) {
-    const size_t count = i + 1 < nblocks ? UIH_SEQ_BLOCK : m - i * UIH_SEQ_BLOCK;
-    uint64_t misses = nblocks > 1 ? uih_cursor_varint(c) : o, len0 = uih_cursor_varint(c);
-    uint64_t len1 = i + 1 < nblocks ? uih_cursor_varint(c) : 0;
-    const uint8_t *s0 = c->bad || len0 > uih_cursor_left(c) ? NULL : uih_cursor_take(c, (size_t)len0);
-    if (i + 1 == nblocks) len1 = uih_cursor_left(c);
-    const uint8_t *s1 = !s0 || len1 > uih_cursor_left(c) ? NULL : uih_cursor_take(c, (size_t)len1);
-    if (!s0 || !s1 || misses > count || len0 == 0 || (count > 1) != (len1 > 0))
+    coded_block blk;
+    if (i == first) at_first = *c;
+    if (coded_block_read(c, i, nblocks, m, o, &blk) != 0)
       return bad(err, de, "a coded block's header is truncated or impossible");
-    blocks[i].bits[0] = s0, blocks[i].bits[1] = s1;
-    blocks[i].len[0] = (size_t)len0, blocks[i].len[1] = (size_t)len1;
-    blocks[i].loadable[0] = (size_t)(c->over - s0), blocks[i].loadable[1] = (size_t)(c->over - s1);
-    blocks[i].misses = (uint32_t)misses;
-    if (i < first) oa += misses;
-    if (i < last) ob += misses;
-    sum += misses;
+    if (i < first) oa += blk.misses;
+    if (i < last) ob += blk.misses;
+    sum += blk.misses;
   }
   if (sum != o) return bad(err, de, "coded blocks do not count the escaped values");
-  uint64_t blk[UIH_SEQ_BLOCK], tmp[UIH_SEQ_BLOCK], *others = d->aux2;
-  if (uih_seq_decode(&at_others, o, for_kind(t), oa, ob, others, blk) != 0)
+  uint64_t scratch[UIH_SEQ_BLOCK], tmp[UIH_SEQ_BLOCK], *others = d->aux2;
+  if (uih_seq_decode(&at_others, o, for_kind(t), oa, ob, others, scratch) != 0)
     return bad(err, de, "escaped values are truncated or malformed");
   /* Both kinds of value in the dictionary's form (column bits), turned
    * into the uint64 form as they are copied out. */
@@ -449,15 +462,19 @@ static int dec_coded(uih_stripe_decoder *d, uih_cursor *c, const stripe_dir_entr
     for (size_t i = 0; i < ob - oa; i++) others[i] ^= flip;
   size_t taken = 0;
   for (size_t i = first; i < last; i++) {
+    coded_block blk;
+    (void)coded_block_read(&at_first, i, nblocks, m, o, &blk); /* read above */
     const size_t k0 = i * UIH_SEQ_BLOCK, k1 = k0 + UIH_SEQ_BLOCK < m ? k0 + UIH_SEQ_BLOCK : m;
+    const size_t lo = k0 > a ? k0 : a, hi = k1 < b ? k1 : b;
+    /* A whole block of a type without a flip goes straight to `out`. */
+    uint64_t *dst = !flip && lo == k0 && hi == k1 ? out + (k0 - a) : tmp;
     /* others[taken, taken + k1 - k0) lies inside the decoder's array (taken
      * <= k0, k1 <= m); more escapes than the block counts fail after it */
-    if (dec_coded_block(dict, blocks[i].bits, blocks[i].len, blocks[i].loadable, k1 - k0, blocks[i].misses,
-                        others + taken, tmp) != 0)
+    if (dec_coded_block(dict, blk.bits, blk.len, blk.loadable, k1 - k0, blk.misses, others + taken, dst) != 0)
       return bad(err, de, "a coded block is malformed (its codes, ranks, escapes or lengths)");
-    taken += blocks[i].misses;
-    const size_t lo = k0 > a ? k0 : a, hi = k1 < b ? k1 : b;
-    for (size_t k = lo; k < hi; k++) out[k - a] = tmp[k - k0] ^ flip;
+    taken += blk.misses;
+    if (dst == tmp)
+      for (size_t k = lo; k < hi; k++) out[k - a] = tmp[k - k0] ^ flip;
   }
   return UIH_OK;
 }

