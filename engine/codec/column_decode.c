@@ -463,7 +463,8 @@ static int dec_coded(uih_stripe_decoder *d, uih_cursor *c, const stripe_dir_entr
   size_t taken = 0;
   for (size_t i = first; i < last; i++) {
     coded_block blk;
-    (void)coded_block_read(&at_first, i, nblocks, m, o, &blk); /* read above */
+    if (coded_block_read(&at_first, i, nblocks, m, o, &blk) != 0) /* (read above: it cannot fail now) */
+      return bad(err, de, "a coded block's header is truncated or impossible");
     const size_t k0 = i * UIH_SEQ_BLOCK, k1 = k0 + UIH_SEQ_BLOCK < m ? k0 + UIH_SEQ_BLOCK : m;
     const size_t lo = k0 > a ? k0 : a, hi = k1 < b ? k1 : b;
     /* A whole block of a type without a flip goes straight to `out`. */

@@ -93,6 +93,12 @@
  *                                 at even positions (0, 2, ...)
  *                       stream 1: those at odd positions; the last
  *                                 block's runs to the payload's end
+ *                     A reader requires stream 0 to be 1 byte or more,
+ *                     stream 1 empty exactly when its block holds one
+ *                     value, a block's escapes to be no more than its
+ *                     values and all of them to sum to o. (The last
+ *                     stream running to the end, bytes appended to a
+ *                     payload are found by a decode of its last block.)
  *                     A stream is LSB-first bits, zero-padded to a byte:
  *                     per value the code of its symbol under the
  *                     dictionary's model and, for a bucket, its raw bits

@@ -325,14 +325,15 @@ uint32_t uih_value_dict_entries(const uih_value_dict *d) { return d->count; }
 int uih_value_dict_pays(const uih_value_dict *d, uint64_t hits, uint64_t values, uint64_t range) {
   if (!d || d->count == 0 || hits > values) return 0;
   const unsigned vb = uih_bits(range), rb = uih_bits(d->count - 1);
+  /* Shared: a hit in bits(entries - 1), a bit per value saying which. */
+  const double shared_gain = vb > rb ? (double)hits * (vb - rb) : 0;
+  if (shared_gain > (double)values + 8.0 * (double)d->bytes.len) return 1;
   if (d->nsym && d->hit_bits > 0) { /* coded: the model says what its hits take; a miss, its escape and itself */
     const double coded = (double)hits * d->hit_bits + (double)(values - hits) * (d->lens[d->nsym - 1] + vb);
     const double keep = 1.0 - 0.20; /* an encoder keeps a coded column that saves its default min_coded_gain */
     return coded + (double)values / 8 + 8.0 * (double)d->bytes.len < keep * (double)values * vb;
   }
-  if (vb <= rb) return 0;
-  const double gain = (double)hits * (vb - rb), cost = (double)values + 8.0 * (double)d->bytes.len;
-  return gain > cost;
+  return 0;
 }
 
 uint64_t uih_value_dict_value(const uih_value_dict *d, uint32_t rank) { return rank < d->count ? d->values[rank] : 0; }

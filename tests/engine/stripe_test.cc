@@ -1454,6 +1454,14 @@ TEST(ValueDict, VersionTwoCarriesAModelAndVersionOneStillParses) {
   const std::string json = R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
     {"name": "ts", "id": 1, "type": "timestamp"}, {"name": "item", "id": 5, "type": "id"}]}]})";
   ASSERT_EQ(UIH_OK, uih_schema_parse(json.data(), json.size(), "t", &s.s, &err)) << err.msg;
+  // The padding nibble after an odd number of lengths must be zero.
+  ASSERT_EQ(1u, d->nsym % 2);
+  std::vector<uint8_t> padded = v2;
+  padded[len - 5] |= 0x10;
+  sum = static_cast<uint32_t>(XXH3_64bits(padded.data(), padded.size() - 4));
+  std::memcpy(padded.data() + padded.size() - 4, &sum, 4);
+  EXPECT_EQ(UIH_ERR_CORRUPTION, uih_value_dict_parse(padded.data(), padded.size(), 0, &x, &err));
+  EXPECT_NE(nullptr, std::strstr(err.msg, "padding after its code lengths is not zero")) << err.msg;
   uih_stripe_context* ctx = nullptr;
   ASSERT_EQ(UIH_OK, uih_stripe_context_create(&ctx, nullptr));
   ContextPtr keep_ctx(ctx, uih_stripe_context_free);
@@ -1476,6 +1484,37 @@ TEST(ValueDict, VersionTwoCarriesAModelAndVersionOneStillParses) {
   uih_stripe_column_info ci{};
   ASSERT_EQ(UIH_OK, uih_stripe_column_at(sp, slen, 1, &ci, nullptr));
   EXPECT_EQ(uint32_t{UIH_ENC_SHARED}, ci.encoding);
+  // Where the schema allows coded but not shared: frame of reference with
+  // the version-1 dictionary, coded with the version-2 one.
+  SchemaPtr coded_only;
+  const std::string json2 = R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "item", "id": 5, "type": "id", "encodings": ["for", "coded"]}]}]})";
+  ASSERT_EQ(UIH_OK, uih_schema_parse(json2.data(), json2.size(), "t", &coded_only.s, &err)) << err.msg;
+  const uih_group* g2 = uih_schema_group_at(coded_only.s, 0);
+  uih_batch* b2 = nullptr;
+  ASSERT_EQ(UIH_OK, uih_batch_create(g2, 200, nullptr, 0, &b2, nullptr));
+  std::unique_ptr<uih_batch, void (*)(uih_batch*)> keep_b2(b2, uih_batch_free);
+  for (uint32_t i = 0; i < 200; i++) {
+    uint32_t row;
+    uih_batch_append(b2, &row, nullptr);
+    uih_column_set_bits(&b2->columns[0], i, i);
+    uih_column_set_bits(&b2->columns[1], i, values[(i * 389) % 1000]);
+  }
+  for (const bool with_model : {false, true}) {
+    uih_stripe_context* c2 = nullptr;
+    ASSERT_EQ(UIH_OK, uih_stripe_context_create(&c2, nullptr));
+    ContextPtr keep_c2(c2, uih_stripe_context_free);
+    const std::vector<uint8_t>& bytes = with_model ? v2 : v1;
+    uih_value_dict* dd = nullptr;
+    ASSERT_EQ(UIH_OK, uih_value_dict_parse(bytes.data(), bytes.size(), UIH_VALUE_DICT_INDEX, &dd, &err)) << err.msg;
+    ASSERT_EQ(UIH_OK, uih_stripe_context_add(c2, dd, nullptr));
+    uih_stripe_encoder_set_context(enc.get(), c2);
+    ASSERT_EQ(UIH_OK, uih_stripe_encode(enc.get(), b2, 1, &sp, &slen, &err)) << err.msg;
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(sp, slen, 1, &ci, nullptr));
+    EXPECT_EQ(with_model ? uint32_t{UIH_ENC_CODED} : uint32_t{UIH_ENC_FOR}, ci.encoding) << with_model;
+  }
+  uih_stripe_encoder_set_context(enc.get(), nullptr);
 }
 
 // Popular ids stored as ranks: with a dictionary of the catalog's head, a
@@ -1662,10 +1701,10 @@ TEST_F(Stripe, CodedColumnsSurviveEveryFlipAndCut) {
   uih_stripe_decoder_set_context(dec_, ctx);
   std::mt19937_64 rng(31);
   std::discrete_distribution<uint64_t> zipf(counts.begin(), counts.end());
-  for (uint32_t n : {20u, 300u}) {
-    BatchPtr in, out, full;
+  for (uint32_t n : {20u, 129u, 300u}) {  // one block; a last block of one value; three blocks
+    BatchPtr in, out, full, spare;
     ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
-    ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &full, &out));
+    ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &full, &spare));
     for (uint32_t i = 0; i < n; i++) {
       uint32_t row;
       uih_batch_append(in.b, &row, nullptr);
@@ -1700,6 +1739,18 @@ TEST_F(Stripe, CodedColumnsSurviveEveryFlipAndCut) {
       }
     }
     EXPECT_GT(caught * 4, flips) << "a quarter of the coded payload's flips at least break a check";
+    // Named failures: an escape count of every value; a stripe cut inside
+    // the codes.
+    {
+      std::vector<uint8_t> c = st;
+      ASSERT_LT(c[payload + 2], 0x80) << "a one-byte escape count";
+      c[payload + 2] = static_cast<uint8_t>(n < 128 ? n : 127);
+      uih_error err{};
+      if (n < 128) {
+        ASSERT_EQ(UIH_ERR_CORRUPTION, Decode(c, 0, UIH_DECODE_TO_END, out.b, 0, &err));
+        EXPECT_NE(nullptr, std::strstr(err.msg, "escape every value")) << err.msg;
+      }
+    }
     for (size_t cut = 0; cut < st.size(); cut++) {
       std::vector<uint8_t> c(st.begin(), st.begin() + static_cast<std::ptrdiff_t>(cut));
       uih_error err{};

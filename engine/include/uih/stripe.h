@@ -162,8 +162,13 @@ int uih_stripe_decode(uih_stripe_decoder *dec, const uint8_t *buf, size_t len, u
  * stripes (a generation's, by the loader), stored beside them in their
  * serialized form (stripe_format.h), and handed to encoders and decoders
  * in a context. A column names the dictionary it used (shared: by its
- * 32-bit id; coded: by 16 bits of it), so a decoder without it fails with
- * UIH_ERR_NOT_FOUND rather than guessing. */
+ * 32-bit id; coded: by 16 bits of it, the first dictionary of the trait in
+ * the context with a model and those 16 bits: an encoder codes a column
+ * only against the one a decoder with the same context finds), so a
+ * decoder without it fails with UIH_ERR_NOT_FOUND rather than guessing.
+ * Decode a coded column with the context it was encoded with, or one that
+ * extends it (dictionaries added after): another dictionary of the trait
+ * sharing those 16 bits (a chance of 2^-16 each) would decode it wrong. */
 typedef struct uih_value_dict uih_value_dict;
 
 #define UIH_VALUE_DICT_MAX (1u << 24) /* entries (0: a declined trait's mark) */
@@ -203,15 +208,15 @@ uint32_t uih_value_dict_entries(const uih_value_dict *d);
 /* Whether `d` is likely to pay for itself on the values it was built from:
  * `values` of them in all, `hits` of them in `d`, spanning `range` (max -
  * min, in the order of the type: int64 as signed); the dictionary's own
- * bytes are paid once. Just built (with its model), it judges coded
- * columns: a hit takes the bits its model gives on average over the counts
- * it was built from, another value its escape code and bits(range); it
- * pays when that, plus values / 8 + 8 * its bytes bits, is below 80% of
- * bits(range) a value (an encoder's default min_coded_gain is 0.2). Otherwise (parsed, or version 1) it judges shared
- * columns: a hit takes bits(entries - 1), the others bits(range), plus a
- * bit each saying which, against values + 8 * its bytes. Hashed 40-bit ids
- * pay by far; small codes (ratings, categories) pay coded when some are
- * much more frequent than others. */
+ * bytes are paid once. It pays if shared columns would gain: a hit in
+ * bits(entries - 1) rather than bits(range), against a bit per value
+ * saying which plus 8 * its bytes. Just built (with its model), it also
+ * pays if coded columns would: a hit in the bits its model gives on
+ * average over the counts it was built from, another value in its escape
+ * code and bits(range), plus values / 8 + 8 * its bytes bits, below 80% of
+ * bits(range) a value (the encoders' default min_coded_gain is 0.2).
+ * Hashed 40-bit ids pay by far; small codes (ratings, categories) pay
+ * coded when some are much more frequent than others. */
 int uih_value_dict_pays(const uih_value_dict *d, uint64_t hits, uint64_t values, uint64_t range);
 /* The value of rank `rank` (< entries; column bits), 0 past the end. */
 uint64_t uih_value_dict_value(const uih_value_dict *d, uint32_t rank);
