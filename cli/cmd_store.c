@@ -231,10 +231,10 @@ static void print_summary(const uih_load_stats *st, int json) {
     printf("  shared:  value dictionaries of %.1f MB (%.2f bytes/event)%s\n", (double)st->dict_bytes / 1e6,
            st->events ? (double)st->dict_bytes / (double)st->events : 0.0, st->dicts_built ? "" : ", kept from the base");
   if (st->dicts_built)
-    printf("           %" PRIu64 " built by this load, %" PRIu64 " entries: popular values stored as their rank\n",
+    printf("           %" PRIu64 " built by this load, %" PRIu64 " entries: popular values stored as their rank or code\n",
            st->dicts_built, st->dict_entries);
   if (st->dicts_declined)
-    printf("           %" PRIu64 " declined: their values are about as narrow as ranks would be\n", st->dicts_declined);
+    printf("           %" PRIu64 " declined: neither ranks nor codes would save enough\n", st->dicts_declined);
   printf("  stripes: %" PRIu64 " copied byte for byte, %" PRIu64 " written", st->stripes_copied, st->stripes_written);
   if (st->stripes_upgraded) printf(" (%" PRIu64 " only to drop traits the schema dropped)", st->stripes_upgraded);
   printf("\n");
