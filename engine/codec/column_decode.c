@@ -349,20 +349,49 @@ static int stream_done(const pc_reader *r, const uint8_t *bits, size_t len) {
 
 /* One value of a coded block from `r`: the entry under its next bits, the
  * rank it gives, the value (clamped loads and a mask rather than branches:
- * escapes are four in ten values of hashed ids). */
-static inline uint64_t coded_value(pc_reader *r, const dict_sym *tab, const uint64_t *values, uint32_t last,
-                                   const uint64_t *others, size_t *esc, uint32_t *over) {
+ * escapes are four in ten values of hashed ids). `with_raw` and
+ * `with_escapes` are constants in each caller (lz4-style directives): a
+ * dictionary of at most 256 entries has no raw bits and no rank past its
+ * end, a block without escapes needs no escaped value (one read anyway
+ * still counts, and fails the block). */
+static inline __attribute__((always_inline)) uint64_t
+coded_value(pc_reader *r, const dict_sym *tab, const uint64_t *values, uint32_t last, const uint64_t *others,
+            size_t *esc, uint32_t *over, const int with_raw, const int with_escapes) {
   if (r->n < PC_MAX_LEN + 24) pc_refill(r); /* a code and up to 24 raw bits */
   const dict_sym e = tab[r->acc & (PC_TABLE_SIZE - 1)];
-  const uint64_t raw = (r->acc >> dict_sym_len(e)) & ((UINT64_C(1) << dict_sym_raw(e)) - 1);
-  const uint32_t rank = dict_sym_base(e) + (uint32_t)raw;
+  uint32_t rank = dict_sym_base(e);
+  if (with_raw) rank += (uint32_t)((r->acc >> dict_sym_len(e)) & ((UINT64_C(1) << dict_sym_raw(e)) - 1));
   r->acc >>= dict_sym_shift(e); /* one shift past the code and its raw bits */
   r->n -= dict_sym_shift(e);
-  *over |= rank > last;
-  const uint64_t hit = values[rank < last ? rank : last], miss = others[*esc];
-  const uint64_t escape = dict_sym_escape(e), keep = 0 - escape;
+  const uint64_t escape = dict_sym_escape(e);
   *esc += escape;
+  uint64_t hit;
+  if (with_raw) { /* a bucket's raw bits may reach past the last rank */
+    *over |= rank > last;
+    hit = values[rank < last ? rank : last];
+  } else { /* every rank a symbol of its own, below the entries (an escape's reads rank 0) */
+    hit = values[rank];
+  }
+  if (!with_escapes) return hit;
+  const uint64_t miss = others[*esc - escape], keep = 0 - escape;
   return (hit & ~keep) | (miss & keep);
+}
+
+/* dec_coded_block's loop, specialized by the caller's constants. */
+static inline __attribute__((always_inline)) int
+coded_block_run(const uih_value_dict *dict, pc_reader *r0, pc_reader *r1, size_t count, const uint64_t *others,
+                uint64_t *tmp, size_t *esc, const int with_raw, const int with_escapes) {
+  const dict_sym *tab = dict->table;
+  const uint64_t *values = dict->values;
+  const uint32_t last = dict->count - 1; /* a dictionary with a model has entries */
+  uint32_t over = 0;
+  size_t k = 0;
+  for (; k + 1 < count; k += 2) {
+    tmp[k] = coded_value(r0, tab, values, last, others, esc, &over, with_raw, with_escapes);
+    tmp[k + 1] = coded_value(r1, tab, values, last, others, esc, &over, with_raw, with_escapes);
+  }
+  if (k < count) tmp[k] = coded_value(r0, tab, values, last, others, esc, &over, with_raw, with_escapes);
+  return over ? -1 : 0;
 }
 
 /* One block of a coded column: its `count` values into tmp[0..count),
@@ -376,18 +405,16 @@ static inline uint64_t coded_value(pc_reader *r, const dict_sym *tab, const uint
 static int dec_coded_block(const uih_value_dict *dict, const uint8_t *const bits[2], const size_t len[2],
                            const size_t loadable[2], size_t count, size_t misses, const uint64_t *others,
                            uint64_t *tmp) {
-  const dict_sym *tab = dict->table;
-  const uint64_t *values = dict->values;
-  const uint32_t last = dict->count - 1; /* a dictionary with a model has entries */
   pc_reader r0 = pc_reader_make(bits[0], len[0], loadable[0]), r1 = pc_reader_make(bits[1], len[1], loadable[1]);
-  size_t esc = 0, k = 0;
-  uint32_t over = 0;
-  for (; k + 1 < count; k += 2) {
-    tmp[k] = coded_value(&r0, tab, values, last, others, &esc, &over);
-    tmp[k + 1] = coded_value(&r1, tab, values, last, others, &esc, &over);
-  }
-  if (k < count) tmp[k] = coded_value(&r0, tab, values, last, others, &esc, &over);
-  if (over || esc != misses || stream_done(&r0, bits[0], len[0]) != 0) return -1;
+  size_t esc = 0;
+  int rc;
+  if (dict->count > DICT_DIRECT)
+    rc = misses ? coded_block_run(dict, &r0, &r1, count, others, tmp, &esc, 1, 1)
+                : coded_block_run(dict, &r0, &r1, count, others, tmp, &esc, 1, 0);
+  else
+    rc = misses ? coded_block_run(dict, &r0, &r1, count, others, tmp, &esc, 0, 1)
+                : coded_block_run(dict, &r0, &r1, count, others, tmp, &esc, 0, 0);
+  if (rc != 0 || esc != misses || stream_done(&r0, bits[0], len[0]) != 0) return -1;
   return count > 1 ? stream_done(&r1, bits[1], len[1]) : (len[1] == 0 ? 0 : -1);
 }
 
