@@ -402,7 +402,8 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
   const uih_value_dict *dict = e->opts.fast ? NULL : stripe_context_encoding(e->ctx, e->group, t->id, t->type);
   if (!dict) allowed &= ~UIH_ENC_DICTIONARY; /* (the schema allows another: see schema_json.c) */
   /* The coded form needs a model, and names its dictionary by 16 bits of
-   * its id: no other dictionary of the trait in the context may share them. */
+   * its id: a decoder takes the first dictionary of the trait with a model
+   * and those bits in the context, which must be this one. */
   if (dict && (!dict->nsym || stripe_context_find_coded(e->ctx, e->group, t->id, (uint16_t)dict->id) != dict))
     allowed &= ~UIH_ENC_CODED;
   int stored = t->type == UIH_TYPE_FLOAT32 && t->compression != UIH_COMPRESS_NONE;

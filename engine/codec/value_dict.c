@@ -102,8 +102,9 @@ static int model_tables(uih_value_dict *d) {
 
 /* The model of a built dictionary: symbol frequencies from the counts (one
  * more each, so every rank and the escape can be written later), a prefix
- * code for them, and the bits its hits would take. `hits` and `misses` are
- * how many counted values it holds and does not. */
+ * code for them, and the bits a hit takes on average. `counts` are its
+ * entries' counts, in rank order; `misses` how many counted values it does
+ * not hold. */
 static int build_model(uih_value_dict *d, const uint64_t *counts, uint64_t misses) {
   d->direct = dict_direct(d->count);
   d->nsym = dict_symbols(d->count);
