@@ -156,47 +156,46 @@ static int enc_shared(uih_stripe_encoder *e, uih_wbuf *out, const uih_value_dict
 /* The coded form (stripe_format.h) against dictionary `d`, which has a
  * model: the values it does not hold, then per block of UIH_SEQ_BLOCK
  * values two streams of prefix codes (even and odd positions: a decoder
- * follows two chains of bits at once). Returns 0, or -1 if it holds none
- * of the values. */
+ * follows two chains of bits at once). Each value is looked up once: its
+ * rank, or NOT_HELD, in e->aux. Returns 0, or -1 if it holds none of the
+ * values. */
+#define NOT_HELD UINT64_MAX
 static int enc_coded(uih_stripe_encoder *e, uih_wbuf *out, const uih_value_dict *d, const uint64_t *v, size_t m,
                      uih_type t) {
-  uint64_t *others = e->aux2;
-  uint32_t *misses = (uint32_t *)e->aux; /* per block; m / UIH_SEQ_BLOCK + 1 fit in m values' room */
-  const uint32_t esc = d->nsym - 1;
-  const size_t nblocks = (m + UIH_SEQ_BLOCK - 1) / UIH_SEQ_BLOCK;
+  uint64_t *ranks = e->aux, *others = e->aux2;
   size_t o = 0;
   for (size_t k = 0; k < m; k++) {
     uint32_t r;
-    if (k % UIH_SEQ_BLOCK == 0) misses[k / UIH_SEQ_BLOCK] = 0;
-    if (!value_dict_rank(d, stripe_from_u64(t, v[k]), &r)) {
-      others[o++] = v[k];
-      misses[k / UIH_SEQ_BLOCK]++;
-    }
+    ranks[k] = value_dict_rank(d, stripe_from_u64(t, v[k]), &r) ? r : NOT_HELD;
+    if (ranks[k] == NOT_HELD) others[o++] = v[k];
   }
   if (o == m) return -1;
   uih_wbuf_u16(out, (uint16_t)d->id);
   uih_wbuf_varint(out, o);
   uih_seq_encode(out, others, o, for_kind(t));
+  const uint32_t esc = d->nsym - 1;
+  const size_t nblocks = (m + UIH_SEQ_BLOCK - 1) / UIH_SEQ_BLOCK;
   for (size_t b = 0; b < nblocks; b++) {
     const size_t start = b * UIH_SEQ_BLOCK, stop = start + UIH_SEQ_BLOCK < m ? start + UIH_SEQ_BLOCK : m;
     pc_writer w[2] = {{.out = &e->streams[0]}, {.out = &e->streams[1]}};
     uih_wbuf_reset(&e->streams[0]);
     uih_wbuf_reset(&e->streams[1]);
+    size_t misses = 0;
     for (size_t k = start; k < stop; k++) {
       pc_writer *s = &w[(k - start) & 1];
-      uint32_t r;
-      if (value_dict_rank(d, stripe_from_u64(t, v[k]), &r)) {
-        unsigned raw;
-        uint32_t bits, sym = dict_symbol_of(d->direct, r, &raw, &bits);
-        pc_put(s, d->codes[sym], d->lens[sym]);
-        pc_put(s, bits, raw);
-      } else {
+      if (ranks[k] == NOT_HELD) {
         pc_put(s, d->codes[esc], d->lens[esc]);
+        misses++;
+        continue;
       }
+      unsigned raw;
+      uint32_t bits, sym = dict_symbol_of(d->direct, (uint32_t)ranks[k], &raw, &bits);
+      pc_put(s, d->codes[sym], d->lens[sym]);
+      pc_put(s, bits, raw);
     }
     pc_flush(&w[0]);
     pc_flush(&w[1]);
-    if (nblocks > 1) uih_wbuf_varint(out, misses[b]);
+    if (nblocks > 1) uih_wbuf_varint(out, misses);
     uih_wbuf_varint(out, e->streams[0].len);
     if (b + 1 < nblocks) uih_wbuf_varint(out, e->streams[1].len); /* the last runs to the end */
     uih_wbuf_put(out, e->streams[0].data, e->streams[0].len);
@@ -204,6 +203,7 @@ static int enc_coded(uih_stripe_encoder *e, uih_wbuf *out, const uih_value_dict 
   }
   return e->streams[0].oom || e->streams[1].oom ? -1 : 0;
 }
+#undef NOT_HELD
 
 static void enc_values(uih_stripe_encoder *e, uih_wbuf *out, uint32_t enc, const uint64_t *v,
                        size_t m, uih_type t) {

@@ -1399,6 +1399,13 @@ TEST(ValueDict, BuildsRanksSerializesAndParses) {
 // rank - 255 has j + 1 bits, then the escape. Version 1 (the same bytes
 // without the lengths) still parses, has no model, and its trait's columns
 // are then shared, never coded.
+// The checksum a serialized dictionary ends with, made right again after
+// its bytes were changed.
+void Reseal(std::vector<uint8_t>* bytes) {
+  const uint32_t sum = static_cast<uint32_t>(XXH3_64bits(bytes->data(), bytes->size() - 4));
+  std::memcpy(bytes->data() + bytes->size() - 4, &sum, 4);
+}
+
 TEST(ValueDict, VersionTwoCarriesAModelAndVersionOneStillParses) {
   std::vector<uint64_t> values, counts;
   for (uint64_t r = 0; r < 1000; r++)  // 40-bit ids, Zipf counts
@@ -1427,17 +1434,15 @@ TEST(ValueDict, VersionTwoCarriesAModelAndVersionOneStillParses) {
   // Lengths that are not a complete code are refused (checksum made right).
   std::vector<uint8_t> bad = v2;
   bad[len - 4 - nibbles] ^= 0x01;
-  uint32_t sum = static_cast<uint32_t>(XXH3_64bits(bad.data(), bad.size() - 4));
-  std::memcpy(bad.data() + bad.size() - 4, &sum, 4);
+  Reseal(&bad);
   uih_value_dict* x = nullptr;
   EXPECT_EQ(UIH_ERR_CORRUPTION, uih_value_dict_parse(bad.data(), bad.size(), 0, &x, &err));
   EXPECT_NE(nullptr, std::strstr(err.msg, "code lengths are not a complete prefix code")) << err.msg;
 
   // Version 1: no lengths.
-  std::vector<uint8_t> v1(v2.begin(), v2.end() - 4 - static_cast<std::ptrdiff_t>(nibbles));
+  std::vector<uint8_t> v1(v2.begin(), v2.end() - static_cast<std::ptrdiff_t>(nibbles));  // keeps 4 bytes for the sum
   v1[4] = 1;
-  sum = static_cast<uint32_t>(XXH3_64bits(v1.data(), v1.size()));
-  v1.insert(v1.end(), reinterpret_cast<uint8_t*>(&sum), reinterpret_cast<uint8_t*>(&sum) + 4);
+  Reseal(&v1);
   uih_value_dict* old = nullptr;
   ASSERT_EQ(UIH_OK, uih_value_dict_parse(v1.data(), v1.size(), UIH_VALUE_DICT_INDEX, &old, &err)) << err.msg;
   EXPECT_EQ(1000u, uih_value_dict_entries(old));
@@ -1446,8 +1451,7 @@ TEST(ValueDict, VersionTwoCarriesAModelAndVersionOneStillParses) {
   // A version-1 dictionary with trailing bytes (a version 2's lengths) is not one.
   std::vector<uint8_t> mixed = v2;
   mixed[4] = 1;
-  sum = static_cast<uint32_t>(XXH3_64bits(mixed.data(), mixed.size() - 4));
-  std::memcpy(mixed.data() + mixed.size() - 4, &sum, 4);
+  Reseal(&mixed);
   EXPECT_EQ(UIH_ERR_CORRUPTION, uih_value_dict_parse(mixed.data(), mixed.size(), 0, &x, &err));
 
   SchemaPtr s;
@@ -1458,24 +1462,26 @@ TEST(ValueDict, VersionTwoCarriesAModelAndVersionOneStillParses) {
   ASSERT_EQ(1u, d->nsym % 2);
   std::vector<uint8_t> padded = v2;
   padded[len - 5] |= 0x10;
-  sum = static_cast<uint32_t>(XXH3_64bits(padded.data(), padded.size() - 4));
-  std::memcpy(padded.data() + padded.size() - 4, &sum, 4);
+  Reseal(&padded);
   EXPECT_EQ(UIH_ERR_CORRUPTION, uih_value_dict_parse(padded.data(), padded.size(), 0, &x, &err));
   EXPECT_NE(nullptr, std::strstr(err.msg, "padding after its code lengths is not zero")) << err.msg;
   uih_stripe_context* ctx = nullptr;
   ASSERT_EQ(UIH_OK, uih_stripe_context_create(&ctx, nullptr));
   ContextPtr keep_ctx(ctx, uih_stripe_context_free);
   ASSERT_EQ(UIH_OK, uih_stripe_context_add(ctx, old, nullptr));
-  const uih_group* g = uih_schema_group_at(s.s, 0);
-  uih_batch* b = nullptr;
-  ASSERT_EQ(UIH_OK, uih_batch_create(g, 200, nullptr, 0, &b, nullptr));
-  std::unique_ptr<uih_batch, void (*)(uih_batch*)> keep_b(b, uih_batch_free);
-  for (uint32_t i = 0; i < 200; i++) {
-    uint32_t row;
-    uih_batch_append(b, &row, nullptr);
-    uih_column_set_bits(&b->columns[0], i, i);
-    uih_column_set_bits(&b->columns[1], i, values[(i * 389) % 1000]);  // 200 distinct, all ranked
-  }
+  // 200 events of a group's items: 200 distinct ids, all ranked.
+  auto items = [&](const uih_group* g, BatchPtr* out) {
+    ASSERT_EQ(UIH_OK, uih_batch_create(g, 200, nullptr, 0, &out->b, nullptr));
+    for (uint32_t i = 0; i < 200; i++) {
+      uint32_t row;
+      uih_batch_append(out->b, &row, nullptr);
+      uih_column_set_bits(&out->b->columns[0], i, i);
+      uih_column_set_bits(&out->b->columns[1], i, values[(i * 389) % 1000]);
+    }
+  };
+  BatchPtr batch;
+  ASSERT_NO_FATAL_FAILURE(items(uih_schema_group_at(s.s, 0), &batch));
+  uih_batch* b = batch.b;
   EncoderPtr enc = MakeEncoder(0, 0);
   uih_stripe_encoder_set_context(enc.get(), ctx);
   const uint8_t* sp;
@@ -1491,16 +1497,9 @@ TEST(ValueDict, VersionTwoCarriesAModelAndVersionOneStillParses) {
     {"name": "ts", "id": 1, "type": "timestamp"},
     {"name": "item", "id": 5, "type": "id", "encodings": ["for", "coded"]}]}]})";
   ASSERT_EQ(UIH_OK, uih_schema_parse(json2.data(), json2.size(), "t", &coded_only.s, &err)) << err.msg;
-  const uih_group* g2 = uih_schema_group_at(coded_only.s, 0);
-  uih_batch* b2 = nullptr;
-  ASSERT_EQ(UIH_OK, uih_batch_create(g2, 200, nullptr, 0, &b2, nullptr));
-  std::unique_ptr<uih_batch, void (*)(uih_batch*)> keep_b2(b2, uih_batch_free);
-  for (uint32_t i = 0; i < 200; i++) {
-    uint32_t row;
-    uih_batch_append(b2, &row, nullptr);
-    uih_column_set_bits(&b2->columns[0], i, i);
-    uih_column_set_bits(&b2->columns[1], i, values[(i * 389) % 1000]);
-  }
+  BatchPtr batch2;
+  ASSERT_NO_FATAL_FAILURE(items(uih_schema_group_at(coded_only.s, 0), &batch2));
+  uih_batch* b2 = batch2.b;
   for (const bool with_model : {false, true}) {
     uih_stripe_context* c2 = nullptr;
     ASSERT_EQ(UIH_OK, uih_stripe_context_create(&c2, nullptr));
