@@ -267,14 +267,18 @@ static int dec_sparse(uih_stripe_decoder *d, uih_cursor *c, size_t m, size_t a, 
  * uih_seq_decode_biased); the others ignore both. */
 #define BIASED_ENCODINGS (UIH_ENC_FOR | UIH_ENC_DELTA | UIH_ENC_DELTA2)
 
-static int dec_values(uih_stripe_decoder *d, uih_cursor *c, unsigned enc, size_t m, size_t a,
-                      size_t b, uih_type t, uint64_t bias, uint64_t *out, int *sorted) {
+static int dec_values(uih_stripe_decoder *d, uih_cursor *c, const stripe_dir_entry *de, size_t m, size_t a,
+                      size_t b, uint64_t bias, uint64_t *out, int *sorted) {
   uint64_t blk[UIH_SEQ_BLOCK];
-  switch (1u << enc) {
+  const uih_type t = (uih_type)de->type;
+  const uint32_t enc = 1u << de->encoding;
+  switch (enc) {
     case UIH_ENC_PLAIN: return dec_plain(c, m, a, b, t, out);
-    case UIH_ENC_FOR: return uih_seq_decode_biased(c, m, for_kind(t), bias, a, b, out, blk, sorted);
-    case UIH_ENC_DELTA: return uih_seq_decode_biased(c, m, UIH_SEQ_DELTA, bias, a, b, out, blk, sorted);
-    case UIH_ENC_DELTA2: return uih_seq_decode_biased(c, m, UIH_SEQ_DELTA2, bias, a, b, out, blk, sorted);
+    case UIH_ENC_FOR:
+    case UIH_ENC_DELTA:
+    case UIH_ENC_DELTA2:
+      return uih_seq_decode_biased(c, m, stripe_seq_kind(enc, de->version, stripe_type_signed(t)), bias, a, b,
+                                   out, blk, sorted);
     case UIH_ENC_DICT: return dec_dict(d, c, m, a, b, for_kind(t), out, blk);
     case UIH_ENC_RLE: return dec_rle(d, c, m, a, b, for_kind(t), out, blk);
     case UIH_ENC_BSS: return dec_bss(c, m, a, b, out);
@@ -526,9 +530,10 @@ static int dec_scaled(uih_cursor *c, const stripe_dir_entry *de, size_t m, size_
                       const uint64_t *ts_base, uint64_t bias, uint64_t *out, int *sorted, uih_error *err) {
   uint64_t step = uih_cursor_varint(c);
   uint64_t base = ts_base ? *ts_base : stripe_base_of((uih_type)de->type, uih_cursor_varint(c));
-  if (c->bad || step < 2) return bad(err, de, "scaled values have a truncated header or a step below 2");
-  uint32_t enc = 1u << de->encoding;
-  uih_seq_kind kind = enc == UIH_ENC_FOR ? UIH_SEQ_FOR : enc == UIH_ENC_DELTA ? UIH_SEQ_DELTA : UIH_SEQ_DELTA2;
+  /* Format 3 lets the timestamp column take a step of 1 (stripe_format.h). */
+  if (c->bad || step < (ts_base && de->version >= 3 ? 1u : 2u))
+    return bad(err, de, "scaled values have a truncated header or a step below 2 (1 in a timestamp column)");
+  uih_seq_kind kind = stripe_seq_kind(1u << de->encoding, de->version, 0);
   uint64_t blk[UIH_SEQ_BLOCK];
   int up = 0; /* the multiples were verified never to decrease (as int64) */
   if (uih_seq_decode_biased(c, m, kind, 0, a, b, out, blk, &up) != 0 || c->bad)
@@ -692,7 +697,7 @@ int stripe_column_decode(uih_stripe_decoder *d, const stripe_dir_entry *de, cons
     UIH_FORWARD(dec_shared(d, &c, de, m, ra, rb, vals, err));
   } else if (m > 0 && (1u << de->encoding) == UIH_ENC_CODED) {
     UIH_FORWARD(dec_coded(d, &c, de, m, ra, rb, vals, err));
-  } else if (m > 0 && (dec_values(d, &c, de->encoding, m, ra, rb, t, fused ? flip : 0, vals, &in_order) != 0 ||
+  } else if (m > 0 && (dec_values(d, &c, de, m, ra, rb, fused ? flip : 0, vals, &in_order) != 0 ||
                        c.bad)) {
     return bad(err, de, "values are truncated or malformed");
   }

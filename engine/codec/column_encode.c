@@ -210,8 +210,8 @@ static void enc_values(uih_stripe_encoder *e, uih_wbuf *out, uint32_t enc, const
   switch (enc) {
     case UIH_ENC_PLAIN: enc_plain(out, v, m, t); break;
     case UIH_ENC_FOR: uih_seq_encode(out, v, m, for_kind(t)); break;
-    case UIH_ENC_DELTA: uih_seq_encode(out, v, m, UIH_SEQ_DELTA); break;
-    case UIH_ENC_DELTA2: uih_seq_encode(out, v, m, UIH_SEQ_DELTA2); break;
+    case UIH_ENC_DELTA:
+    case UIH_ENC_DELTA2: uih_seq_encode(out, v, m, stripe_seq_kind(enc, UIH_STRIPE_VERSION, stripe_type_signed(t))); break;
     case UIH_ENC_DICT: enc_dict(out, v, m, for_kind(t), e->aux, e->aux2); break;
     case UIH_ENC_RLE: enc_rle(out, v, m, for_kind(t), e->aux, e->aux2); break;
     case UIH_ENC_BSS: enc_bss(out, v, m); break;
@@ -352,8 +352,7 @@ static void enc_scaled(uih_stripe_encoder *e, uih_wbuf *out, uint32_t enc, size_
                        uint64_t base, int is_ts) {
   uih_wbuf_varint(out, step);
   if (!is_ts) uih_wbuf_varint(out, stripe_base_code(e->type, base));
-  uih_seq_kind kind = enc == UIH_ENC_FOR ? UIH_SEQ_FOR : enc == UIH_ENC_DELTA ? UIH_SEQ_DELTA : UIH_SEQ_DELTA2;
-  uih_seq_encode(out, e->scaled, m, kind);
+  uih_seq_encode(out, e->scaled, m, stripe_seq_kind(enc, UIH_STRIPE_VERSION, 0));
 }
 
 int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t n, int is_ts,
@@ -414,8 +413,11 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
    * dollars in cents) may also be stored as multiples of it. */
   uint64_t base = 0, step = 0;
   e->type = t->type;
-  if (m > 1 && (allowed & SCALED_ENCODINGS) && stripe_type_scales(t->type)) {
+  if ((m > 1 || (m == 1 && is_ts)) && (allowed & SCALED_ENCODINGS) && stripe_type_scales(t->type)) {
     step = common_step(e->vals, m, &base);
+    /* The timestamp column's base is the header's min timestamp, stored
+     * already: a step of 1 makes its anchors and minimums count from 0. */
+    if (step == 0 && is_ts) step = 1;
     for (size_t k = 0; step && k < m; k++) e->scaled[k] = (e->vals[k] - base) / step;
   }
   uih_wbuf_reset(&e->best);
@@ -423,7 +425,7 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
     best = fast_encoding(e->vals, m, t->type, allowed);
     /* Scaled when the bits it saves outweigh the step and base it stores. */
     size_t cost = varint_len(step) + (is_ts ? 0 : varint_len(stripe_base_code(t->type, base)));
-    best_scaled = step && (best & SCALED_ENCODINGS) && m * (uih_bits(step) - 1) / 8 > cost;
+    best_scaled = step && (best & SCALED_ENCODINGS) && (m * (uih_bits(step) - 1) / 8 > cost || is_ts);
     if (best_scaled) enc_scaled(e, &e->best, best, m, step, base, is_ts);
     else enc_values(e, &e->best, best, e->vals, m, t->type);
     allowed = 0; /* the loop below has nothing to try */

@@ -529,19 +529,60 @@ static int block_skip(uih_cursor *c, size_t cnt) {
   return uih_cursor_take(c, nexc + (nexc * xw + 7) / 8) ? 0 : -1;
 }
 
-/* Skips the block of `cnt` values at `c` of a sequence of `order` (0 FOR,
- * 1 DELTA, 2 DELTA2): its anchors, then its FOR block. */
-static int seq_block_skip(uih_cursor *c, size_t cnt, int order) {
+/* ---- sequence kinds and anchors ------------------------------------------- */
+
+/* What a kind is made of: its order (0 FOR, 1 DELTA, 2 DELTA2) and how its
+ * anchors are stored (below). */
+enum { ANCHOR_U64 = 0, ANCHOR_VARINT, ANCHOR_VARINT_SIGNED };
+static int seq_order(uih_seq_kind kind) {
+  switch (kind) {
+    case UIH_SEQ_DELTA:
+    case UIH_SEQ_DELTA_VARINT:
+    case UIH_SEQ_DELTA_VARINT_SIGNED: return 1;
+    case UIH_SEQ_DELTA2:
+    case UIH_SEQ_DELTA2_VARINT:
+    case UIH_SEQ_DELTA2_VARINT_SIGNED: return 2;
+    default: return 0;
+  }
+}
+static int seq_anchors(uih_seq_kind kind) {
+  switch (kind) {
+    case UIH_SEQ_DELTA_VARINT:
+    case UIH_SEQ_DELTA2_VARINT: return ANCHOR_VARINT;
+    case UIH_SEQ_DELTA_VARINT_SIGNED:
+    case UIH_SEQ_DELTA2_VARINT_SIGNED: return ANCHOR_VARINT_SIGNED;
+    default: return ANCHOR_U64;
+  }
+}
+
+/* A block's first value (`is_delta` 0) or first delta (1) in the anchor
+ * form `form` (intseq.h). */
+static void put_anchor(uih_wbuf *out, uint64_t x, int form, int is_delta) {
+  if (form == ANCHOR_U64) uih_wbuf_u64(out, x);
+  else if (is_delta) uih_wbuf_varint(out, uih_zigzag64((int64_t)x));
+  else uih_wbuf_varint(out, form == ANCHOR_VARINT_SIGNED ? uih_zigzag64(uih_order_i64(x)) : x);
+}
+static uint64_t get_anchor(uih_cursor *c, int form, int is_delta) {
+  if (form == ANCHOR_U64) return uih_cursor_u64(c);
+  uint64_t z = uih_cursor_varint(c);
+  if (is_delta) return (uint64_t)uih_unzigzag64(z);
+  return form == ANCHOR_VARINT_SIGNED ? uih_order_u64(uih_unzigzag64(z)) : z;
+}
+
+/* Skips the block of `cnt` values at `c` of a sequence of `order` with
+ * anchors in `form`: its anchors, then its FOR block. */
+static int seq_block_skip(uih_cursor *c, size_t cnt, int order, int form) {
   if (order == 0) return block_skip(c, cnt);
   size_t skip = order == 2 && cnt >= 2 ? 2 : 1;
-  if (!uih_cursor_take(c, 8 * skip)) return -1;
+  for (size_t k = 0; k < skip; k++) (void)get_anchor(c, form, k);
+  if (c->bad) return -1;
   return cnt > skip ? block_skip(c, cnt - skip) : 0;
 }
 
 /* ---- sequences ------------------------------------------------------------ */
 
 void uih_seq_encode(uih_wbuf *out, const uint64_t *v, size_t n, uih_seq_kind kind) {
-  int order = kind == UIH_SEQ_DELTA ? 1 : kind == UIH_SEQ_DELTA2 ? 2 : 0;
+  const int order = seq_order(kind), form = seq_anchors(kind);
   uint64_t res[UIH_SEQ_BLOCK], tmp[UIH_SEQ_BLOCK];
   for (size_t s = 0; s < n; s += UIH_SEQ_BLOCK) {
     size_t cnt = n - s < UIH_SEQ_BLOCK ? n - s : UIH_SEQ_BLOCK;
@@ -550,10 +591,10 @@ void uih_seq_encode(uih_wbuf *out, const uint64_t *v, size_t n, uih_seq_kind kin
       block_encode(out, blk, cnt, kind == UIH_SEQ_FOR_SIGNED, tmp);
       continue;
     }
-    uih_wbuf_u64(out, blk[0]);
+    put_anchor(out, blk[0], form, 0);
     size_t skip = 1;
     if (order == 2 && cnt >= 2) {
-      uih_wbuf_u64(out, blk[1] - blk[0]);
+      put_anchor(out, blk[1] - blk[0], form, 1);
       skip = 2;
     }
     if (cnt <= skip) continue;
@@ -619,7 +660,7 @@ static int delta_block(uint64_t *r, int order, uint64_t first, uint64_t d0, size
 
 int uih_seq_decode_biased(uih_cursor *c, size_t n, uih_seq_kind kind, uint64_t bias, size_t a,
                           size_t b, uint64_t *out, uint64_t *scratch, int *sorted) {
-  int order = kind == UIH_SEQ_DELTA ? 1 : kind == UIH_SEQ_DELTA2 ? 2 : 0;
+  const int order = seq_order(kind), form = seq_anchors(kind);
 #if defined(__x86_64__)
   int vec = order > 0 && have_avx2();
 #else
@@ -635,7 +676,7 @@ int uih_seq_decode_biased(uih_cursor *c, size_t n, uih_seq_kind kind, uint64_t b
     size_t lo = a > s ? a - s : 0;
     size_t hi = b < s + cnt ? (b > s ? b - s : 0) : cnt;
     if (lo >= hi) { /* outside [a, b): only its length is needed */
-      if (seq_block_skip(c, cnt, order) != 0) return -1;
+      if (seq_block_skip(c, cnt, order, form) != 0) return -1;
       continue;
     }
     uint64_t *dst = out + (s + lo - a);
@@ -643,11 +684,11 @@ int uih_seq_decode_biased(uih_cursor *c, size_t n, uih_seq_kind kind, uint64_t b
       if (block_decode(c, cnt, kind == UIH_SEQ_FOR_SIGNED, bias, lo, hi, dst) != 0) return -1;
       continue;
     }
-    uint64_t first = uih_cursor_u64(c) + bias;
+    uint64_t first = get_anchor(c, form, 0) + bias;
     size_t skip = 1;
     uint64_t d0 = 0;
     if (order == 2 && cnt >= 2) {
-      d0 = uih_cursor_u64(c);
+      d0 = get_anchor(c, form, 1);
       skip = 2;
     }
     if (c->bad) return -1;
@@ -677,9 +718,9 @@ int uih_seq_decode(uih_cursor *c, size_t n, uih_seq_kind kind, size_t a, size_t 
 }
 
 int uih_seq_skip(uih_cursor *c, size_t n, uih_seq_kind kind) {
-  int order = kind == UIH_SEQ_DELTA ? 1 : kind == UIH_SEQ_DELTA2 ? 2 : 0;
+  const int order = seq_order(kind), form = seq_anchors(kind);
   for (size_t s = 0; s < n; s += UIH_SEQ_BLOCK)
-    if (seq_block_skip(c, n - s < UIH_SEQ_BLOCK ? n - s : UIH_SEQ_BLOCK, order) != 0) return -1;
+    if (seq_block_skip(c, n - s < UIH_SEQ_BLOCK ? n - s : UIH_SEQ_BLOCK, order, form) != 0) return -1;
   return c->bad ? -1 : 0;
 }
 

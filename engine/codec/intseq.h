@@ -26,11 +26,17 @@
  *
  * DELTA sequence (order 1) of n values, per block:
  *
- *                 u64     anchor        first value of the block, LE
+ *                 anchor                first value of the block
  *                 signed FOR block of the cnt-1 deltas v[k]-v[k-1], each ^ 2^63
  *
- * DELTA2 (order 2) adds `u64 first delta` after the anchor and packs the
- * cnt-2 deltas of deltas. Anchors make every block decodable on its own, so
+ * DELTA2 (order 2) adds the block's first delta v[1]-v[0] after the anchor
+ * (if cnt >= 2) and packs the cnt-2 deltas of deltas. Anchors come in two
+ * forms. The first (UIH_SEQ_DELTA, UIH_SEQ_DELTA2: stripe formats 1 and 2)
+ * stores both as u64, LE. The varint form (the _VARINT kinds: stripe format
+ * 3) stores the anchor as a varint of the value, or in a _SIGNED kind
+ * (sign-flipped int64 values) of zigzag(value ^ 2^63), and the first delta
+ * as a varint of zigzag(delta as int64): a stripe's scaled timestamps start
+ * at 0 and take one byte where the u64 took eight. Anchors make every block decodable on its own, so
  * decoding values [a, b) unpacks only the blocks that hold them; the others
  * are stepped over by their headers, whose widths and counts give each
  * block's length.
@@ -63,8 +69,26 @@ void uih_unpack(const uint8_t *p, size_t avail, unsigned w, size_t a, size_t b, 
  * Returns 1 if AVX2 is in use afterwards. Not thread-safe: for tests. */
 int uih_intseq_set_simd(int enabled);
 
-/* Sequence kinds: FOR of unsigned or of sign-flipped values, DELTA, DELTA2. */
-typedef enum uih_seq_kind { UIH_SEQ_FOR = 0, UIH_SEQ_FOR_SIGNED, UIH_SEQ_DELTA, UIH_SEQ_DELTA2 } uih_seq_kind;
+/* Sequence kinds: FOR of unsigned or of sign-flipped values; DELTA and
+ * DELTA2 with u64 anchors; the same with varint anchors, of unsigned or of
+ * sign-flipped values. */
+typedef enum uih_seq_kind {
+  UIH_SEQ_FOR = 0,
+  UIH_SEQ_FOR_SIGNED,
+  UIH_SEQ_DELTA,
+  UIH_SEQ_DELTA2,
+  UIH_SEQ_DELTA_VARINT,
+  UIH_SEQ_DELTA_VARINT_SIGNED,
+  UIH_SEQ_DELTA2_VARINT,
+  UIH_SEQ_DELTA2_VARINT_SIGNED,
+} uih_seq_kind;
+
+/* The delta kind of `order` (1 or 2) whose anchors a stripe of format
+ * `version` writes, for values `is_signed` (sign-flipped int64) or not. */
+static inline uih_seq_kind uih_seq_delta_kind(int order, unsigned version, int is_signed) {
+  if (version < 3) return order == 1 ? UIH_SEQ_DELTA : UIH_SEQ_DELTA2;
+  return (uih_seq_kind)((order == 1 ? UIH_SEQ_DELTA_VARINT : UIH_SEQ_DELTA2_VARINT) + (is_signed ? 1 : 0));
+}
 
 void uih_seq_encode(uih_wbuf *out, const uint64_t *v, size_t n, uih_seq_kind kind);
 

@@ -45,9 +45,9 @@ static int read_counts(uih_cursor *c, uih_stripe_info *info, uih_error *err) {
 
 /* Reads and validates the header of either format (stripe_format.h). */
 static int read_header(const uint8_t *buf, size_t len, stripe_view *v, uih_error *err) {
-  if (buf == NULL || len < UIH_STRIPE_V2_MIN_SIZE)
+  if (buf == NULL || len < UIH_STRIPE_MIN_SIZE)
     return uih_corruption(err, "stripe is %zu bytes, shorter than the smallest header (%d bytes)",
-                          buf ? len : 0, UIH_STRIPE_V2_MIN_SIZE);
+                          buf ? len : 0, UIH_STRIPE_MIN_SIZE);
   v->buf = buf;
   v->len = len;
   uih_stripe_info *info = &v->info;
@@ -60,25 +60,33 @@ static int read_header(const uint8_t *buf, size_t len, stripe_view *v, uih_error
     uint32_t magic = uih_cursor_u32(&c);
     if (magic != UIH_STRIPE_V1_MAGIC)
       return uih_corruption(err, "stripe offset 0: magic is 0x%08x, expected 0x%08x (\"UIHS\") or "
-                            "format version 2", magic, UIH_STRIPE_V1_MAGIC);
+                            "format version 2 or 3", magic, UIH_STRIPE_V1_MAGIC);
     info->version = uih_cursor_u8(&c);
     if (info->version != 1)
       return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
-                           "stripe format version %u is not supported (this build reads versions 1 and 2)",
+                           "stripe format version %u is not supported (this build reads versions 1 to 3)",
                            info->version);
     if (uih_cursor_u8(&c) != 0) return uih_corruption(err, "stripe offset 5: flags are not zero");
     info->group = uih_cursor_u16(&c);
     info->min_ts = (int64_t)uih_cursor_u64(&c);
     info->checksum = 1;
   } else {
-    info->version = uih_cursor_u8(&c);
-    if (info->version != UIH_STRIPE_VERSION)
+    /* Version 2: the version byte, a flags byte; 3: both in one byte. */
+    uint8_t first = uih_cursor_u8(&c), flags;
+    info->version = first == 2 ? 2u : first & 15u;
+    if (info->version != 2 && info->version != 3)
       return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
-                           "stripe format version %u is not supported (this build reads versions 1 and 2)",
+                           "stripe format version %u is not supported (this build reads versions 1 to 3)",
                            info->version);
-    uint8_t flags = uih_cursor_u8(&c);
-    if (flags & ~UIH_STRIPE_FLAG_CHECKSUM)
-      return uih_corruption(err, "stripe offset 1: unknown flags 0x%02x", flags);
+    if (info->version == 2) {
+      flags = uih_cursor_u8(&c);
+      if (flags & ~UIH_STRIPE_FLAG_CHECKSUM)
+        return uih_corruption(err, "stripe offset 1: unknown flags 0x%02x", flags);
+    } else {
+      flags = first >> 4;
+      if (flags & ~UIH_STRIPE_FLAG_CHECKSUM)
+        return uih_corruption(err, "stripe offset 0: unknown flags 0x%x in bits 4-7", flags);
+    }
     info->checksum = flags & UIH_STRIPE_FLAG_CHECKSUM;
     uint64_t group = uih_cursor_varint(&c);
     if (group > UINT16_MAX) return uih_corruption(err, "stripe header: group id %llu is out of range",
@@ -102,10 +110,44 @@ static const uint8_t *payload_end(const stripe_view *v) {
   return v->buf + v->len - (v->info.checksum ? UIH_STRIPE_CHECKSUM_SIZE : 0);
 }
 
-/* Reads one directory entry of format `version`; -1 if it is truncated or
- * out of range. Both formats spell an entry as a varint id, two code bytes
- * and a varint length; the code bytes differ (stripe_format.h). */
-static inline int dir_next(uih_cursor *c, unsigned version, stripe_dir_entry *de) {
+/* Reads one directory entry of format 3 (stripe_format.h), whose id steps
+ * from `prev_id`; -1 if it is truncated or out of range. */
+static inline int dir_next_v3(uih_cursor *c, int prev_id, stripe_dir_entry *de) {
+  uint64_t id, length;
+  const uint8_t *p = uih_cursor_peek(c, 4);
+  if (p && (p[1] >> 5) != 0 && (p[2] < 0x80 || p[3] < 0x80)) {
+    /* The usual entry: the id a step, a length of one or two bytes. */
+    id = (uint64_t)(prev_id + (p[1] >> 5));
+    length = p[2] & 0x7f;
+    if (p[2] & 0x80) length |= (uint64_t)p[3] << 7;
+    uih_cursor_skip(c, p[2] < 0x80 ? 3 : 4);
+  } else {
+    p = uih_cursor_take(c, 2);
+    if (!p) return -1;
+    id = (p[1] >> 5) ? (uint64_t)(prev_id + (p[1] >> 5)) : uih_cursor_varint(c);
+    length = uih_cursor_varint(c);
+    /* An id the step could have said is spelled as one (one encoding). */
+    if (c->bad || length > UINT32_MAX || (!(p[1] >> 5) && id <= (uint64_t)(prev_id + STRIPE_DIR_STEP_MAX)))
+      return -1;
+  }
+  if (id > UINT16_MAX) return -1;
+  de->trait_id = (uint16_t)id;
+  de->length = (uint32_t)length;
+  de->type = p[0] & 15; /* type, compression, presence; encoding, scaled */
+  de->compression = (p[0] >> 4) & 3;
+  de->presence = p[0] >> 6;
+  de->encoding = p[1] & 15;
+  de->scaled = (p[1] >> 4) & 1;
+  de->version = 3;
+  return 0;
+}
+
+/* Reads one directory entry of format `version` (the id of the previous
+ * entry `prev_id`, -1 before the first); -1 if it is truncated or out of
+ * range. Formats 1 and 2 spell an entry as a varint id, two code bytes and
+ * a varint length; the code bytes differ (stripe_format.h). */
+static inline int dir_next(uih_cursor *c, unsigned version, int prev_id, stripe_dir_entry *de) {
+  if (version == 3) return dir_next_v3(c, prev_id, de);
   uint64_t id, length;
   uint8_t b1, b2;
   const uint8_t *p = uih_cursor_peek(c, 5);
@@ -124,6 +166,7 @@ static inline int dir_next(uih_cursor *c, unsigned version, stripe_dir_entry *de
   }
   de->trait_id = (uint16_t)id;
   de->length = (uint32_t)length;
+  de->version = (uint8_t)version;
   if (version == 1) { /* type; encoding, compression, presence, a zero bit */
     de->type = b1;
     de->encoding = b2 & 7;
@@ -170,7 +213,7 @@ static int check_directory(stripe_view *v, stripe_dir_entry *dir, uih_error *err
   for (uint32_t i = 0; i < v->info.ncolumns; i++) {
     const uint8_t *at = c.p;
     stripe_dir_entry de;
-    if (dir_next(&c, v->info.version, &de) != 0)
+    if (dir_next(&c, v->info.version, prev_id, &de) != 0)
       return uih_corruption(err, "stripe offset %zu: directory entry %u is truncated or out of range",
                             offset_of(v, at), i);
     /* One table lookup answers "known type" and "encoding allowed". */
@@ -211,7 +254,8 @@ int uih_stripe_column_at(const uint8_t *buf, size_t len, uint32_t i, uih_stripe_
                 v.info.ncolumns, i);
   uih_cursor c = uih_cursor_make(v.dir, (size_t)(v.body - v.dir));
   stripe_dir_entry de = {0};
-  for (uint32_t k = 0; k <= i; k++) dir_next(&c, v.info.version, &de); /* validated above */
+  for (uint32_t k = 0; k <= i; k++) /* validated above */
+    dir_next(&c, v.info.version, k ? de.trait_id : -1, &de);
   static const uih_compression kCompression[] = {UIH_COMPRESS_NONE, UIH_COMPRESS_LZ4, UIH_COMPRESS_ZSTD};
   col->trait_id = de.trait_id;
   col->type = (uih_type)de.type;

@@ -138,22 +138,25 @@ int uih_stripe_encode(uih_stripe_encoder *e, const uih_batch *b, uint32_t schema
   uih_wbuf_reset(&e->body);
   const int checksum = !e->opts.no_checksum;
   e->group = b->group->id;
-  uih_wbuf_u8(o, UIH_STRIPE_VERSION);
-  uih_wbuf_u8(o, checksum ? UIH_STRIPE_FLAG_CHECKSUM : 0);
+  uih_wbuf_u8(o, UIH_STRIPE_VERSION | (checksum ? UIH_STRIPE_FLAG_CHECKSUM : 0) << 4);
   uih_wbuf_varint(o, b->group->id);
   uih_wbuf_varint(o, uih_zigzag64(min_ts));
   uih_wbuf_varint(o, b->count);
   uih_wbuf_varint(o, b->ncolumns);
   uih_wbuf_varint(o, schema_version);
   uih_wbuf_varint(o, (uint64_t)max_ts - (uint64_t)min_ts);
+  int prev_id = -1;
   for (uint32_t c = 0; c < b->ncolumns; c++) {
     stripe_dir_entry de;
     int is_ts = b->columns[c].trait == b->group->ts;
     UIH_FORWARD(stripe_column_encode(e, &b->columns[c], b->count, is_ts, &de, err));
-    uih_wbuf_varint(o, de.trait_id);
+    /* The id as a step from the previous one when the step fits 3 bits. */
+    unsigned step = de.trait_id - prev_id <= STRIPE_DIR_STEP_MAX ? (unsigned)(de.trait_id - prev_id) : 0;
     uih_wbuf_u8(o, stripe_dir_layout(&de));
-    uih_wbuf_u8(o, stripe_dir_values(&de));
+    uih_wbuf_u8(o, (uint8_t)(stripe_dir_values(&de) | step << 5));
+    if (step == 0) uih_wbuf_varint(o, de.trait_id);
     uih_wbuf_varint(o, de.length);
+    prev_id = de.trait_id;
   }
   uih_wbuf_put(o, e->body.data, e->body.len);
   UIH_RETURN_IF(o->oom, err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");

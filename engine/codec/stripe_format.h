@@ -1,9 +1,30 @@
 /* The stripe: up to 65,536 events of one user in one feature group, stored
  * column by column as one RocksDB value. Integers are little-endian,
  * varints LEB128. Most users have short histories (a median of tens of
- * events), so the fixed part is kept small: format version 2, written
- * since issue 19, spends about 12 bytes plus 4 per column on it; version 1,
- * still read, spent 24 plus 4 or 5 per column and always a checksum.
+ * events), so the fixed part is kept small: format version 3, written
+ * since issue 19, spends about 11 bytes plus 3 per column on it; version 2,
+ * still read, 12 plus 4; version 1, still read, 24 plus 4 or 5 and always a
+ * checksum.
+ *
+ * Format version 3 is version 2 (below) with three changes:
+ *
+ *   - the first byte holds the version in bits 0-3 (3) and the flags in
+ *     bits 4-7 (bit 4: a checksum ends the stripe; bits 5-7 zero), and no
+ *     flags byte follows: the group id is at offset 1;
+ *   - a directory entry is
+ *       u8     bits 0-3 trait type, 4-5 compression, 6-7 presence (as in 2)
+ *       u8     bits 0-3 value encoding, bit 4 scaled, bits 5-7 a step s:
+ *              the trait id is the previous entry's + s (the first
+ *              entry's: s - 1); s = 0: a varint trait id follows
+ *       [varint trait id, if s = 0]
+ *       varint payload length
+ *     so columns of consecutive trait ids spend no byte on their ids;
+ *   - DELTA and DELTA2 sequences store their anchors as varints (intseq.h:
+ *     the value, or zigzag(value ^ 2^63) in int64 and unscaled timestamp
+ *     columns; the first delta as zigzag), where version 2 spent a u64 on
+ *     each; and the group's timestamp column may be scaled with a step of
+ *     1 (its values stored less the header's min timestamp, which it
+ *     does not store), so its anchors and minimums count from 0.
  *
  * Format version 2:
  *
@@ -55,7 +76,8 @@
  *             bitmap: ceil(n/8) bytes, bit i = event i has a value
  *             list:   varint k, FOR sequence of the k event positions
  *   scaled    (version 2, encodings for, delta and delta2 of integer
- *             types and timestamps) varint step g >= 2 and, except in the
+ *             types and timestamps) varint step g >= 2 (>= 1 in the
+ *             timestamp column of version 3) and, except in the
  *             group's timestamp column whose base is the header's min
  *             timestamp, varint base b (of int64 and timestamps the zigzag
  *             of the signed value, x ^ 2^63 of the form the sequence
@@ -143,12 +165,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define UIH_STRIPE_VERSION 2 /* written */
+#define UIH_STRIPE_VERSION 3 /* written */
 #define UIH_STRIPE_V1_MAGIC 0x53484955u /* "UIHS" read as little-endian u32 */
 #define UIH_STRIPE_V1_FIXED_SIZE 16     /* magic .. min timestamp */
-#define UIH_STRIPE_V2_MIN_SIZE 8        /* version, flags and six one-byte varints */
+#define UIH_STRIPE_MIN_SIZE 7           /* version 3: its first byte and six one-byte varints */
 #define UIH_STRIPE_CHECKSUM_SIZE 4
-#define UIH_STRIPE_FLAG_CHECKSUM 1u
+#define UIH_STRIPE_FLAG_CHECKSUM 1u     /* version 2: the flags byte; version 3: bits 4-7 of the first */
+#define STRIPE_DIR_STEP_MAX 7           /* version 3: the largest trait id step a directory entry holds */
 
 /* The same numbers as uih_presence (uih/stripe.h). */
 enum { PRESENCE_ALL = 0, PRESENCE_NONE = 1, PRESENCE_BITMAP = 2, PRESENCE_LIST = 3 };
@@ -159,6 +182,7 @@ enum { STRIPE_COMPRESS_NONE = 0, STRIPE_COMPRESS_LZ4 = 1, STRIPE_COMPRESS_ZSTD =
 typedef struct stripe_dir_entry {
   uint16_t trait_id;
   uint8_t type, encoding, compression, presence, scaled;
+  uint8_t version; /* the stripe's format version: how its sequences store their anchors */
   uint32_t length;
   size_t offset;
 } stripe_dir_entry;

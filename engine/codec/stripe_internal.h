@@ -136,6 +136,16 @@ static inline uih_seq_kind for_kind(uih_type t) {
   return (t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64) ? UIH_SEQ_FOR_SIGNED : UIH_SEQ_FOR;
 }
 
+/* The sequence kind of values in encoding `enc` (UIH_ENC_FOR, _DELTA or
+ * _DELTA2) in a stripe of format `version`: of sign-flipped int64 values if
+ * `is_signed` (int64 and timestamps stored as they are; scaled values are
+ * unsigned). Format 3 writes delta anchors as varints (intseq.h). */
+static inline uih_seq_kind stripe_seq_kind(uint32_t enc, unsigned version, int is_signed) {
+  if (enc == UIH_ENC_FOR) return is_signed ? UIH_SEQ_FOR_SIGNED : UIH_SEQ_FOR;
+  return uih_seq_delta_kind(enc == UIH_ENC_DELTA ? 1 : 2, version, is_signed);
+}
+static inline int stripe_type_signed(uih_type t) { return t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64; }
+
 /* The encodings that may store their values scaled (as multiples of a
  * common step above a base), and the types whose values may be. */
 #define SCALED_ENCODINGS (UIH_ENC_FOR | UIH_ENC_DELTA | UIH_ENC_DELTA2)

@@ -11,6 +11,11 @@ namespace {
 
 uint64_t Mask(unsigned w) { return w >= 64 ? ~0ull : (1ull << w) - 1; }
 
+// Every sequence kind: FOR, and deltas with u64 and with varint anchors.
+const uih_seq_kind kAllKinds[] = {UIH_SEQ_FOR,           UIH_SEQ_FOR_SIGNED,          UIH_SEQ_DELTA,
+                                  UIH_SEQ_DELTA2,        UIH_SEQ_DELTA_VARINT,        UIH_SEQ_DELTA_VARINT_SIGNED,
+                                  UIH_SEQ_DELTA2_VARINT, UIH_SEQ_DELTA2_VARINT_SIGNED};
+
 // Reference: value k is bits [k*w, k*w + w) of the little-endian stream.
 uint64_t RefValue(const std::vector<uint8_t>& bytes, size_t k, unsigned w) {
   uint64_t v = 0;
@@ -57,7 +62,6 @@ TEST_P(IntSeq, PackUnpackMatchesTheBitModelForEveryWidthAndRange) {
 
 TEST_P(IntSeq, SequencesRoundTripAnyRange) {
   std::mt19937_64 rng(2);
-  const uih_seq_kind kinds[] = {UIH_SEQ_FOR, UIH_SEQ_FOR_SIGNED, UIH_SEQ_DELTA, UIH_SEQ_DELTA2};
   for (int trial = 0; trial < 400; trial++) {
     size_t n = 1 + rng() % 700;
     std::vector<uint64_t> v(n);
@@ -69,7 +73,7 @@ TEST_P(IntSeq, SequencesRoundTripAnyRange) {
       else if (shape == 2) x = cur += (rng() % 20 == 0) ? rng() : 5;  // outliers: exceptions
       else x = UIH_SIGN64 + rng() % 7 - 3;                            // small signed
     }
-    for (uih_seq_kind kind : kinds) {
+    for (uih_seq_kind kind : kAllKinds) {
       uih_wbuf out{};
       uih_seq_encode(&out, v.data(), n, kind);
       size_t a = rng() % (n + 1), b = a + rng() % (n - a + 1);
@@ -164,7 +168,6 @@ int DecodeBothWays(const std::vector<uint8_t>& bytes, size_t n, uih_seq_kind kin
 
 TEST(IntSeqPaths, VectorAndScalarDeltaDecodingAgree) {
   std::mt19937_64 rng(4);
-  const uih_seq_kind kinds[] = {UIH_SEQ_FOR, UIH_SEQ_FOR_SIGNED, UIH_SEQ_DELTA, UIH_SEQ_DELTA2};
   const size_t lengths[] = {1, 2, 3, 4, 5, 7, 8, 9, 127, 128, 129, 130, 131, 255, 256, 257, 1000};
   int checked = 0;
   for (int trial = 0; trial < 600; trial++) {
@@ -191,7 +194,7 @@ TEST(IntSeqPaths, VectorAndScalarDeltaDecodingAgree) {
         for (size_t i = at; i < n; i++) v[i] -= 1 + (v[at] - v[at - 1]);
       }
     }
-    for (uih_seq_kind kind : kinds) {
+    for (uih_seq_kind kind : kAllKinds) {
       uih_wbuf out{};
       uih_seq_encode(&out, v.data(), n, kind);
       std::vector<uint8_t> bytes(out.data, out.data + out.len);
@@ -228,6 +231,58 @@ TEST(IntSeqPaths, VectorAndScalarDeltaDecodingAgree) {
   }
   if (uih_intseq_set_simd(1)) {
     EXPECT_GT(checked, 100);
+  }
+}
+
+// Varint anchors (format 3) take the bytes their values need: a sequence
+// with varint anchors is the one with u64 anchors, less, per block, 8 bytes
+// minus the varint of its first value (zigzag of the signed value in a
+// _SIGNED kind) and, in DELTA2, 8 minus the varint of zigzag(first delta).
+TEST(IntSeqAnchors, VarintAnchorsTakeTheBytesTheirValuesNeed) {
+  auto varint_len = [](uint64_t x) {
+    size_t n = 1;
+    for (; x >= 0x80; x >>= 7) n++;
+    return n;
+  };
+  auto zigzag = [](int64_t x) { return (static_cast<uint64_t>(x) << 1) ^ (0 - (static_cast<uint64_t>(x) >> 63)); };
+  std::mt19937_64 rng(8);
+  for (int trial = 0; trial < 300; trial++) {
+    const size_t n = 1 + rng() % 400;
+    const int is_signed = trial % 2;
+    // Scaled multiples from 0, or sign-flipped values near 0, or anything.
+    std::vector<uint64_t> v = Clock(rng, n, rng());
+    if (trial % 3 != 2) {  // moved to start at 0, or at -1 (signed): a one-byte anchor
+      const uint64_t shift = v[0] - (is_signed ? UIH_SIGN64 - 1 : 0);
+      for (auto& x : v) x -= shift;
+    }
+    for (int order = 1; order <= 2; order++) {
+      const uih_seq_kind fixed = order == 1 ? UIH_SEQ_DELTA : UIH_SEQ_DELTA2;
+      const uih_seq_kind varint = uih_seq_delta_kind(order, 3, is_signed);
+      ASSERT_EQ(fixed, uih_seq_delta_kind(order, 2, is_signed));
+      size_t saved = 0;
+      for (size_t s = 0; s < n; s += UIH_SEQ_BLOCK) {
+        const uint64_t first = v[s];
+        saved += 8 - varint_len(is_signed ? zigzag(static_cast<int64_t>(first ^ UIH_SIGN64)) : first);
+        if (order == 2 && s + 1 < n) saved += 8 - varint_len(zigzag(static_cast<int64_t>(v[s + 1] - v[s])));
+      }
+      uih_wbuf a{}, b{};
+      uih_seq_encode(&a, v.data(), n, fixed);
+      uih_seq_encode(&b, v.data(), n, varint);
+      ASSERT_EQ(a.len - saved, b.len) << "trial " << trial << " order " << order;
+      // And it decodes, whole and skipped, to the same values.
+      std::vector<uint64_t> got(n), scratch(UIH_SEQ_BLOCK);
+      uih_cursor c = uih_cursor_make(b.data, b.len);
+      ASSERT_EQ(0, uih_seq_decode(&c, n, varint, 0, n, got.data(), scratch.data()));
+      ASSERT_EQ(v, got);
+      uih_cursor k = uih_cursor_make(b.data, b.len);
+      ASSERT_EQ(0, uih_seq_skip(&k, n, varint));
+      ASSERT_EQ(c.p, k.p);
+      if (trial % 3 != 2) {  // the first block's anchor takes one byte
+        EXPECT_GE(a.len - b.len, 7u) << "trial " << trial;
+      }
+      uih_wbuf_free(&a);
+      uih_wbuf_free(&b);
+    }
   }
 }
 
@@ -333,13 +388,12 @@ TEST(IntSeqPaths, ExceptionPositionsMustAscend) {
 // ranged decode lands at the same end too.
 TEST_P(IntSeq, SkipAndRandomAccessAgreeWithDecoding) {
   std::mt19937_64 rng(6);
-  const uih_seq_kind kinds[] = {UIH_SEQ_FOR, UIH_SEQ_FOR_SIGNED, UIH_SEQ_DELTA, UIH_SEQ_DELTA2};
   for (int trial = 0; trial < 300; trial++) {
     size_t n = 1 + rng() % 900;
     std::vector<uint64_t> v = trial % 2 ? Clock(rng, n, rng()) : std::vector<uint64_t>(n);
     if (trial % 2 == 0)
       for (auto& x : v) x = rng() % 3 == 0 ? rng() : rng() % 5000;  // exceptions, varied widths
-    for (uih_seq_kind kind : kinds) {
+    for (uih_seq_kind kind : kAllKinds) {
       uih_wbuf out{};
       uih_seq_encode(&out, v.data(), n, kind);
       // Bytes after the sequence, as inside a stripe: skip must stop before them.

@@ -782,19 +782,24 @@ TEST_F(Stripe, HeaderErrorsNameTheProblem) {
   uih_stripe_info info;
   uih_error err{};
   std::vector<uint8_t> c = s;
-  c[0] = 3;
-  EXPECT_EQ(UIH_ERR_NOT_SUPPORTED, uih_stripe_read_info(c.data(), c.size(), &info, &err));
-  EXPECT_STREQ("stripe format version 3 is not supported (this build reads versions 1 and 2)", err.msg);
+  for (uint8_t first : {0x04, 0x14, 0x01, 0x00}) {  // version 4 (with or without a checksum), 1 without magic, 0
+    c[0] = first;
+    EXPECT_EQ(UIH_ERR_NOT_SUPPORTED, uih_stripe_read_info(c.data(), c.size(), &info, &err));
+    EXPECT_EQ("stripe format version " + std::to_string(first & 15) +
+                  " is not supported (this build reads versions 1 to 3)",
+              std::string(err.msg));
+  }
   c = s;
   c[0] = 'U';  // the first byte of a version-1 stripe's magic
   EXPECT_EQ(UIH_ERR_CORRUPTION, uih_stripe_read_info(c.data(), c.size(), &info, &err));
   EXPECT_NE(nullptr, std::strstr(err.msg, "magic")) << err.msg;
   c = s;
-  c[1] |= 0x40;
+  ASSERT_EQ(0x13, c[0]);  // format 3, the checksum flag in bit 4
+  c[0] |= 0x40;
   EXPECT_EQ(UIH_ERR_CORRUPTION, uih_stripe_read_info(c.data(), c.size(), &info, &err));
-  EXPECT_STREQ("stripe offset 1: unknown flags 0x41", err.msg);
+  EXPECT_STREQ("stripe offset 0: unknown flags 0x5 in bits 4-7", err.msg);
   EXPECT_EQ(UIH_ERR_CORRUPTION, uih_stripe_read_info(s.data(), 5, &info, &err));
-  EXPECT_STREQ("stripe is 5 bytes, shorter than the smallest header (8 bytes)", err.msg);
+  EXPECT_STREQ("stripe is 5 bytes, shorter than the smallest header (7 bytes)", err.msg);
   c = s;
   c[s.size() - 1] ^= 1;
   BatchPtr out;
@@ -1197,7 +1202,7 @@ TEST_F(Stripe, MalformedScaledColumnsAreCorrupt) {
   for (uint32_t i = 0; i < n; i++) {
     uint32_t row;
     uih_batch_append(in.b, &row, nullptr);
-    uih_column_set_bits(&in.b->columns[0], i, 1000 * i);
+    uih_column_set_bits(&in.b->columns[0], i, 1700000000 + 1000 * i);
     uih_column_set_bits(&in.b->columns[1], i, 100 * (i * i % 37));
     uih_column_set_bits(&in.b->columns[2], i, 0x3f800000u + i);
   }
@@ -1211,33 +1216,47 @@ TEST_F(Stripe, MalformedScaledColumnsAreCorrupt) {
   ASSERT_EQ(1, cols[1].scaled);
   ASSERT_EQ(UIH_PRESENCE_ALL, cols[1].presence);
   ASSERT_EQ(UIH_COMPRESS_NONE, cols[1].compression);
-  // One-byte ids and lengths: the directory is 4 bytes per entry, right
-  // before the payloads; an entry's second code byte holds the scaled bit.
-  const size_t body = st.size() - UIH_STRIPE_CHECKSUM_SIZE - payloads, dir = body - 3 * 4;
+  // Ids a step from the previous and one-byte lengths: the directory is 3
+  // bytes per entry, right before the payloads; an entry's second code
+  // byte holds the scaled bit.
+  const size_t body = st.size() - UIH_STRIPE_CHECKSUM_SIZE - payloads, dir = body - 3 * 3;
   const size_t price = body + cols[0].bytes;  // its payload starts with the step
+  ASSERT_EQ(1, cols[0].scaled);
+  ASSERT_EQ(1000, st[body] | (st[body + 1] & 0x7f) << 7);  // the timestamps' step, 1000 (two bytes)
   ASSERT_EQ(100, st[price]);
   uih_error err{};
+  const char* kBadStep = "scaled values have a truncated header or a step below 2 (1 in a timestamp column)";
   for (uint8_t step : {0, 1}) {
     std::vector<uint8_t> c = st;
     c[price] = step;
     EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(c, 0, n, out.b, 0, &err));
-    EXPECT_STREQ("stripe column of trait 2: scaled values have a truncated header or a step below 2", err.msg);
+    EXPECT_EQ(std::string("stripe column of trait 2: ") + kBadStep, err.msg);
+  }
+  {  // The timestamp column may have a step of 1 (format 3), not 0.
+    std::vector<uint8_t> c = st;
+    c.erase(c.begin() + static_cast<long>(body) + 1);  // the step's second byte: a one-byte varint is left
+    c[body] = 0;
+    c[dir + 2] = static_cast<uint8_t>(cols[0].bytes - 1);  // the first entry's length
+    EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(c, 0, n, out.b, 0, &err));
+    EXPECT_EQ(std::string("stripe column of trait 1: ") + kBadStep, err.msg);
   }
   std::vector<uint8_t> c = st;
-  c[dir + 2 * 4 + 3 - 1] |= 0x10;  // the float's values byte
+  c[dir + 2 * 3 + 1] |= 0x10;  // the float's values byte
   EXPECT_EQ(UIH_ERR_CORRUPTION, Decode(c, 0, n, out.b, 0, &err));
   EXPECT_NE(nullptr, std::strstr(err.msg, "trait 3 is scaled, which float32 values")) << err.msg;
   ASSERT_EQ(UIH_OK, Decode(st, 0, n, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err)) << err.msg;
   EXPECT_TRUE(SameEvents(in.b, 0, out.b));
 }
 
-// Stripes written in format 1 (before issue 19) decode to the events they
-// were written from: tests/engine/data/stripe_v1 holds twelve of them, of a
-// random nine-trait schema, written by the format-1 encoder (commit
-// dae4693) with every event listed (hex bits, '-' absent) in events.txt.
-// Re-encoded they become format 2, smaller, and decode the same again.
-TEST_F(Stripe, VersionOneStripesStillDecode) {
-  const std::string dir = std::string(UIH_SOURCE_DIR) + "/tests/engine/data/stripe_v1/";
+// Stripes written in an older format decode to the events they were
+// written from, and re-encoded they become the current format (3) and
+// smaller. tests/engine/data/stripe_v1 holds twelve stripes of a random
+// nine-trait schema written by the format-1 encoder (commit dae4693);
+// stripe_v2 twelve of a schema whose integer columns take delta and delta2
+// (u64 anchors in format 2), half of them scaled, written by the format-2
+// encoder (commit 6fd866d). Each lists every event in events.txt (hex bits,
+// '-' absent).
+TEST_F(Stripe, OlderFormatsStillDecode) {
   auto slurp = [](const std::string& path) {
     FILE* f = std::fopen(path.c_str(), "rb");
     std::string data;
@@ -1246,58 +1265,78 @@ TEST_F(Stripe, VersionOneStripesStillDecode) {
     if (f) std::fclose(f);
     return data;
   };
-  SchemaPtr s;
-  Parse(slurp(dir + "schema.json"), &s);
-  const uih_group* g = uih_schema_group_at(s.s, 0);
-  const std::string bin = slurp(dir + "stripes.bin"), txt = slurp(dir + "events.txt");
-  ASSERT_FALSE(bin.empty());
-  size_t at = 0, line = 0;
-  std::vector<std::string> lines;
-  for (size_t e; (e = txt.find('\n', line)) != std::string::npos; line = e + 1) lines.push_back(txt.substr(line, e - line));
-  size_t next_line = 0, stripes = 0, v1_bytes = 0, v2_bytes = 0;
-  while (at < bin.size()) {
-    uint32_t len;
-    ASSERT_LE(at + 4, bin.size());
-    std::memcpy(&len, bin.data() + at, 4);
-    ASSERT_LE(at + 4 + len, bin.size());
-    std::vector<uint8_t> st(bin.begin() + static_cast<long>(at) + 4, bin.begin() + static_cast<long>(at + 4 + len));
-    at += 4 + len;
-    uih_stripe_info info{};
-    ASSERT_EQ(UIH_OK, uih_stripe_read_info(st.data(), st.size(), &info, nullptr));
-    EXPECT_EQ(1u, info.version);
-    EXPECT_EQ(1, info.checksum);
-    ASSERT_EQ("stripe " + std::to_string(info.count), lines.at(next_line++));
-    // The expected events, from their listing.
-    BatchPtr want, out;
-    ASSERT_NO_FATAL_FAILURE(MakeBatches(g, info.count, &want, &out));
-    for (uint32_t r = 0; r < info.count; r++) {
-      uint32_t row;
-      uih_batch_append(want.b, &row, nullptr);
-      std::istringstream fields(lines.at(next_line++));
-      for (uint32_t c = 0; c < want.b->ncolumns; c++) {
-        std::string f;
-        ASSERT_TRUE(static_cast<bool>(fields >> f));
-        if (f != "-") uih_column_set_bits(&want.b->columns[c], r, std::stoull(f, nullptr, 16));
+  for (uint32_t version : {1u, 2u}) {
+    SCOPED_TRACE("format " + std::to_string(version));
+    const std::string dir = std::string(UIH_SOURCE_DIR) + "/tests/engine/data/stripe_v" + std::to_string(version) + "/";
+    SchemaPtr s;
+    Parse(slurp(dir + "schema.json"), &s);
+    const uih_group* g = uih_schema_group_at(s.s, 0);
+    const std::string bin = slurp(dir + "stripes.bin"), txt = slurp(dir + "events.txt");
+    ASSERT_FALSE(bin.empty());
+    size_t at = 0, line = 0;
+    std::vector<std::string> lines;
+    for (size_t e; (e = txt.find('\n', line)) != std::string::npos; line = e + 1) lines.push_back(txt.substr(line, e - line));
+    size_t next_line = 0, stripes = 0, old_bytes = 0, new_bytes = 0;
+    uint32_t encodings = 0, scaled = 0;
+    while (at < bin.size()) {
+      uint32_t len;
+      ASSERT_LE(at + 4, bin.size());
+      std::memcpy(&len, bin.data() + at, 4);
+      ASSERT_LE(at + 4 + len, bin.size());
+      std::vector<uint8_t> st(bin.begin() + static_cast<long>(at) + 4, bin.begin() + static_cast<long>(at + 4 + len));
+      at += 4 + len;
+      uih_stripe_info info{};
+      ASSERT_EQ(UIH_OK, uih_stripe_read_info(st.data(), st.size(), &info, nullptr));
+      EXPECT_EQ(version, info.version);
+      EXPECT_EQ(1, info.checksum);
+      for (uint32_t c = 0; c < info.ncolumns; c++) {
+        uih_stripe_column_info col{};
+        ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), c, &col, nullptr));
+        encodings |= col.encoding;
+        scaled += static_cast<uint32_t>(col.scaled);
       }
+      ASSERT_EQ("stripe " + std::to_string(info.count), lines.at(next_line++));
+      // The expected events, from their listing.
+      BatchPtr want, out;
+      ASSERT_NO_FATAL_FAILURE(MakeBatches(g, info.count, &want, &out));
+      for (uint32_t r = 0; r < info.count; r++) {
+        uint32_t row;
+        uih_batch_append(want.b, &row, nullptr);
+        std::istringstream fields(lines.at(next_line++));
+        for (uint32_t c = 0; c < want.b->ncolumns; c++) {
+          std::string f;
+          ASSERT_TRUE(static_cast<bool>(fields >> f));
+          if (f != "-") uih_column_set_bits(&want.b->columns[c], r, std::stoull(f, nullptr, 16));
+        }
+      }
+      uih_error err{};
+      ASSERT_EQ(UIH_OK, Decode(st, 0, UIH_DECODE_TO_END, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err)) << err.msg;
+      ASSERT_TRUE(SameEvents(want.b, 0, out.b)) << "stripe " << stripes;
+      const uint32_t a = info.count / 3, b = info.count - info.count / 4;
+      ASSERT_EQ(UIH_OK, Decode(st, a, b, out.b, 0, &err)) << err.msg;
+      ASSERT_TRUE(SameEvents(want.b, a, out.b)) << "stripe " << stripes;
+      std::vector<uint8_t> again = Encode(want.b);
+      ASSERT_EQ(UIH_OK, uih_stripe_read_info(again.data(), again.size(), &info, nullptr));
+      EXPECT_EQ(3u, info.version);
+      ASSERT_EQ(UIH_OK, Decode(again, 0, UIH_DECODE_TO_END, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err)) << err.msg;
+      ASSERT_TRUE(SameEvents(want.b, 0, out.b));
+      // Format 3's one-byte version and flags, id steps and varint anchors
+      // make every format-2 stripe smaller.
+      if (version == 2) {
+        EXPECT_LT(again.size(), st.size()) << "stripe " << stripes;
+      }
+      old_bytes += st.size();
+      new_bytes += again.size();
+      stripes++;
     }
-    uih_error err{};
-    ASSERT_EQ(UIH_OK, Decode(st, 0, UIH_DECODE_TO_END, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err)) << err.msg;
-    ASSERT_TRUE(SameEvents(want.b, 0, out.b)) << "stripe " << stripes;
-    const uint32_t a = info.count / 3, b = info.count - info.count / 4;
-    ASSERT_EQ(UIH_OK, Decode(st, a, b, out.b, 0, &err)) << err.msg;
-    ASSERT_TRUE(SameEvents(want.b, a, out.b)) << "stripe " << stripes;
-    std::vector<uint8_t> again = Encode(want.b);
-    ASSERT_EQ(UIH_OK, uih_stripe_read_info(again.data(), again.size(), &info, nullptr));
-    EXPECT_EQ(2u, info.version);
-    ASSERT_EQ(UIH_OK, Decode(again, 0, UIH_DECODE_TO_END, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err)) << err.msg;
-    ASSERT_TRUE(SameEvents(want.b, 0, out.b));
-    v1_bytes += st.size();
-    v2_bytes += again.size();
-    stripes++;
+    EXPECT_EQ(12u, stripes);
+    EXPECT_EQ(lines.size(), next_line);
+    EXPECT_LT(new_bytes, old_bytes);
+    if (version == 2) {  // what the fixture is for
+      EXPECT_EQ(UIH_ENC_DELTA | UIH_ENC_DELTA2 | UIH_ENC_FOR, encodings & (UIH_ENC_DELTA | UIH_ENC_DELTA2 | UIH_ENC_FOR));
+      EXPECT_GE(scaled, 6u);
+    }
   }
-  EXPECT_EQ(12u, stripes);
-  EXPECT_EQ(lines.size(), next_line);
-  EXPECT_LT(v2_bytes, v1_bytes);
 }
 
 // Value dictionaries: ranked by count (ties: the smaller value), cut by

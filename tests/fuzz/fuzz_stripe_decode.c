@@ -52,12 +52,14 @@ static void timestamps_valid(uih_batch *b) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!dec) setup();
   /* Point the stripe at the fixture's group so decoding gets past that
-   * check: format 1's u16 at offset 6, format 2's varint at offset 2. */
+   * check: format 1's u16 at offset 6, format 2's varint at offset 2,
+   * format 3's at offset 1. */
   uint8_t *buf = malloc(size ? size : 1);
   if (!buf) return 0;
   memcpy(buf, data, size);
   if (size >= 8 && buf[0] == 'U') buf[6] = 1, buf[7] = 0;
-  else if (size >= 3) buf[2] = 1;
+  else if (size >= 3 && buf[0] == 2) buf[2] = 1;
+  else if (size >= 2) buf[1] = 1;
 
   uih_error err;
   int rc = uih_stripe_decode(dec, buf, size, 0, UIH_DECODE_TO_END, 0, full, &err);

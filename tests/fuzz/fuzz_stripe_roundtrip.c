@@ -107,9 +107,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   roundtrip(shared, n, &with_dicts, &with_dicts_len);
   free(with_dicts);
   /* The stripe without its checksum is the one with it, less the checksum
-   * and its flag. */
-  if (without_len + 4 != with_len || with[0] != without[0] || with[1] != 1 || without[1] != 0 ||
-      memcmp(with + 2, without + 2, without_len - 2) != 0)
+   * and its flag (format 3: bit 4 of the first byte, the version below). */
+  if (without_len + 4 != with_len || with[0] != 0x13 || without[0] != 0x03 ||
+      memcmp(with + 1, without + 1, without_len - 1) != 0)
     abort();
   free(with);
   free(without);

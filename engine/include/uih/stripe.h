@@ -81,7 +81,7 @@ int uih_stripe_encode(uih_stripe_encoder *enc, const uih_batch *batch, uint32_t 
 /* ---- inspecting ------------------------------------------------------------ */
 
 typedef struct uih_stripe_info {
-  uint32_t version;        /* format version (1 or 2) */
+  uint32_t version;        /* format version (1, 2 or 3) */
   uint16_t group;          /* feature group id */
   uint32_t count;          /* events */
   uint32_t ncolumns;
@@ -106,7 +106,7 @@ typedef struct uih_stripe_column_info {
   uih_compression compression; /* UIH_COMPRESS_NONE, _LZ4 or _ZSTD */
   uint32_t bytes;       /* stored payload bytes */
   uih_presence presence;
-  int scaled;           /* 1: the values are stored as multiples of a common step (format 2) */
+  int scaled;           /* 1: the values are stored as multiples of a common step (formats 2 and 3) */
 } uih_stripe_column_info;
 
 /* Validates the header and directory of `len` bytes (not the checksum, not
