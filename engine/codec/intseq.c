@@ -559,7 +559,7 @@ static int seq_anchors(uih_seq_kind kind) {
  * form `form` (intseq.h). */
 static void put_anchor(uih_wbuf *out, uint64_t x, int form, int is_delta) {
   if (form == ANCHOR_U64) uih_wbuf_u64(out, x);
-  else if (is_delta) uih_wbuf_varint(out, uih_zigzag64((int64_t)x));
+  else if (is_delta) uih_wbuf_varint(out, (x << 1) ^ (0 - (x >> 63))); /* zigzag of x as int64 */
   else uih_wbuf_varint(out, form == ANCHOR_VARINT_SIGNED ? uih_zigzag64(uih_order_i64(x)) : x);
 }
 static uint64_t get_anchor(uih_cursor *c, int form, int is_delta) {

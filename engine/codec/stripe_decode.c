@@ -17,7 +17,7 @@ typedef struct stripe_view {
 
 static size_t offset_of(const stripe_view *v, const uint8_t *p) { return (size_t)(p - v->buf); }
 
-/* The header fields after the fixed part (both formats): count, columns,
+/* The header fields after the fixed part (every format): count, columns,
  * schema version, span; info->min_ts is set. */
 static int read_counts(uih_cursor *c, uih_stripe_info *info, uih_error *err) {
   uint64_t count = uih_cursor_varint(c);
@@ -43,7 +43,7 @@ static int read_counts(uih_cursor *c, uih_stripe_info *info, uih_error *err) {
   return UIH_OK;
 }
 
-/* Reads and validates the header of either format (stripe_format.h). */
+/* Reads and validates the header of any format (stripe_format.h). */
 static int read_header(const uint8_t *buf, size_t len, stripe_view *v, uih_error *err) {
   if (buf == NULL || len < UIH_STRIPE_MIN_SIZE)
     return uih_corruption(err, "stripe is %zu bytes, shorter than the smallest header (%d bytes)",
@@ -73,7 +73,10 @@ static int read_header(const uint8_t *buf, size_t len, stripe_view *v, uih_error
   } else {
     /* Version 2: the version byte, a flags byte; 3: both in one byte. */
     uint8_t first = uih_cursor_u8(&c), flags;
-    info->version = first == 2 ? 2u : first & 15u;
+    info->version = first & 15u;
+    if ((info->version == 2 && first != 2) || info->version == 1)
+      return uih_corruption(err, "stripe offset 0: first byte 0x%02x is no format's (version 1 starts with "
+                            "\"UIHS\", 2 with 0x02, 3 with 0x03 or 0x13)", first);
     if (info->version != 2 && info->version != 3)
       return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
                            "stripe format version %u is not supported (this build reads versions 1 to 3)",
@@ -412,15 +415,18 @@ int uih_stripe_decode(uih_stripe_decoder *d, const uint8_t *buf, size_t len, uin
     if (stored != actual)
       return uih_corruption(err, "stripe checksum mismatch: stored %08x, computed %08x", stored, actual);
   }
-  /* Room for the parsed directory. Entries take at least 4 bytes each: a
-   * count the stripe cannot hold fails check_directory, unallocated. */
+  /* Room for the parsed directory. Entries take at least 3 bytes each (4
+   * before format 3): a count the stripe cannot hold fails check_directory,
+   * unallocated. */
   stripe_dir_entry *dir = NULL;
-  if ((size_t)v.info.ncolumns * 4 <= len) {
+  if ((size_t)v.info.ncolumns * STRIPE_DIR_ENTRY_MIN <= len) {
     if (stripe_decoder_reserve_dir(d, v.info.ncolumns) != 0)
       return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe_decode: out of memory");
     dir = d->dir;
   }
   UIH_FORWARD(check_directory(&v, dir, err));
+  if (dir == NULL && v.info.ncolumns > 0) /* cannot happen: the entries would not fit */
+    return uih_corruption(err, "stripe header: %u columns do not fit in %zu bytes", v.info.ncolumns, len);
   const uih_stripe_info *info = &v.info;
 
   if (end == UIH_DECODE_TO_END) end = info->count;

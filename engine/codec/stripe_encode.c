@@ -147,11 +147,16 @@ int uih_stripe_encode(uih_stripe_encoder *e, const uih_batch *b, uint32_t schema
   uih_wbuf_varint(o, (uint64_t)max_ts - (uint64_t)min_ts);
   int prev_id = -1;
   for (uint32_t c = 0; c < b->ncolumns; c++) {
-    stripe_dir_entry de;
+    stripe_dir_entry de = {0};
     int is_ts = b->columns[c].trait == b->group->ts;
     UIH_FORWARD(stripe_column_encode(e, &b->columns[c], b->count, is_ts, &de, err));
-    /* The id as a step from the previous one when the step fits 3 bits. */
-    unsigned step = de.trait_id - prev_id <= STRIPE_DIR_STEP_MAX ? (unsigned)(de.trait_id - prev_id) : 0;
+    /* The id as a step from the previous one when the step fits 3 bits
+     * (batch columns ascend by trait id: uih_batch_create sorts them). */
+    int gap = de.trait_id - prev_id;
+    UIH_RETURN_IF(gap <= 0, err, UIH_ERR_INVALID_ARGUMENT,
+                  "stripe encode: column %u (trait %u) does not follow trait %d in ascending order", c,
+                  de.trait_id, prev_id);
+    unsigned step = gap <= STRIPE_DIR_STEP_MAX ? (unsigned)gap : 0;
     uih_wbuf_u8(o, stripe_dir_layout(&de));
     uih_wbuf_u8(o, (uint8_t)(stripe_dir_values(&de) | step << 5));
     if (step == 0) uih_wbuf_varint(o, de.trait_id);

@@ -1,10 +1,9 @@
 /* The stripe: up to 65,536 events of one user in one feature group, stored
  * column by column as one RocksDB value. Integers are little-endian,
  * varints LEB128. Most users have short histories (a median of tens of
- * events), so the fixed part is kept small: format version 3, written
- * since issue 19, spends about 11 bytes plus 3 per column on it; version 2,
- * still read, 12 plus 4; version 1, still read, 24 plus 4 or 5 and always a
- * checksum.
+ * events), so the fixed part is kept small: format version 3 spends
+ * about 11 bytes plus 3 per column on it; versions 2 (12 plus 4) and 1 (24
+ * plus 4 or 5, always a checksum), written before, are still read.
  *
  * Format version 3 is version 2 (below) with three changes:
  *
@@ -69,13 +68,14 @@
  *   len - 4    4  low 32 bits of XXH3-64 of [0, len - 4), always
  *
  * A column payload (after decompression; a compressed payload is
- * `varint raw_length` + the LZ4 block or ZSTD frame), the same in both:
+ * `varint raw_length` + the LZ4 block or ZSTD frame), the same in every
+ * format but for what format 3 changed (above) and what format 1 lacks:
  *
  *   presence  all:    nothing; every event has a value
  *             none:   nothing; no event has a value (and no values follow)
  *             bitmap: ceil(n/8) bytes, bit i = event i has a value
  *             list:   varint k, FOR sequence of the k event positions
- *   scaled    (version 2, encodings for, delta and delta2 of integer
+ *   scaled    (versions 2 and 3, encodings for, delta and delta2 of integer
  *             types and timestamps) varint step g >= 2 (>= 1 in the
  *             timestamp column of version 3) and, except in the
  *             group's timestamp column whose base is the header's min
@@ -98,12 +98,12 @@
  *             sparse: varint z (values != 0), u8 form, then form 0:
  *                     ceil(m/8) bytes of bits, or form 1: FOR sequence
  *                     of z positions; then FOR sequence of the z values
- *             shared: (format 2) u32 id of the value dictionary used,
+ *             shared: (formats 2 and 3) u32 id of the value dictionary used,
  *                     varint h (1..m) values found in it, if h < m
  *                     ceil(m/8) bytes of bits (bit i: value i was found),
  *                     FOR sequence of the h ranks, FOR sequence of the
  *                     m - h other values
- *             coded:  (format 2) u16, the low 16 bits of the id of the
+ *             coded:  (formats 2 and 3) u16, the low 16 bits of the id of the
  *                     value dictionary used (which must have a model),
  *                     varint o (0..m-1) values not in it ("escaped"),
  *                     FOR sequence of those o values, then per block of
@@ -172,6 +172,7 @@
 #define UIH_STRIPE_CHECKSUM_SIZE 4
 #define UIH_STRIPE_FLAG_CHECKSUM 1u     /* version 2: the flags byte; version 3: bits 4-7 of the first */
 #define STRIPE_DIR_STEP_MAX 7           /* version 3: the largest trait id step a directory entry holds */
+#define STRIPE_DIR_ENTRY_MIN 3          /* the fewest bytes a directory entry takes (4 before version 3) */
 
 /* The same numbers as uih_presence (uih/stripe.h). */
 enum { PRESENCE_ALL = 0, PRESENCE_NONE = 1, PRESENCE_BITMAP = 2, PRESENCE_LIST = 3 };

@@ -163,7 +163,8 @@ static inline uint64_t stripe_base_of(uih_type t, uint64_t code) {
   return is_signed ? uih_order_u64(uih_unzigzag64(code)) : code;
 }
 
-/* The directory entry's two code bytes in format 2 (stripe_format.h). */
+/* The directory entry's two code bytes in format 2 (stripe_format.h);
+ * format 3 adds the id step in bits 5-7 of the second. */
 static inline uint8_t stripe_dir_layout(const stripe_dir_entry *de) {
   return (uint8_t)(de->type | de->compression << 4 | de->presence << 6);
 }

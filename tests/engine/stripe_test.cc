@@ -678,7 +678,8 @@ TEST_F(Stripe, EveryBitFlipAndTruncationIsHandled) {
       s.assign(p, p + len);
     }
     // Structure checks must catch every flip of the fixed header (format
-    // version and flags; group, count and timestamps follow as varints:
+    // version and flags in byte 0, the group's varint in byte 1; count and
+    // timestamps follow as varints:
     // the full decode matches the timestamps against them); the checksum's
     // own bits go unnoticed without verification (nothing else reads them).
     const size_t fixed = 2, sum = s.size() - (with_sum ? UIH_STRIPE_CHECKSUM_SIZE : 0);
@@ -782,12 +783,22 @@ TEST_F(Stripe, HeaderErrorsNameTheProblem) {
   uih_stripe_info info;
   uih_error err{};
   std::vector<uint8_t> c = s;
-  for (uint8_t first : {0x04, 0x14, 0x01, 0x00}) {  // version 4 (with or without a checksum), 1 without magic, 0
+  for (uint8_t first : {0x04, 0x14, 0x00, 0xff}) {  // version 4 (with or without a checksum), 0, 15
     c[0] = first;
     EXPECT_EQ(UIH_ERR_NOT_SUPPORTED, uih_stripe_read_info(c.data(), c.size(), &info, &err));
     EXPECT_EQ("stripe format version " + std::to_string(first & 15) +
                   " is not supported (this build reads versions 1 to 3)",
               std::string(err.msg));
+  }
+  for (uint8_t first : {0x01, 0x11, 0x12, 0xf2}) {  // version 1 without its magic, 2 with flags in its first byte
+    c[0] = first;
+    EXPECT_EQ(UIH_ERR_CORRUPTION, uih_stripe_read_info(c.data(), c.size(), &info, &err));
+    char want[160];
+    std::snprintf(want, sizeof want,
+                  "stripe offset 0: first byte 0x%02x is no format's (version 1 starts with \"UIHS\", 2 with "
+                  "0x02, 3 with 0x03 or 0x13)",
+                  first);
+    EXPECT_STREQ(want, err.msg);
   }
   c = s;
   c[0] = 'U';  // the first byte of a version-1 stripe's magic
@@ -1143,8 +1154,8 @@ const char* kStepped = R"({"name": "s", "version": 1, "groups": [{"name": "g", "
 
 }  // namespace
 
-// Values a common step apart are stored as multiples of it (format 2's
-// scaled columns): chosen for every such column by both encoders, decoded
+// Values a common step apart are stored as multiples of it (the scaled
+// columns of formats 2 and 3): chosen for every such column by both encoders, decoded
 // back exactly over any range, and smaller than the same values one unit
 // off the step.
 TEST_F(Stripe, CommonStepsAreStoredOnce) {
@@ -1187,8 +1198,9 @@ TEST_F(Stripe, CommonStepsAreStoredOnce) {
   }
 }
 
-// A scaled column whose step is below 2, or a scaled bit where the format
-// allows none (a float, a plain encoding), is corruption naming the trait.
+// A scaled column whose step is below 2 (below 1 in the timestamp column
+// of format 3), or a scaled bit where the format allows none (a float, a
+// plain encoding), is corruption naming the trait.
 TEST_F(Stripe, MalformedScaledColumnsAreCorrupt) {
   SchemaPtr s;
   Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
@@ -1335,6 +1347,172 @@ TEST_F(Stripe, OlderFormatsStillDecode) {
     if (version == 2) {  // what the fixture is for
       EXPECT_EQ(UIH_ENC_DELTA | UIH_ENC_DELTA2 | UIH_ENC_FOR, encodings & (UIH_ENC_DELTA | UIH_ENC_DELTA2 | UIH_ENC_FOR));
       EXPECT_GE(scaled, 6u);
+    }
+  }
+}
+
+namespace {
+
+size_t VarintAt(const std::vector<uint8_t>& s, size_t at, uint64_t* v) {
+  *v = 0;
+  for (unsigned shift = 0;; shift += 7) {
+    *v |= static_cast<uint64_t>(s.at(at) & 0x7f) << shift;
+    if (!(s.at(at++) & 0x80)) return at;
+  }
+}
+void PutVarint(std::vector<uint8_t>* s, uint64_t v) {
+  for (; v >= 0x80; v >>= 7) s->push_back(static_cast<uint8_t>(v | 0x80));
+  s->push_back(static_cast<uint8_t>(v));
+}
+
+// A format-3 stripe without a checksum, respelled in format 2: its header
+// and directory, the payloads as they are (the same bytes in both formats
+// unless a column has delta anchors). `step1` is set if a directory entry
+// stepped its id by 1.
+std::vector<uint8_t> ToFormatTwo(const std::vector<uint8_t>& v3, uint32_t ncolumns) {
+  EXPECT_EQ(0x03, v3.at(0));
+  std::vector<uint8_t> v2 = {0x02, 0x00};
+  size_t at = 1;
+  uint64_t x;
+  for (int k = 0; k < 6; k++) at = VarintAt(v3, at, &x);  // group .. span
+  v2.insert(v2.end(), v3.begin() + 1, v3.begin() + static_cast<long>(at));
+  int prev = -1;
+  for (uint32_t c = 0; c < ncolumns; c++) {
+    const uint8_t b1 = v3.at(at), b2 = v3.at(at + 1);
+    at += 2;
+    uint64_t id = static_cast<uint64_t>(prev + (b2 >> 5)), len;
+    if ((b2 >> 5) == 0) at = VarintAt(v3, at, &id);
+    at = VarintAt(v3, at, &len);
+    PutVarint(&v2, id);
+    v2.push_back(b1);
+    v2.push_back(b2 & 0x1f);
+    PutVarint(&v2, len);
+    prev = static_cast<int>(id);
+  }
+  v2.insert(v2.end(), v3.begin() + static_cast<long>(at), v3.end());
+  return v2;
+}
+
+}  // namespace
+
+// Format 3's directory: ids within 7 of the previous are a step in the
+// second code byte, larger gaps spell the id, and a spelled id the step
+// could have said is refused (one spelling per stripe). A stripe of one
+// event and many absent columns takes 3 bytes per entry, fewer than format
+// 2's 4: a fresh decoder and one that decoded a wider stripe before both
+// read it right.
+TEST_F(Stripe, FormatThreeDirectoryStepsIds) {
+  std::string json = R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
+      {"name": "ts", "id": 1, "type": "timestamp"})";
+  const int ids[] = {2, 3, 9, 10, 30, 31, 32, 40, 200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 300};
+  for (int id : ids) json += R"(, {"name": "t)" + std::to_string(id) + R"(", "id": )" + std::to_string(id) + R"(, "type": "uint32"})";
+  json += "]}]}";
+  SchemaPtr s;
+  Parse(json, &s);
+  const uih_group* g = uih_schema_group_at(s.s, 0);
+  const uint32_t ncols = 1 + sizeof ids / sizeof ids[0];
+  BatchPtr one, wide, out;
+  ASSERT_NO_FATAL_FAILURE(MakeBatches(g, 300, &wide, &out));
+  ASSERT_EQ(UIH_OK, uih_batch_create(g, 1, nullptr, 0, &one.b, nullptr));
+  uint32_t row;
+  uih_batch_append(one.b, &row, nullptr);
+  uih_column_set_bits(&one.b->columns[0], 0, 1700000000);
+  EncoderPtr bare = MakeEncoder(0, 1);
+  const uint8_t* p = nullptr;
+  size_t len = 0;
+  ASSERT_EQ(UIH_OK, uih_stripe_encode(bare.get(), one.b, 1, &p, &len, nullptr));
+  const std::vector<uint8_t> st(p, p + len);
+  // 3 bytes per absent column (two code bytes and a zero length) but for
+  // the four spelled ids (9 after 3, 30 after 10, 40 after 32, 200 after
+  // 40 and 300 after 211: a byte each, two for 200 and 300).
+  EXPECT_LT(st.size(), 4u * ncols);
+  uih_stripe_info info{};
+  ASSERT_EQ(UIH_OK, uih_stripe_read_info(st.data(), st.size(), &info, nullptr));
+  ASSERT_EQ(ncols, info.ncolumns);
+  for (uint32_t c = 0; c < ncols; c++) {
+    uih_stripe_column_info ci{};
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), c, &ci, nullptr));
+    EXPECT_EQ(c == 0 ? 1 : ids[c - 1], ci.trait_id);
+  }
+  uih_stripe_decoder* fresh = nullptr;
+  ASSERT_EQ(UIH_OK, uih_stripe_decoder_create(&fresh, nullptr));
+  std::unique_ptr<uih_stripe_decoder, void (*)(uih_stripe_decoder*)> keep(fresh, uih_stripe_decoder_free);
+  uih_error err{};
+  ASSERT_EQ(UIH_OK, uih_stripe_decode(fresh, st.data(), st.size(), 0, UIH_DECODE_TO_END, 0, out.b, &err)) << err.msg;
+  EXPECT_TRUE(SameEvents(one.b, 0, out.b));
+  std::mt19937_64 rng(31);
+  FillRandomBatch(rng, wide.b, 300);
+  ASSERT_EQ(UIH_OK, Decode(Encode(wide.b), 0, UIH_DECODE_TO_END, out.b, UIH_DECODE_VERIFY_CHECKSUM, &err)) << err.msg;
+  ASSERT_EQ(UIH_OK, Decode(st, 0, UIH_DECODE_TO_END, out.b, 0, &err)) << err.msg;
+  EXPECT_TRUE(SameEvents(one.b, 0, out.b));
+
+  // The second entry (trait 2, a step of 1 from trait 1) respelled with its
+  // id: the same stripe but for the spelling, refused.
+  size_t at = 1;
+  uint64_t x;
+  for (int k = 0; k < 6; k++) at = VarintAt(st, at, &x);
+  at += 2 + 1;  // the first entry: two code bytes and a one-byte length
+  ASSERT_EQ(1, st[at + 1] >> 5);
+  std::vector<uint8_t> c = st;
+  c[at + 1] &= 0x1f;
+  c.insert(c.begin() + static_cast<long>(at) + 2, 2);
+  EXPECT_EQ(UIH_ERR_CORRUPTION, uih_stripe_read_info(c.data(), c.size(), &info, &err));
+  EXPECT_EQ("stripe offset " + std::to_string(at) + ": directory entry 1 is truncated or out of range",
+            std::string(err.msg));
+  c[at + 2] = 9;  // an id the step could not say (1 + 8) is its spelling; the entries after it step from it
+  ASSERT_EQ(UIH_OK, uih_stripe_read_info(c.data(), c.size(), &info, &err)) << err.msg;
+  uih_stripe_column_info ci{};
+  ASSERT_EQ(UIH_OK, uih_stripe_column_at(c.data(), c.size(), 1, &ci, nullptr));
+  EXPECT_EQ(9, ci.trait_id);
+  ASSERT_EQ(UIH_OK, uih_stripe_column_at(c.data(), c.size(), 2, &ci, nullptr));
+  EXPECT_EQ(10, ci.trait_id);  // trait 3's step of 1
+}
+
+// The timestamp column of format 3 takes a step of 1 when its values have
+// no larger one (its anchors and minimums then count from the header's min
+// timestamp); format 2 never did, and refuses it.
+TEST_F(Stripe, OnlyFormatThreeScalesTimestampsByOne) {
+  SchemaPtr s;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
+      {"name": "ts", "id": 1, "type": "timestamp", "encodings": ["for"], "compression": "none"},
+      {"name": "n", "id": 2, "type": "uint32", "encodings": ["plain"], "compression": "none"}]}]})",
+        &s);
+  const uih_group* g = uih_schema_group_at(s.s, 0);
+  EncoderPtr bare = MakeEncoder(0, 1);
+  for (uint64_t unit : {1, 1000}) {  // no common step, then one of 1000
+    SCOPED_TRACE("unit " + std::to_string(unit));
+    BatchPtr in, out;
+    ASSERT_NO_FATAL_FAILURE(MakeBatches(g, 50, &in, &out));
+    for (uint32_t i = 0; i < 50; i++) {
+      uint32_t row;
+      uih_batch_append(in.b, &row, nullptr);
+      uih_column_set_bits(&in.b->columns[0], i, 1700000000000ull + unit * (i * i + i % 3));
+      uih_column_set_bits(&in.b->columns[1], i, i);
+    }
+    const uint8_t* p = nullptr;
+    size_t len = 0;
+    ASSERT_EQ(UIH_OK, uih_stripe_encode(bare.get(), in.b, 1, &p, &len, nullptr));
+    const std::vector<uint8_t> st(p, p + len);
+    uih_stripe_column_info ts{};
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 0, &ts, nullptr));
+    EXPECT_EQ(1, ts.scaled);
+    EXPECT_EQ(UIH_ENC_FOR, ts.encoding);
+    uih_error err{};
+    ASSERT_EQ(UIH_OK, Decode(st, 0, UIH_DECODE_TO_END, out.b, 0, &err)) << err.msg;
+    EXPECT_TRUE(SameEvents(in.b, 0, out.b));
+    const std::vector<uint8_t> v2 = ToFormatTwo(st, 2);
+    uih_stripe_info info{};
+    ASSERT_EQ(UIH_OK, uih_stripe_read_info(v2.data(), v2.size(), &info, nullptr));
+    EXPECT_EQ(2u, info.version);
+    int rc = Decode(v2, 0, UIH_DECODE_TO_END, out.b, 0, &err);
+    if (unit == 1) {
+      EXPECT_EQ(UIH_ERR_CORRUPTION, rc);
+      EXPECT_STREQ("stripe column of trait 1: scaled values have a truncated header or a step below 2 (1 in a "
+                   "timestamp column)",
+                   err.msg);
+    } else {  // the respelling itself is right: format 2 reads a step of 1000
+      ASSERT_EQ(UIH_OK, rc) << err.msg;
+      EXPECT_TRUE(SameEvents(in.b, 0, out.b));
     }
   }
 }
