@@ -380,6 +380,12 @@ static int positions_ascend(const uint8_t *pos, size_t n, size_t room) {
 
 /* ---- FOR blocks ----------------------------------------------------------- */
 
+static unsigned varint_len(uint64_t x) {
+  unsigned n = 1;
+  for (; x >= 0x80; x >>= 7) n++;
+  return n;
+}
+
 /* The stored form of a block minimum. */
 static uint64_t min_store(uint64_t lo, int is_signed) {
   if (!is_signed) return lo;
@@ -401,8 +407,11 @@ static size_t block_cost(size_t nexc, size_t cnt, unsigned w, unsigned hw) {
 
 static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_signed,
                          uint64_t *tmp) {
-  uint64_t lo = v[0];
-  for (size_t k = 1; k < cnt; k++) lo = v[k] < lo ? v[k] : lo;
+  uint64_t lo = v[0], hi = v[0];
+  for (size_t k = 1; k < cnt; k++) {
+    lo = v[k] < lo ? v[k] : lo;
+    hi = v[k] > hi ? v[k] : hi;
+  }
   size_t hist[65] = {0};
   unsigned hw = 0;
   for (size_t k = 0; k < cnt; k++) {
@@ -426,6 +435,18 @@ static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_si
     if (cost <= best) best = cost, best_w = cand, best_exc = wider;
   }
   if (best < block_cost(0, cnt, hw, hw)) w = best_w, nexc = best_exc;
+  /* A base of zero (0 in a signed sequence) instead of the smallest value
+   * when every value fits the same width above it and it takes fewer varint
+   * bytes: random wide values, such as hashed ids, gain nothing from their
+   * minimum but its five or six bytes. Not when the first value is the
+   * smallest, so an ascending block keeps its first value there (a ranged
+   * decode of a position list finds its blocks by it). */
+  const uint64_t zero = is_signed ? UIH_SIGN64 : 0;
+  if (nexc == 0 && v[0] != lo && lo > zero &&
+      (hw == 64 || ((hi - zero) >> hw) == 0) && varint_len(min_store(zero, is_signed)) < varint_len(min_store(lo, is_signed))) {
+    for (size_t k = 0; k < cnt; k++) tmp[k] = v[k] - zero;
+    lo = zero;
+  }
   uih_wbuf_varint(out, min_store(lo, is_signed));
   uih_wbuf_u8(out, (uint8_t)w);
   uih_wbuf_u8(out, (uint8_t)nexc);

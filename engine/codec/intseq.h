@@ -8,7 +8,12 @@
  *
  * FOR sequence of n values, in blocks of UIH_SEQ_BLOCK values:
  *
- *     per block:  varint  min           smallest value of the block; in a
+ *     per block:  varint  min           the base the values are stored
+ *                                       above: the block's smallest value,
+ *                                       or 0 (a writer's choice when that is
+ *                                       shorter; never when the first value
+ *                                       is the smallest, so an ascending
+ *                                       block's is its first value); in a
  *                                       signed sequence, zigzag(min ^ 2^63)
  *                 u8      w             low bits per (value - min)
  *                 u8      x             exceptions: values wider than w

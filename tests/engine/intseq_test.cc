@@ -2,6 +2,7 @@
 // both the AVX2 and the scalar unpacking paths.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -188,7 +189,7 @@ TEST(IntSeqPaths, VectorAndScalarDeltaDecodingAgree) {
       v = Clock(rng, n, 0);
       for (size_t i = 1; i < n; i++) v[i] = v[i - 1] + (rng() % 4 == 0 ? (1ull << 56) + rng() % 1000 : rng() % 1000);
     } else {  // one step down somewhere
-      v = Clock(rng, n, UIH_SIGN64);
+      v = Clock(rng, n, UIH_SIGN64 + (1ull << 40));  // far from INT64_MIN under either bias: the step down stays one as int64
       if (n > 1) {
         size_t at = 1 + rng() % (n - 1);
         for (size_t i = at; i < n; i++) v[i] -= 1 + (v[at] - v[at - 1]);
@@ -284,6 +285,45 @@ TEST(IntSeqAnchors, VarintAnchorsTakeTheBytesTheirValuesNeed) {
       uih_wbuf_free(&b);
     }
   }
+}
+
+// A FOR block of wide random values (hashed ids) stores its values above a
+// base of zero when they fit the same width there: the minimum's varint
+// bytes saved, the values the same. An ascending block keeps its first
+// value as its base (a ranged decode of a position list relies on it).
+TEST(IntSeqBase, WideRandomBlocksStoreAZeroBase) {
+  std::mt19937_64 rng(12);
+  int zero = 0, trials = 0;
+  for (int trial = 0; trial < 400; trial++) {
+    const size_t n = 2 + rng() % 127;  // one block
+    const int is_signed = trial % 2;
+    std::vector<uint64_t> v(n);
+    for (auto& x : v) x = (is_signed ? UIH_SIGN64 : 0) + (rng() >> 24);  // 40 bits, not negative
+    if (v[0] == *std::min_element(v.begin(), v.end())) std::swap(v[0], v[n - 1]);
+    for (int ascending = 0; ascending < 2; ascending++) {
+      if (ascending) std::sort(v.begin(), v.end());
+      const uih_seq_kind kind = is_signed ? UIH_SEQ_FOR_SIGNED : UIH_SEQ_FOR;
+      uih_wbuf out{};
+      uih_seq_encode(&out, v.data(), n, kind);
+      uih_cursor c = uih_cursor_make(out.data, out.len);
+      uint64_t min = 1;
+      ASSERT_EQ(0, uih_seq_peek_min(&c, &min));
+      std::vector<uint64_t> got(n), scratch(UIH_SEQ_BLOCK);
+      ASSERT_EQ(0, uih_seq_decode(&c, n, kind, 0, n, got.data(), scratch.data()));
+      ASSERT_EQ(v, got) << "trial " << trial;
+      if (ascending) {
+        EXPECT_EQ(is_signed ? ((v[0] ^ UIH_SIGN64) << 1) : v[0], min) << "trial " << trial;
+      } else {
+        trials++;
+        zero += min == 0;  // zigzag(0) in a signed sequence is 0 too
+        if (min == 0) {
+          EXPECT_EQ(3 + (n * 40 + 7) / 8, out.len) << "trial " << trial;  // base, w, x, 40 bits each
+        }
+      }
+      uih_wbuf_free(&out);
+    }
+  }
+  EXPECT_GT(zero, trials * 8 / 10);
 }
 
 // Hand-made blocks the encoder never writes: exception positions out of
