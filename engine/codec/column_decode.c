@@ -536,6 +536,12 @@ static int dec_scaled(uih_cursor *c, const stripe_dir_entry *de, size_t m, size_
   uih_seq_kind kind = stripe_seq_kind(1u << de->encoding, de->version, 0);
   uint64_t blk[UIH_SEQ_BLOCK];
   int up = 0; /* the multiples were verified never to decrease (as int64) */
+  if (step == 1) { /* (format 3's timestamps) the base is a bias: no second pass */
+    if (uih_seq_decode_biased(c, m, kind, base + bias, a, b, out, blk, &up) != 0 || c->bad)
+      return bad(err, de, "values are truncated or malformed");
+    *sorted = up; /* the outputs themselves were verified */
+    return UIH_OK;
+  }
   if (uih_seq_decode_biased(c, m, kind, 0, a, b, out, blk, &up) != 0 || c->bad)
     return bad(err, de, "values are truncated or malformed");
   /* Multiples in int64 order, the first not negative, are in unsigned
