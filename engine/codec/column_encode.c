@@ -211,7 +211,9 @@ static void enc_values(uih_stripe_encoder *e, uih_wbuf *out, uint32_t enc, const
     case UIH_ENC_PLAIN: enc_plain(out, v, m, t); break;
     case UIH_ENC_FOR: uih_seq_encode(out, v, m, for_kind(t)); break;
     case UIH_ENC_DELTA:
-    case UIH_ENC_DELTA2: uih_seq_encode(out, v, m, stripe_seq_kind(enc, UIH_STRIPE_VERSION, stripe_type_signed(t))); break;
+    case UIH_ENC_DELTA2:
+      uih_seq_encode(out, v, m, stripe_seq_kind(enc, UIH_STRIPE_VERSION, stripe_type_signed(t)));
+      break;
     case UIH_ENC_DICT: enc_dict(out, v, m, for_kind(t), e->aux, e->aux2); break;
     case UIH_ENC_RLE: enc_rle(out, v, m, for_kind(t), e->aux, e->aux2); break;
     case UIH_ENC_BSS: enc_bss(out, v, m); break;

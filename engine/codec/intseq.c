@@ -442,8 +442,8 @@ static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_si
    * smallest, so an ascending block keeps its first value there (a ranged
    * decode of a position list finds its blocks by it). */
   const uint64_t zero = is_signed ? UIH_SIGN64 : 0;
-  if (nexc == 0 && v[0] != lo && lo > zero &&
-      (hw == 64 || ((hi - zero) >> hw) == 0) && varint_len(min_store(zero, is_signed)) < varint_len(min_store(lo, is_signed))) {
+  if (nexc == 0 && v[0] != lo && lo > zero && (hw == 64 || ((hi - zero) >> hw) == 0) &&
+      varint_len(min_store(zero, is_signed)) < varint_len(min_store(lo, is_signed))) {
     for (size_t k = 0; k < cnt; k++) tmp[k] = v[k] - zero;
     lo = zero;
   }

@@ -41,8 +41,9 @@
  * 3) stores the anchor as a varint of the value, or in a _SIGNED kind
  * (sign-flipped int64 values) of zigzag(value ^ 2^63), and the first delta
  * as a varint of zigzag(delta as int64): a stripe's scaled timestamps start
- * at 0 and take one byte where the u64 took eight. Anchors make every block decodable on its own, so
- * decoding values [a, b) unpacks only the blocks that hold them; the others
+ * at 0 and take one byte where the u64 took eight. Anchors make every
+ * block decodable on its own, so decoding values [a, b) unpacks only the
+ * blocks that hold them; the others
  * are stepped over by their headers, whose widths and counts give each
  * block's length.
  */

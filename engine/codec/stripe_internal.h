@@ -125,16 +125,17 @@ struct uih_stripe_decoder {
 /* Value encodings as stored: the bit index of the UIH_ENC_* flag. */
 static inline unsigned stripe_enc_id(uint32_t flag) { return (unsigned)__builtin_ctz(flag); }
 
+/* The types whose values are signed (int64 and timestamps). */
+static inline int stripe_type_signed(uih_type t) { return t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64; }
+
 /* Maps a column value to the uint64 domain the encodings work in, and back. */
 static inline uint64_t stripe_to_u64(uih_type t, uint64_t bits) {
-  return (t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64) ? bits ^ UIH_SIGN64 : bits;
+  return stripe_type_signed(t) ? bits ^ UIH_SIGN64 : bits;
 }
 static inline uint64_t stripe_from_u64(uih_type t, uint64_t u) { return stripe_to_u64(t, u); }
 
 /* FOR sequences of signed types' values keep their minimums short. */
-static inline uih_seq_kind for_kind(uih_type t) {
-  return (t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64) ? UIH_SEQ_FOR_SIGNED : UIH_SEQ_FOR;
-}
+static inline uih_seq_kind for_kind(uih_type t) { return stripe_type_signed(t) ? UIH_SEQ_FOR_SIGNED : UIH_SEQ_FOR; }
 
 /* The sequence kind of values in encoding `enc` (UIH_ENC_FOR, _DELTA or
  * _DELTA2) in a stripe of format `version`: of sign-flipped int64 values if
@@ -144,7 +145,6 @@ static inline uih_seq_kind stripe_seq_kind(uint32_t enc, unsigned version, int i
   if (enc == UIH_ENC_FOR) return is_signed ? UIH_SEQ_FOR_SIGNED : UIH_SEQ_FOR;
   return uih_seq_delta_kind(enc == UIH_ENC_DELTA ? 1 : 2, version, is_signed);
 }
-static inline int stripe_type_signed(uih_type t) { return t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64; }
 
 /* The encodings that may store their values scaled (as multiples of a
  * common step above a base), and the types whose values may be. */
@@ -155,12 +155,10 @@ static inline int stripe_type_scales(uih_type t) { return t != UIH_TYPE_FLOAT32 
  * form) as the zigzag of their signed value, so small magnitudes of either
  * sign take a byte or two; the others as they are. */
 static inline uint64_t stripe_base_code(uih_type t, uint64_t base) {
-  int is_signed = t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64;
-  return is_signed ? uih_zigzag64(uih_order_i64(base)) : base;
+  return stripe_type_signed(t) ? uih_zigzag64(uih_order_i64(base)) : base;
 }
 static inline uint64_t stripe_base_of(uih_type t, uint64_t code) {
-  int is_signed = t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_INT64;
-  return is_signed ? uih_order_u64(uih_unzigzag64(code)) : code;
+  return stripe_type_signed(t) ? uih_order_u64(uih_unzigzag64(code)) : code;
 }
 
 /* The directory entry's two code bytes in format 2 (stripe_format.h);
