@@ -324,8 +324,6 @@ static int pick_compression(uih_stripe_encoder *e, uih_compression hint) {
 /* ---- the column ------------------------------------------------------------ */
 
 /* Bytes of `v` as a varint. */
-static size_t varint_len(uint64_t v) { return 1 + (size_t)(uih_bits(v | 1) - 1) / 7; }
-
 static uint64_t gcd(uint64_t a, uint64_t b) {
   while (b) {
     uint64_t r = a % b;
@@ -426,7 +424,7 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
   if (e->opts.fast && m > 0) { /* one encoding, chosen by estimate: no competition */
     best = fast_encoding(e->vals, m, t->type, allowed);
     /* Scaled when the bits it saves outweigh the step and base it stores. */
-    size_t cost = varint_len(step) + (is_ts ? 0 : varint_len(stripe_base_code(t->type, base)));
+    size_t cost = uih_varint_len(step) + (is_ts ? 0 : uih_varint_len(stripe_base_code(t->type, base)));
     best_scaled = step && (best & SCALED_ENCODINGS) && (m * (uih_bits(step) - 1) / 8 > cost || is_ts);
     if (best_scaled) enc_scaled(e, &e->best, best, m, step, base, is_ts);
     else enc_values(e, &e->best, best, e->vals, m, t->type);

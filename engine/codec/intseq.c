@@ -380,12 +380,6 @@ static int positions_ascend(const uint8_t *pos, size_t n, size_t room) {
 
 /* ---- FOR blocks ----------------------------------------------------------- */
 
-static unsigned varint_len(uint64_t x) {
-  unsigned n = 1;
-  for (; x >= 0x80; x >>= 7) n++;
-  return n;
-}
-
 /* The stored form of a block minimum. */
 static uint64_t min_store(uint64_t lo, int is_signed) {
   if (!is_signed) return lo;
@@ -443,7 +437,7 @@ static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_si
    * decode of a position list finds its blocks by it). */
   const uint64_t zero = is_signed ? UIH_SIGN64 : 0;
   if (nexc == 0 && v[0] != lo && lo > zero && (hw == 64 || ((hi - zero) >> hw) == 0) &&
-      varint_len(min_store(zero, is_signed)) < varint_len(min_store(lo, is_signed))) {
+      uih_varint_len(min_store(zero, is_signed)) < uih_varint_len(min_store(lo, is_signed))) {
     for (size_t k = 0; k < cnt; k++) tmp[k] = v[k] - zero;
     lo = zero;
   }

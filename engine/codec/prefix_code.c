@@ -9,11 +9,11 @@
  * symbols, built once per dictionary). Ties go to the lower node index,
  * leaves before merged nodes, so the result is deterministic. Returns the
  * longest length. */
-static unsigned huffman(const uint64_t *freq, size_t n, uint8_t *len, uint64_t *w, uint32_t *parent) {
+static unsigned huffman(const uint64_t *freq, size_t n, uint8_t *len, uint64_t *w, uint32_t *parent,
+                        uint8_t *alive) {
   size_t nodes = n;
   for (size_t i = 0; i < n; i++) w[i] = freq[i];
-  uint8_t *alive = calloc(2 * n, 1);
-  if (!alive) return 0;
+  memset(alive, 0, 2 * n);
   for (size_t i = 0; i < n; i++) alive[i] = 1;
   for (size_t merges = 0; merges + 1 < n; merges++) {
     size_t a = SIZE_MAX, b = SIZE_MAX;
@@ -31,7 +31,6 @@ static unsigned huffman(const uint64_t *freq, size_t n, uint8_t *len, uint64_t *
     alive[a] = alive[b] = 0;
     alive[nodes++] = 1;
   }
-  free(alive);
   /* A node's depth is its parent's + 1; parents come after children. */
   uint8_t *depth = (uint8_t *)(w + 2 * n); /* 2n bytes past the weights */
   depth[nodes - 1] = 0;
@@ -51,16 +50,16 @@ int pc_lengths(const uint64_t *freq, size_t n, uint8_t *len) {
   if (n < 2 || n > PC_MAX_SYMBOLS) return -1;
   for (size_t i = 0; i < n; i++)
     if (freq[i] == 0) return -1;
-  /* weights of 2n nodes, then 2n bytes of depths; parents of 2n nodes */
+  /* weights of 2n nodes, then 2n bytes of depths; parents of 2n nodes;
+   * which of 2n nodes are unmerged */
   uint64_t *w = malloc(2 * n * sizeof *w + 2 * n), *f = malloc(n * sizeof *f);
   uint32_t *parent = malloc(2 * n * sizeof *parent);
+  uint8_t *alive = malloc(2 * n);
   int rc = -1;
-  if (w && f && parent) {
+  if (w && f && parent && alive) {
     for (size_t i = 0; i < n; i++) f[i] = freq[i];
     for (;;) {
-      unsigned longest = huffman(f, n, len, w, parent);
-      if (longest == 0) break; /* out of memory */
-      if (longest <= PC_MAX_LEN) {
+      if (huffman(f, n, len, w, parent, alive) <= PC_MAX_LEN) {
         rc = 0;
         break;
       }
@@ -69,7 +68,7 @@ int pc_lengths(const uint64_t *freq, size_t n, uint8_t *len) {
       for (size_t i = 0; i < n; i++) f[i] = f[i] / 2 + 1;
     }
   }
-  free(w), free(f), free(parent);
+  free(w), free(f), free(parent), free(alive);
   return rc;
 }
 

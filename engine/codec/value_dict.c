@@ -331,7 +331,8 @@ int uih_value_dict_pays(const uih_value_dict *d, uint64_t hits, uint64_t values,
   if (shared_gain > (double)values + 8.0 * (double)d->bytes.len) return 1;
   if (d->nsym && d->hit_bits > 0) { /* coded: the model says what its hits take; a miss, its escape and itself */
     const double coded = (double)hits * d->hit_bits + (double)(values - hits) * (d->lens[d->nsym - 1] + vb);
-    const double keep = 1.0 - 0.20; /* an encoder keeps a coded column that saves its default min_coded_gain */
+    /* an encoder keeps a coded column that saves its default min_coded_gain */
+    const double keep = 1.0 - ((uih_stripe_encoder_opts)UIH_STRIPE_ENCODER_OPTS_DEFAULT).min_coded_gain;
     return coded + (double)values / 8 + 8.0 * (double)d->bytes.len < keep * (double)values * vb;
   }
   return 0;

@@ -46,6 +46,12 @@ static inline void uih_wbuf_varint(uih_wbuf *b, uint64_t v) {
   tmp[n++] = (uint8_t)v;
   uih_wbuf_put(b, tmp, n);
 }
+/* The bytes uih_wbuf_varint spends on v. */
+static inline size_t uih_varint_len(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) n++;
+  return n;
+}
 /* Appends `n` zero bytes and returns where they start (NULL on failure). */
 static inline uint8_t *uih_wbuf_zeros(uih_wbuf *b, size_t n) {
   if (!uih_wbuf_reserve(b, n)) return NULL;

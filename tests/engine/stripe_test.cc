@@ -1733,6 +1733,30 @@ TEST(ValueDict, VersionTwoCarriesAModelAndVersionOneStillParses) {
   uih_stripe_encoder_set_context(enc.get(), nullptr);
 }
 
+namespace {
+
+// A catalog item's 40-bit id: its popularity rank scrambled, as hashed ids are.
+uint64_t HashedItem(uint64_t rank) { return (rank * 0x9e3779b97f4aull) & ((1ull << 40) - 1); }
+
+// The ids of a catalog's n most popular items and their counts, as Zipf(1)
+// with `top` at rank 0 would count them.
+void ZipfCatalog(uint64_t n, uint64_t top, std::vector<uint64_t>* values, std::vector<uint64_t>* counts) {
+  for (uint64_t r = 0; r < n; r++) values->push_back(HashedItem(r)), counts->push_back(top / (r + 1));
+}
+
+// Appends n events to `b` (group: ts, item): timestamps 1000 apart, items from `item()`.
+template <class Item>
+void FillItems(uih_batch* b, uint32_t n, Item item) {
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t row;
+    uih_batch_append(b, &row, nullptr);
+    uih_column_set_bits(&b->columns[0], i, 1000 * i);
+    uih_column_set_bits(&b->columns[1], i, item());
+  }
+}
+
+}  // namespace
+
 // Popular ids stored as ranks: with a dictionary of the catalog's head, a
 // Zipf-shaped column of 40-bit ids is chosen shared (ranks bit-packed) or
 // coded (ranks entropy-coded by the dictionary's model: smaller still),
@@ -1741,10 +1765,9 @@ TEST(ValueDict, VersionTwoCarriesAModelAndVersionOneStillParses) {
 // it fails naming the one it needs; with it, every range decodes to the
 // events written.
 TEST_F(Stripe, SharedColumnsNeedTheirDictionary) {
-  auto item_of = [](uint64_t rank) { return (rank * 0x9e3779b97f4aull) & ((1ull << 40) - 1); };
   // The catalog's 5,000 most popular items, counted as Zipf(1) would.
   std::vector<uint64_t> values, counts;
-  for (uint64_t r = 0; r < 5000; r++) values.push_back(item_of(r)), counts.push_back(1000000 / (r + 1));
+  ZipfCatalog(5000, 1000000, &values, &counts);
   uih_value_dict *d = nullptr, *other = nullptr;
   ASSERT_EQ(UIH_OK, uih_value_dict_build(1, 2, UIH_TYPE_ID, values.data(), counts.data(), values.size(), 1, 5000, &d, nullptr));
   counts[0] = 1;  // another dictionary of the same trait
@@ -1772,13 +1795,8 @@ TEST_F(Stripe, SharedColumnsNeedTheirDictionary) {
     for (uint32_t n : {1u, 18u, 300u, 4096u}) {
       BatchPtr in, out;
       ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
-      for (uint32_t i = 0; i < n; i++) {
-        uint32_t row;
-        uih_batch_append(in.b, &row, nullptr);
-        uih_column_set_bits(&in.b->columns[0], i, 1000 * i);
-        // Nine in ten from the dictionary's items, the rest from the tail.
-        uih_column_set_bits(&in.b->columns[1], i, rng() % 10 ? item_of(zipf(rng)) : item_of(5000 + rng() % 10000000));
-      }
+      // Nine in ten from the dictionary's items, the rest from the tail.
+      FillItems(in.b, n, [&] { return HashedItem(rng() % 10 ? zipf(rng) : 5000 + rng() % 10000000); });
       std::vector<uint8_t> alone = Encode(in.b);
       uih_stripe_encoder_set_context(enc_, ctx);
       std::vector<uint8_t> st = Encode(in.b);
@@ -1830,7 +1848,7 @@ TEST_F(Stripe, SharedColumnsNeedTheirDictionary) {
     uint32_t row;
     uih_batch_append(in.b, &row, nullptr);
     uih_column_set_bits(&in.b->columns[0], i, i);
-    uih_column_set_bits(&in.b->columns[1], i, item_of(zipf(rng)));
+    uih_column_set_bits(&in.b->columns[1], i, HashedItem(zipf(rng)));
   }
   const uint8_t* p;
   size_t len;
@@ -1897,9 +1915,8 @@ TEST_F(Stripe, CodedColumnsMustSaveTheirGain) {
 // when the full decode succeeds every range agrees with it. Flips of the
 // codes' padding, lengths and escape counts are caught.
 TEST_F(Stripe, CodedColumnsSurviveEveryFlipAndCut) {
-  auto item_of = [](uint64_t rank) { return (rank * 0x9e3779b97f4aull) & ((1ull << 40) - 1); };
   std::vector<uint64_t> values, counts;
-  for (uint64_t r = 0; r < 3000; r++) values.push_back(item_of(r)), counts.push_back(100000 / (r + 1));
+  ZipfCatalog(3000, 100000, &values, &counts);
   uih_value_dict* d = nullptr;
   ASSERT_EQ(UIH_OK, uih_value_dict_build(1, 2, UIH_TYPE_ID, values.data(), counts.data(), values.size(), 1, 3000, &d,
                                          nullptr));
@@ -1921,12 +1938,7 @@ TEST_F(Stripe, CodedColumnsSurviveEveryFlipAndCut) {
     BatchPtr in, out, full, spare;
     ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &in, &out));
     ASSERT_NO_FATAL_FAILURE(MakeBatches(g, n, &full, &spare));
-    for (uint32_t i = 0; i < n; i++) {
-      uint32_t row;
-      uih_batch_append(in.b, &row, nullptr);
-      uih_column_set_bits(&in.b->columns[0], i, 1000 * i);
-      uih_column_set_bits(&in.b->columns[1], i, rng() % 5 ? item_of(zipf(rng)) : item_of(3000 + rng() % 100000));
-    }
+    FillItems(in.b, n, [&] { return HashedItem(rng() % 5 ? zipf(rng) : 3000 + rng() % 100000); });
     const uint8_t* p;
     size_t len;
     ASSERT_EQ(UIH_OK, uih_stripe_encode(keep_enc.get(), in.b, 1, &p, &len, nullptr));

@@ -154,8 +154,8 @@ int uih_stripe_decode(uih_stripe_decoder *dec, const uint8_t *buf, size_t len, u
  * frequent first; a column of that trait may then store each value found
  * there as its rank (a few bits for a popular item, against the 20-40 its
  * id takes) and the others as they are: the `shared` encoding (UIH_ENC_
- * SHARED, for id, int64, uint32 and category traits). A dictionary built
- * since format version 2 also carries a model of how often each rank
+ * SHARED, for id, int64, uint32 and category traits). A dictionary of
+ * version 2 (built since issue 19's coded columns) also carries a model of how often each rank
  * occurs (a prefix code over ranks), and the `coded` encoding (UIH_ENC_
  * CODED) stores each value as its code: about as many bits as the value's
  * share of the counts says (a 1-5 rating in one or two bits, a popular
