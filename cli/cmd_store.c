@@ -79,10 +79,11 @@ int cmd_init(int argc, char **argv) {
 
 static const char kLoadUsage[] =
     "usage: uih load --store DIR [--through TS] [--lookback T] [--delete FILE] [--schema NEWFILE]\n"
-    "                [--shard I] [--threads N] [--memory BYTES] [--rejects FILE] [--keep N] [--json] FILE...\n"
+    "                [--shard I] [--threads N] [--memory BYTES] [--rejects FILE] [--keep N]\n"
+    "                [--rebuild-dictionaries] [--json] FILE...\n"
     "  FILE...         loader-input CSV (plain, .gz, .zst), files or directories; '-' is stdin\n"
-    "                  (none: a load of deletions or a schema change alone, given --delete,\n"
-    "                  --schema or --through)\n"
+    "                  (none: a load of deletions, a schema change or a rebuild alone, given\n"
+    "                  --delete, --schema, --through or --rebuild-dictionaries)\n"
     "  --delete FILE   users, items or (user, item) pairs to erase from the whole history:\n"
     "                  CSV with the header user_id, an id trait's name, or both\n"
     "  --schema FILE   a new schema version (a valid successor) applied by this load\n"
@@ -90,7 +91,11 @@ static const char kLoadUsage[] =
     "                  its database: loads of different shards can run at once, one per process\n"
     "  --rejects FILE  bad lines go there (file,line,reason,record) and the load goes on\n"
     "  --keep N        live generations per shard after the load (default 2; 1 leaves no older\n"
-    "                  copy of what --delete erased)";
+    "                  copy of what --delete erased)\n"
+    "  --rebuild-dictionaries\n"
+    "                  count every shareable trait over the whole history, build its value\n"
+    "                  dictionary afresh and encode every stripe again with them (today's popular\n"
+    "                  items get the short ranks; dictionaries of older versions are replaced)";
 
 /* "256M", "1G", "65536": bytes with an optional K/M/G suffix (powers of 1024). */
 static int parse_bytes(const char *what, const char *text, uint64_t *out) {
@@ -187,7 +192,7 @@ static int print_dicts(uih_store *s, uint32_t shard, uint32_t generation, int li
   return rc;
 }
 
-static void print_summary(const uih_load_stats *st, int json) {
+static void print_summary(const uih_load_stats *st, int rebuilt, int json) {
   double total = st->seconds_read + st->seconds_sort + st->seconds_merge;
   if (json) {
     printf("{\"inputs\":%" PRIu64 ",\"input_bytes\":%" PRIu64 ",\"events_in\":%" PRIu64 ",\"events_skipped\":%" PRIu64
@@ -198,13 +203,14 @@ static void print_summary(const uih_load_stats *st, int json) {
            ",\"schema_version\":%u,\"through\":%" PRId64 ",\"horizon\":%" PRId64
            ",\"deletions\":{\"users\":%" PRIu64 ",\"items\":%" PRIu64 ",\"pairs\":%" PRIu64 "}"
            ",\"dictionaries\":{\"built\":%" PRIu64 ",\"entries\":%" PRIu64 ",\"bytes\":%" PRIu64
-           ",\"declined\":%" PRIu64 "}"
+           ",\"declined\":%" PRIu64 ",\"rebuilt\":%s}"
            ",\"seconds\":{\"read\":%.3f,\"sort\":%.3f,\"merge\":%.3f,\"total\":%.3f}}\n",
            st->inputs, st->input_bytes, st->events_in, st->events_skipped, st->rejected, st->duplicates, st->expired,
            st->deleted, st->events_new, st->events, st->stripes, st->histories, st->bytes, st->stripes_copied,
            st->stripes_written, st->stripes_upgraded, st->runs, st->shards, st->shards_skipped, st->schema_version,
            st->through, st->horizon, st->delete_users, st->delete_items, st->delete_pairs, st->dicts_built,
-           st->dict_entries, st->dict_bytes, st->dicts_declined, st->seconds_read, st->seconds_sort, st->seconds_merge, total);
+           st->dict_entries, st->dict_bytes, st->dicts_declined, rebuilt && st->shards ? "true" : "false",
+           st->seconds_read, st->seconds_sort, st->seconds_merge, total);
     return;
   }
   printf("uih load: %u shard%s now at through %" PRId64 "%s, schema version %u\n", st->shards,
@@ -229,10 +235,12 @@ static void print_summary(const uih_load_stats *st, int json) {
          st->events ? (double)st->bytes / (double)st->events : 0.0);
   if (st->dict_bytes)
     printf("  shared:  value dictionaries of %.1f MB (%.2f bytes/event)%s\n", (double)st->dict_bytes / 1e6,
-           st->events ? (double)st->dict_bytes / (double)st->events : 0.0, st->dicts_built ? "" : ", kept from the base");
+           st->events ? (double)st->dict_bytes / (double)st->events : 0.0,
+           st->dicts_built || rebuilt ? "" : ", kept from the base");
   if (st->dicts_built)
-    printf("           %" PRIu64 " built by this load, %" PRIu64 " entries: popular values stored as their rank or code\n",
-           st->dicts_built, st->dict_entries);
+    printf("           %" PRIu64 " built by this load%s, %" PRIu64
+           " entries: popular values stored as their rank or code\n",
+           st->dicts_built, rebuilt ? " (rebuilt from the whole history)" : "", st->dict_entries);
   if (st->dicts_declined)
     printf("           %" PRIu64 " declined: neither ranks nor codes would save enough\n", st->dicts_declined);
   printf("  stripes: %" PRIu64 " copied byte for byte, %" PRIu64 " written", st->stripes_copied, st->stripes_written);
@@ -256,6 +264,10 @@ int cmd_load(int argc, char **argv) {
     const char *a = argv[i];
     if (!strcmp(a, "--json")) {
       json = 1;
+      continue;
+    }
+    if (!strcmp(a, "--rebuild-dictionaries")) {
+      o.rebuild_dicts = 1;
       continue;
     }
     if (a[0] != '-' || !strcmp(a, "-")) {
@@ -286,7 +298,7 @@ int cmd_load(int argc, char **argv) {
     else if (!strcmp(a, "--schema")) schema_path = v;
     else bad = cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kLoadUsage);
   }
-  if (!bad && (!dir || (nfiles == 0 && !o.deletes && !schema_path && o.through == INT64_MIN)))
+  if (!bad && (!dir || (nfiles == 0 && !o.deletes && !schema_path && o.through == INT64_MIN && !o.rebuild_dicts)))
     bad = cli_fail(CLI_USAGE, "%s", kLoadUsage);
   char *schema_json = NULL;
   if (!bad && schema_path) {
@@ -312,7 +324,7 @@ int cmd_load(int argc, char **argv) {
   free(files);
   free(schema_json);
   if (rc != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
-  print_summary(&st, json);
+  print_summary(&st, o.rebuild_dicts, json);
   return CLI_OK;
 }
 

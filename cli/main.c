@@ -14,7 +14,7 @@ static void usage(FILE *out) {
           "                                      create a store\n"
           "  load --store DIR [--through TS] [--lookback T] [--delete FILE]\n"
           "      [--schema NEWFILE] [--shard I] [--threads N] [--memory BYTES]\n"
-          "      [--rejects FILE] [--keep N] [--json] FILE...\n"
+          "      [--rejects FILE] [--keep N] [--rebuild-dictionaries] [--json] FILE...\n"
           "                                      fold CSV files (plain, .gz, .zst) into the\n"
           "                                      immutable tier as a new generation\n"
           "  status --store DIR [--json]         shards, generations, watermark, sizes\n"

@@ -287,11 +287,13 @@ static int check_side_files(load *l, char **files, size_t nfiles, uih_error *err
 }
 
 /* The load's identity, kept in each generation's record: its inputs, its
- * deletions, its schema, its through and horizon. */
+ * deletions, its schema, its through and horizon, and whether it rebuilt
+ * the dictionaries (a part only loads that do have: the others' digests
+ * are what they were before rebuilds existed). */
 static uint64_t load_digest(load *l, uint64_t inputs, int64_t through, int64_t horizon) {
-  uint64_t parts[5] = {inputs, ld_deletes_digest(l->deletes), uih_schema_version(l->schema), (uint64_t)through,
-                       (uint64_t)horizon};
-  return XXH3_64bits(parts, sizeof parts);
+  uint64_t parts[6] = {inputs, ld_deletes_digest(l->deletes), uih_schema_version(l->schema), (uint64_t)through,
+                       (uint64_t)horizon, 1};
+  return XXH3_64bits(parts, l->o.rebuild_dicts ? sizeof parts : sizeof parts - sizeof parts[5]);
 }
 
 static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *err) {
@@ -394,7 +396,8 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
     if (rc != UIH_OK) break;
     l->njobs++;
     j->merge = (ld_merge){.store = s, .schema = l->schema, .shard = i, .horizon = horizon, .sorter = l->sorter,
-                          .deletes = l->deletes, .writer = j->writer, .tick = merge_tick, .tick_arg = l};
+                          .deletes = l->deletes, .rebuild_dicts = l->o.rebuild_dicts != 0, .writer = j->writer,
+                          .tick = merge_tick, .tick_arg = l};
     l->merge_total += cur[i].events + l->events_in[i];
     uih_generation *g = &j->merge.record;
     g->through = through;

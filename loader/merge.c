@@ -66,7 +66,8 @@ typedef struct state {
   size_t nrows, rcap;
   uih_stripe_encoder *enc;
   uih_stripe_decoder *dec;
-  uih_stripe_context *ctx; /* the new generation's value dictionaries (the base's among them) */
+  uih_stripe_context *ctx; /* the new generation's value dictionaries (the base's among them, but in a rebuild) */
+  uih_stripe_context *base_ctx; /* a rebuild's: the base generation's, which decode its stripes */
   uih_batch *batch; /* the group's active traits + arrival */
   uint8_t *scratch; /* one encoded row */
   size_t scratch_cap;
@@ -347,15 +348,17 @@ static int history(state *s, uih_error *err) {
     }
     int stale = 0, hit = 0;
     int rc = s->group_dropped ? stale_columns(s, st, &stale, err) : UIH_OK;
-    if (rc == UIH_OK && s->del_trait && st->end_new == 0 && st->info.min_ts >= m->horizon && !stale)
+    if (rc == UIH_OK && s->del_trait && st->end_new == 0 && st->info.min_ts >= m->horizon && !stale &&
+        !m->rebuild_dicts)
       rc = has_deleted(s, st, &hit, err); /* only a stripe that would be copied is probed */
     if (rc != UIH_OK) return rc;
-    if (st->end_new == 0 && st->info.min_ts >= m->horizon && !stale && !hit) { /* untouched: copied */
+    if (st->end_new == 0 && st->info.min_ts >= m->horizon && !stale && !hit && !m->rebuild_dicts) {
+      /* untouched: copied */
       rc = emit(s, st->start, s->old.p + st->off, st->len, st->info.count, err);
       if (rc == UIH_OK) m->stripes_copied++;
     } else {
       uint64_t written = m->stripes_written;
-      rc = rebuild(s, st, st->first_new, st->end_new, stale, err);
+      rc = rebuild(s, st, st->first_new, st->end_new, stale || m->rebuild_dicts, err);
       if (rc == UIH_OK && stale && st->end_new == 0 && !hit && st->info.min_ts >= m->horizon)
         m->stripes_upgraded += m->stripes_written - written;
     }
@@ -376,6 +379,7 @@ static void state_free(state *s) {
   uih_stripe_encoder_free(s->enc);
   uih_stripe_decoder_free(s->dec);
   uih_stripe_context_free(s->ctx);
+  uih_stripe_context_free(s->base_ctx);
   uih_batch_free(s->batch);
   uih_batch_free(s->probe);
 }
@@ -397,14 +401,27 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
   if (rc == UIH_OK) rc = uih_stripe_decoder_create(&s.dec, err);
   if (rc == UIH_OK) rc = uih_store_scan_open(m->store, m->shard, 0, &scan, err);
   /* The dictionaries: the scanned generation's decode its stripes; they and
-   * those built for traits without one encode the new ones. */
+   * those built for traits without one encode the new ones (a rebuild: the
+   * new ones alone). */
   const uint8_t *base = NULL;
   size_t base_len = 0;
   if (rc == UIH_OK) rc = uih_store_scan_dicts(scan, &base, &base_len, err);
-  if (rc == UIH_OK && (rc = ld_dicts_build(m->schema, m->shard, base, base_len, m->sorter, &s.ctx, &m->dicts, err)) != UIH_OK)
-    uih_error_prefix(err, "shard %u: ", m->shard);
+  /* A rebuild counts the values of the whole generation, in a scan of its
+   * own (the same generation: the writer is the shard's only one). */
+  uih_store_scan *whole = NULL;
+  if (rc == UIH_OK && m->rebuild_dicts) {
+    rc = uih_stripe_context_parse(base, base_len, 0, &s.base_ctx, err);
+    if (rc != UIH_OK) uih_error_prefix(err, "the base generation's ");
+    else rc = uih_store_scan_open(m->store, m->shard, uih_store_writer_generation(m->writer) - 1, &whole, err);
+  }
+  const ld_dicts_in from = {.schema = m->schema, .shard = m->shard, .base = base, .base_len = base_len,
+                           .sorter = m->sorter, .horizon = m->horizon, .deletes = m->deletes,
+                           .stored = whole, .stored_ctx = s.base_ctx};
+  if (rc == UIH_OK) rc = ld_dicts_build(&from, &s.ctx, &m->dicts, err);
+  uih_store_scan_close(whole);
+  if (rc != UIH_OK) uih_error_prefix(err, "shard %u: ", m->shard);
   uih_stripe_encoder_set_context(s.enc, s.ctx);
-  uih_stripe_decoder_set_context(s.dec, s.ctx);
+  uih_stripe_decoder_set_context(s.dec, s.base_ctx ? s.base_ctx : s.ctx);
   if (rc == UIH_OK) rc = ld_stream_open(m->sorter, m->shard, &stream, err);
   const uint8_t *key = NULL, *val = NULL, *rec = NULL;
   size_t klen = 0, vlen = 0;

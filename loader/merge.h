@@ -23,6 +23,7 @@ typedef struct ld_merge {
   int64_t horizon;         /* events with ts < horizon are dropped */
   ld_sorter *sorter;
   const ld_deletes *deletes; /* or NULL */
+  int rebuild_dicts;         /* value dictionaries built afresh (dicts.h) and every stripe encoded again */
   uih_store_writer *writer; /* the shard's next generation */
   /* or NULL: called every 64 Ki events written, with the events written
    * since the last call */

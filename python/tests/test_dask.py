@@ -64,14 +64,17 @@ def test_a_load_per_shard_task_is_one_load(client, days, tmp_root):
         uih("init", "--store", p, "--schema", SCHEMA, "--shards", SHARDS)
     with uihstore.Store.open(one) as s:
         want = [s.load([d1], progress=False),
-                s.load([d2], deletes=dels, lookback=2 * 86400000, progress=False)]
-    got = [ud.load(client, per, [d1]), ud.load(client, per, [d2], deletes=dels, lookback=2 * 86400000)]
+                s.load([d2], deletes=dels, lookback=2 * 86400000, progress=False),
+                s.load([], rebuild_dictionaries=True, progress=False)]
+    got = [ud.load(client, per, [d1]), ud.load(client, per, [d2], deletes=dels, lookback=2 * 86400000),
+           ud.load(client, per, [], rebuild_dictionaries=True)]
     for w, g in zip(want, got):
         for k in COMPARED:
             assert g[k] == w[k], k
         assert [s["shard"] for s in g["shards_detail"]] == list(range(SHARDS))
         assert all(s["shards"] == 1 for s in g["shards_detail"]), "each task loaded its shard"
     assert got[1]["deleted"] > 0
+    assert got[2]["stripes_copied"] == 0 and got[2]["stripes_written"] == got[2]["stripes"] > 0, "a rebuild"
     a, sa = histories(one, range(300))
     b, sb = histories(per, range(300))
     for x, y in zip(sa["shards"], sb["shards"]):
@@ -82,8 +85,11 @@ def test_a_load_per_shard_task_is_one_load(client, days, tmp_root):
         for t in a[u]:
             np.testing.assert_array_equal(a[u][t], b[u][t], err_msg="user %d trait %s" % (u, t))
     # Run again: every shard already has this load.
-    again = ud.load(client, per, [d2], deletes=dels, lookback=2 * 86400000)
+    again = ud.load(client, per, [], rebuild_dictionaries=True)
     assert again["shards"] == 0 and again["shards_skipped"] == SHARDS
+    # A load that is not the last one is no rerun: it makes a generation again.
+    redo = ud.load(client, per, [d2], deletes=dels, lookback=2 * 86400000)
+    assert redo["shards"] == SHARDS and redo["events_new"] == 0
 
 
 def test_a_failed_shard_raises_the_engines_error(client, tmp_root):

@@ -175,7 +175,7 @@ class uih_load_opts(Structure):
     _fields_ = [("through", c_int64), ("lookback", c_int64), ("shard", c_int32), ("threads", c_uint32),
                 ("memory", c_size_t), ("progress", PROGRESS_FN), ("progress_arg", c_void_p),
                 ("deletes", c_char_p), ("rejects", c_char_p), ("schema_json", c_char_p),
-                ("schema_len", c_size_t), ("schema_origin", c_char_p)]
+                ("schema_len", c_size_t), ("schema_origin", c_char_p), ("rebuild_dicts", c_int)]
 
 
 LOAD_STATS_U64 = ("inputs", "input_bytes", "events_in", "events_skipped", "duplicates", "expired", "events_new",

@@ -41,26 +41,28 @@ def shard_count(path):
 # ---- the daily load ---------------------------------------------------------------
 
 def load_shard(path, shard, files, through=None, lookback=0, deletes=None, rejects=None, schema=None,
-               memory=256 << 20, keep=2):
+               memory=256 << 20, keep=2, rebuild_dictionaries=False):
     """The load of one shard: what a task runs. Opens the store for `shard`
     alone, loads its events of `files` and returns the summary (a dict,
     as Store.load's, with "shard")."""
     with Store.open(path, shard=shard, keep=keep) as s:
         summary = s.load(files, through=through, lookback=lookback, deletes=deletes, rejects=rejects,
-                         schema=schema, memory=memory, progress=False)
+                         schema=schema, memory=memory, rebuild_dictionaries=rebuild_dictionaries, progress=False)
     summary["shard"] = shard
     return summary
 
 
 def load(client, path, files, through=None, lookback=0, deletes=None, rejects=None, schema=None,
-         memory=256 << 20, keep=2):
+         memory=256 << 20, keep=2, rebuild_dictionaries=False):
     """Loads `files` into the store at `path` with one task per shard on
     `client`'s cluster, and returns the summary: the load's totals as
     Store.load gives them, and each shard's own ("shards_detail"). Raises the
     first failed shard's UihError (shard loads are independent: the other
     shards may have published; running the same load again loads only the
     shards that lack it). Bad records go to `rejects` as in one load
-    (written by shard 0's task; the others skip the same records)."""
+    (written by shard 0's task; the others skip the same records).
+    `rebuild_dictionaries`: as `uih load --rebuild-dictionaries`, each
+    shard's full rewrite a task of its own."""
     files = [os.fspath(f) for f in ([files] if isinstance(files, (str, os.PathLike)) else files)]
     n = shard_count(path)
     token = _token()
@@ -69,6 +71,7 @@ def load(client, path, files, through=None, lookback=0, deletes=None, rejects=No
         rej = None if rejects is None else (os.fspath(rejects) if k == 0 else os.devnull)
         futures.append(client.submit(load_shard, os.fspath(path), k, files, through=through, lookback=lookback,
                                      deletes=deletes, rejects=rej, schema=schema, memory=memory, keep=keep,
+                                     rebuild_dictionaries=rebuild_dictionaries,
                                      pure=False, key="uih-load-%s-shard-%04d" % (token, k)))
     per = client.gather(futures)
     return combine(per)

@@ -162,11 +162,12 @@ class Store:
     # ---- the daily load ---------------------------------------------------------
 
     def load(self, files, through=None, lookback=0, shard=None, threads=1, memory=256 << 20, deletes=None,
-             rejects=None, schema=None, progress=True):
+             rejects=None, schema=None, progress=True, rebuild_dictionaries=False):
         """Loads CSV files (plain, .gz, .zst; directories) as `uih load`
-        does and returns its summary as a dict. `progress`: True for a tqdm
-        bar per phase on stderr, a callable taking a dict for your own,
-        False for none."""
+        does and returns its summary as a dict. `rebuild_dictionaries`: as
+        `uih load --rebuild-dictionaries` (`files` may then be empty).
+        `progress`: True for a tqdm bar per phase on stderr, a callable
+        taking a dict for your own, False for none."""
         if isinstance(files, (str, os.PathLike)):
             files = [files]
         paths = [os.fspath(f).encode() for f in files]
@@ -177,6 +178,7 @@ class Store:
         opts.shard = -1 if shard is None else shard
         opts.threads = threads
         opts.memory = memory
+        opts.rebuild_dicts = 1 if rebuild_dictionaries else 0
         keep = []
         if deletes is not None:
             opts.deletes = os.fspath(deletes).encode()

@@ -4,6 +4,7 @@
 // bad inputs with their messages, and the store's recovery on open.
 #include <gtest/gtest.h>
 #include <zlib.h>
+#include <xxhash.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -1316,4 +1317,279 @@ TEST_F(StoreTest, ValueDictionariesGoWithTheirGenerationAndAreChecked) {
   const std::string msg = uih_error_message(&err);
   EXPECT_NE(msg.find("generation 3: value dictionaries: "), std::string::npos) << msg;
   EXPECT_EQ(opened, nullptr);
+}
+
+namespace {
+
+// A version-1 spelling of dictionary `d`, as stores written before version
+// 2 hold them: no model (with at most 256 entries, K + 1 code lengths in
+// ceil((K + 1) / 2) bytes before the checksum), version byte 1.
+std::string AsVersionOne(const uih_value_dict* d) {
+  const uint8_t* p;
+  size_t n;
+  uih_value_dict_bytes(d, &p, &n);
+  EXPECT_LE(uih_value_dict_entries(d), 256u);
+  const size_t lens = (uih_value_dict_entries(d) + 2) / 2;
+  std::string v(reinterpret_cast<const char*>(p), n - 4 - lens);
+  v[4] = 1;
+  const uint32_t sum = static_cast<uint32_t>(XXH3_64bits(v.data(), v.size()));
+  for (int i = 0; i < 4; i++) v.push_back(static_cast<char>(sum >> (8 * i)));
+  return v;
+}
+
+// Every event of users 1..n of group a, in key order.
+std::vector<Ev> ReadAll(uih_store* s, int n) {
+  std::vector<Ev> all;
+  for (int u = 1; u <= n; u++) {
+    uih_batch* b = nullptr;
+    uih_error err{};
+    EXPECT_EQ(uih_store_read(s, u, 1, INT64_MIN, INT64_MAX, UIH_TIER_IMMUTABLE, 0, &b, &err), UIH_OK)
+        << uih_error_message(&err);
+    for (const Ev& e : BatchEvents(b)) all.push_back(e);
+    uih_batch_free(b);
+  }
+  return all;
+}
+
+}  // namespace
+
+// A load with rebuild_dicts counts every shareable trait over the whole
+// history and encodes every stripe again: the new generation holds one
+// fresh (version-2) dictionary per trait, ranked by the whole history's
+// counts, names no old one (its stripes decode with the new context alone)
+// and reads back exactly what the store held — also where stripes named a
+// version-1 dictionary, as a store written before version 2 holds them.
+TEST_F(StoreTest, RebuiltDictionariesRankTheWholeHistoryAndReplaceOldOnes) {
+  uih_store* s = Init("store", 1);
+  uih_error err{};
+  constexpr int kUsers = 30;
+  // Day d's events: 8 per user of group a, items of catalog `first`..+11,
+  // the low ones most often.
+  auto day_file = [&](int day, uint64_t first, int per_user) {
+    std::string text = kHeader, path = dir_ / ("r" + std::to_string(day) + ".csv");
+    for (int u = 1; u <= kUsers; u++)
+      for (int i = 0; i < per_user; i++)
+        text += std::to_string(u) + ",a," + std::to_string(kBase + day * kDay + u * 100 + i) + "," +
+                std::to_string(Item(first + static_cast<uint64_t>(std::min((u + i) % 12, (u * i) % 12)))) + ",\n";
+    WriteFile(path, text);
+    return path;
+  };
+  uih_load_stats st{};
+  ASSERT_EQ(Load(s, {day_file(0, 0, 8)}, kBase + kDay, 0, &err, size_t{64} << 20, 1, &st), UIH_OK)
+      << uih_error_message(&err);
+  ASSERT_EQ(st.dicts_built, 1u);
+  uih_store_close(s);
+  // Generation 1 also gets a version-1 dictionary of item, over another
+  // catalog: as the last of the trait's, it encodes the next load's stripes.
+  std::set<uint64_t> second;
+  for (uint64_t r = 1000; r < 1012; r++) second.insert(Item(r));
+  WithMeta(dir_ / "store", [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+    std::string v;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), meta, uih::DictsKey(1), &v).ok());
+    std::vector<uint64_t> values(second.begin(), second.end()), counts(values.size(), 2);
+    uih_value_dict* d = nullptr;
+    ASSERT_EQ(uih_value_dict_build(1, 2, UIH_TYPE_ID, values.data(), counts.data(), values.size(), 1, 256, &d, &err),
+              UIH_OK)
+        << uih_error_message(&err);
+    const std::string old = AsVersionOne(d);
+    uih_value_dict_free(d);
+    for (size_t n = old.size(); n; n >>= 7) v.push_back(static_cast<char>((n & 127) | (n > 127 ? 128 : 0)));
+    v += old;
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), meta, uih::DictsKey(1), v).ok());
+  });
+  s = Open(dir_ / "store");
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(Load(s, {day_file(1, 1000, 20)}, kBase + 2 * kDay, 0, &err, size_t{64} << 20, 1, &st), UIH_OK)
+      << uih_error_message(&err);
+  EXPECT_EQ(st.dicts_built, 0u) << "carried forward";
+  {
+    ContextPtr ctx = ScanContext(s, 0);
+    ASSERT_EQ(uih_stripe_context_count(ctx.get()), 2u);
+    uint64_t shared = 0;
+    for (auto& [k, v] : Scan(s, 0)) {
+      uih_stripe_column_info col{};
+      ASSERT_EQ(uih_stripe_column_at(reinterpret_cast<const uint8_t*>(v.data()), v.size(), 1, &col, nullptr), UIH_OK);
+      shared += col.encoding == UIH_ENC_SHARED;
+    }
+    EXPECT_GT(shared, 0u) << "stripes that name the version-1 dictionary";
+  }
+  const std::vector<Ev> before = ReadAll(s, kUsers);
+  const size_t stripes = Scan(s, 0).size();
+
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.rebuild_dicts = 1;
+  ASSERT_EQ(uih_load(s, nullptr, 0, &o, &st, &err), UIH_OK) << uih_error_message(&err);
+  EXPECT_EQ(st.through, kBase + 2 * kDay) << "no inputs: where the store stands";
+  EXPECT_EQ(st.stripes_copied, 0u);
+  EXPECT_EQ(st.stripes_written, stripes);
+  EXPECT_EQ(st.events_new, 0u);
+  EXPECT_EQ(st.dicts_built, 1u) << "item of group a (b has no rows)";
+  ContextPtr ctx = ScanContext(s, 0);
+  ASSERT_EQ(uih_stripe_context_count(ctx.get()), 1u) << "nothing carried forward";
+  const uih_value_dict* d = uih_stripe_context_at(ctx.get(), 0);
+  const uint8_t* p;
+  size_t n;
+  uih_value_dict_bytes(d, &p, &n);
+  EXPECT_EQ(p[4], 2) << "a dictionary of version 2";
+  ASSERT_GT(uih_value_dict_entries(d), 12u) << "both catalogs' repeated items";
+  EXPECT_TRUE(second.count(uih_value_dict_value(d, 0))) << "day 1's items, 20 a user, outnumber day 0's 8";
+  uint64_t coded = 0;
+  for (auto& [k, v] : Scan(s, 0)) {
+    uih_key key;
+    ASSERT_EQ(uih_key_decode(reinterpret_cast<const uint8_t*>(k.data()), k.size(), &key, nullptr), UIH_OK);
+    EXPECT_FALSE(DecodeStripe(uih_store_schema(s), key.group, v, ctx.get()).empty());
+    uih_stripe_column_info col{};
+    ASSERT_EQ(uih_stripe_column_at(reinterpret_cast<const uint8_t*>(v.data()), v.size(), 1, &col, nullptr), UIH_OK);
+    coded += col.encoding == UIH_ENC_CODED;
+  }
+  EXPECT_GT(coded, 0u) << "the model codes item ids";
+  const std::vector<Ev> after = ReadAll(s, kUsers);
+  EXPECT_EQ(after, before);
+
+  uih_load_stats again{};
+  ASSERT_EQ(uih_load(s, nullptr, 0, &o, &again, &err), UIH_OK) << uih_error_message(&err);
+  EXPECT_EQ(again.shards_skipped, 1u) << "the same rebuild again: a rerun";
+  EXPECT_EQ(again.shards, 0u);
+  // Without a rebuild, the next load carries the rebuilt dictionary forward.
+  ASSERT_EQ(Load(s, {day_file(2, 0, 4)}, kBase + 3 * kDay, 0, &err, size_t{64} << 20, 1, &st), UIH_OK)
+      << uih_error_message(&err);
+  EXPECT_EQ(st.dicts_built, 0u);
+  ContextPtr later = ScanContext(s, 0);
+  ASSERT_EQ(uih_stripe_context_count(later.get()), 1u);
+  EXPECT_EQ(uih_value_dict_id(uih_stripe_context_at(later.get(), 0)), uih_value_dict_id(d));
+  // A rebuild with deletions counts none of what they erase: the scrubbed
+  // item, the most frequent, leaves the dictionary with its events.
+  const uint64_t scrubbed = uih_value_dict_value(d, 0);
+  const std::string del = dir_ / "del.csv";
+  WriteFile(del, "item\n" + std::to_string(scrubbed) + "\n");
+  o.deletes = del.c_str();
+  ASSERT_EQ(uih_load(s, nullptr, 0, &o, &st, &err), UIH_OK) << uih_error_message(&err);
+  EXPECT_GT(st.deleted, 0u);
+  ContextPtr cleaned = ScanContext(s, 0);
+  ASSERT_EQ(uih_stripe_context_count(cleaned.get()), 1u);
+  const uih_value_dict* c = uih_stripe_context_at(cleaned.get(), 0);
+  EXPECT_GT(uih_value_dict_entries(c), 0u);
+  for (uint32_t r = 0; r < uih_value_dict_entries(c); r++) EXPECT_NE(uih_value_dict_value(c, r), scrubbed) << r;
+  for (const Ev& e : ReadAll(s, kUsers)) EXPECT_NE(e.item, scrubbed);
+  uih_store_close(s);
+}
+
+// The rows a load counts to build a dictionary are those it keeps: an item
+// its deletions scrub and events before the lookback's horizon are not in
+// the dictionary, however often they come.
+TEST_F(StoreTest, DictionariesCountOnlyTheEventsALoadKeeps) {
+  uih_store* s = Init("store", 1);
+  uih_error err{};
+  std::string text = kHeader;
+  for (int u = 1; u <= 20; u++)
+    for (int i = 0; i < 12; i++) {
+      const int64_t ts = kBase + (i < 4 ? 0 : 5 * kDay) + u * 100 + i;  // the first 4 expire
+      const uint64_t item = i < 4 ? Item(500) : i % 2 ? Item(600) : Item(i % 5);  // 600 is scrubbed
+      text += std::to_string(u) + ",a," + std::to_string(ts) + "," + std::to_string(item) + ",\n";
+    }
+  const std::string csv = dir_ / "k.csv", del = dir_ / "del.csv";
+  WriteFile(csv, text);
+  WriteFile(del, "item\n" + std::to_string(Item(600)) + "\n");
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.through = kBase + 6 * kDay;
+  o.lookback = 3 * kDay;
+  o.deletes = del.c_str();
+  const char* in[] = {csv.c_str()};
+  uih_load_stats st{};
+  ASSERT_EQ(uih_load(s, in, 1, &o, &st, &err), UIH_OK) << uih_error_message(&err);
+  EXPECT_EQ(st.expired, 80u);
+  EXPECT_EQ(st.deleted, 80u);
+  ASSERT_EQ(st.dicts_built, 1u);
+  ContextPtr ctx = ScanContext(s, 0);
+  ASSERT_EQ(uih_stripe_context_count(ctx.get()), 1u);
+  const uih_value_dict* d = uih_stripe_context_at(ctx.get(), 0);
+  std::set<uint64_t> values;
+  for (uint32_t r = 0; r < uih_value_dict_entries(d); r++) values.insert(uih_value_dict_value(d, r));
+  EXPECT_EQ(values, (std::set<uint64_t>{Item(0), Item(1), Item(3), Item(4)})) << "the kept events' items alone";
+  uih_store_close(s);
+}
+
+// A rebuild that also loads a day, with deletions and a lookback, over two
+// groups: each group's dictionary holds exactly the values seen twice or
+// more among the events the new generation keeps — stored or new — and
+// every history reads back as the model's kept events.
+TEST_F(StoreTest, ARebuildWithInputsCountsWhatTheGenerationKeeps) {
+  uih_store* s = Init("store", 1);
+  uih_error err{};
+  struct E {
+    uint64_t user;
+    uint16_t group;
+    int64_t ts;
+    uint64_t item;
+  };
+  std::vector<E> all;
+  auto write = [&](const std::string& name, int day, uint64_t a_first, int a_per, int b_per) {
+    std::string text = kHeader;
+    for (uint64_t u = 1; u <= 12; u++) {
+      for (int i = 0; i < a_per; i++)  // user 5's first two: an item of their own (expired, in a kept stripe)
+        all.push_back({u, 1, kBase + day * kDay + static_cast<int64_t>(u) * 100 + i,
+                       u == 5 && day == 0 && i < 2 ? Item(77) : Item(a_first + (u % 5 + static_cast<uint64_t>(i) % 3))});
+      for (int i = 0; i < b_per; i++) all.push_back({u, 2, kBase + day * kDay + static_cast<int64_t>(u) * 100 + 50 + i,
+                                                     Item(100 + (u + static_cast<uint64_t>(i)) % 4)});
+    }
+    for (size_t k = all.size() - 12 * static_cast<size_t>(a_per + b_per); k < all.size(); k++)
+      text += std::to_string(all[k].user) + "," + (all[k].group == 1 ? "a," : "b,") + std::to_string(all[k].ts) +
+              "," + std::to_string(all[k].item) + ",\n";
+    WriteFile(dir_ / name, text);
+    return std::string(dir_ / name);
+  };
+  const std::string day0 = write("w0.csv", 0, 0, 10, 6);
+  ASSERT_EQ(Load(s, {day0}, kBase + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
+  const std::string day1 = write("w1.csv", 1, 200, 5, 3);
+  // Erase user 7, user 8's item 3, item 101 everywhere; the lookback drops
+  // day 0's events of users 1..4 and two of user 5 (in a stripe it keeps).
+  const std::string del = dir_ / "wdel.csv";
+  WriteFile(del, "user_id,item\n7,\n8," + std::to_string(Item(3)) + "\n," + std::to_string(Item(101)) + "\n");
+  const int64_t through = kBase + 2 * kDay, horizon = kBase + 502;
+  auto kept = [&](const E& e) {
+    return e.ts >= horizon && e.user != 7 && !(e.user == 8 && e.item == Item(3)) && e.item != Item(101);
+  };
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.through = through;
+  o.lookback = through - horizon;
+  o.deletes = del.c_str();
+  o.rebuild_dicts = 1;
+  const char* in[] = {day1.c_str()};
+  uih_load_stats st{};
+  ASSERT_EQ(uih_load(s, in, 1, &o, &st, &err), UIH_OK) << uih_error_message(&err);
+  EXPECT_EQ(st.stripes_copied, 0u);
+  EXPECT_EQ(st.dicts_built, 2u) << "item of group a and of group b";
+  std::map<uint16_t, std::map<uint64_t, int>> counts;
+  for (const E& e : all)
+    if (kept(e)) counts[e.group][e.item]++;
+  ContextPtr ctx = ScanContext(s, 0);
+  ASSERT_EQ(uih_stripe_context_count(ctx.get()), 2u);
+  for (size_t i = 0; i < 2; i++) {
+    const uih_value_dict* d = uih_stripe_context_at(ctx.get(), i);
+    ASSERT_EQ(uih_value_dict_trait(d), 2);
+    // Ranked by count, then value (uih_value_dict_build): the exact counts show.
+    std::vector<std::pair<int, uint64_t>> want;
+    for (auto& [item, n] : counts[uih_value_dict_group(d)])
+      if (n >= 2) want.emplace_back(-n, item);
+    std::sort(want.begin(), want.end());
+    std::vector<std::pair<int, uint64_t>> got;
+    for (uint32_t r = 0; r < uih_value_dict_entries(d); r++) {
+      const uint64_t v = uih_value_dict_value(d, r);
+      got.emplace_back(-counts[uih_value_dict_group(d)][v], v);
+    }
+    EXPECT_EQ(got, want) << "group " << uih_value_dict_group(d);
+  }
+  for (uint16_t g = 1; g <= 2; g++)
+    for (uint64_t u = 1; u <= 12; u++) {
+      std::vector<std::pair<int64_t, uint64_t>> want, got;
+      for (const E& e : all)
+        if (e.user == u && e.group == g && kept(e)) want.emplace_back(e.ts, e.item);
+      uih_batch* b = nullptr;
+      ASSERT_EQ(uih_store_read(s, u, g, INT64_MIN, INT64_MAX, UIH_TIER_IMMUTABLE, 0, &b, &err), UIH_OK)
+          << uih_error_message(&err);
+      for (const Ev& e : BatchEvents(b)) got.emplace_back(e.ts, e.item);
+      uih_batch_free(b);
+      EXPECT_EQ(got, want) << "user " << u << " group " << g;
+    }
+  uih_store_close(s);
 }

@@ -28,7 +28,7 @@
  *   events split an old one or deletions and the lookback emptied part of
  *   one. A stripe that gains no event and loses none is copied byte for
  *   byte, not re-encoded (when items are deleted, its item column is
- *   decoded to know it loses none).
+ *   decoded to know it loses none), but in a dictionary rebuild (below).
  *
  * Exact duplicates (same timestamp, same trait values), within the inputs
  * or of stored events, are kept once: a stored event keeps its arrival
@@ -62,6 +62,22 @@
  * stripes_upgraded); traits it adds are read from the inputs and absent
  * in older events. The version is stored with each shard's generation.
  *
+ * Value dictionaries (uih/stripe.h): a load carries the base generation's
+ * forward and builds one only for a shareable trait without one, from its
+ * own rows, so ranks fixed by the first loads stay (copied stripes name
+ * them). With opts.rebuild_dicts the load instead counts every shareable
+ * trait over the whole history — the stored stripes and the new rows —
+ * builds each dictionary afresh and encodes every stripe again with them
+ * (stripes_copied is 0; the new generation names none of the old
+ * dictionaries): today's popular items get the short ranks, and
+ * dictionaries of an older version (without the model `coded` columns
+ * need) or declined under older rules are replaced. No dictionary counts
+ * the events a load drops (before the horizon, or deleted), so a rebuild
+ * with deletions leaves no value they scrub in one; an input event that is
+ * already stored counts twice (once stored, once read). It costs what
+ * rewriting the loaded shards costs; inputs are optional, as for a load
+ * of deletions alone.
+ *
  * Bad input is strict by default: the first bad record fails the load,
  * naming file, line and column. With opts.rejects, every bad record (a
  * value, a field count, malformed quoting, an event at or past `through`)
@@ -77,7 +93,7 @@
  * Deterministic and idempotent: the same inputs on the same generation
  * give the same stripes, keys and records, and a shard whose current
  * generation was made by the same load (inputs, deletions, schema,
- * through, lookback: the record's digest) is left as it is (counted in
+ * through, lookback, a rebuild: the record's digest) is left as it is (counted in
  * shards_skipped) — so rerunning a load that was killed or failed part
  * way converges on what one clean run gives.
  */
@@ -131,9 +147,10 @@ typedef struct uih_load_opts {
   const char *schema_json;   /* a new schema version for this load, or NULL */
   size_t schema_len;
   const char *schema_origin; /* names it in messages */
+  int rebuild_dicts;         /* 1: value dictionaries rebuilt from the whole history (above) */
 } uih_load_opts;
 
-#define UIH_LOAD_OPTS_DEFAULT {INT64_MIN, 0, -1, 1, (size_t)256 << 20, NULL, NULL, NULL, NULL, NULL, 0, NULL}
+#define UIH_LOAD_OPTS_DEFAULT {INT64_MIN, 0, -1, 1, (size_t)256 << 20, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0}
 
 typedef struct uih_load_stats {
   uint64_t inputs, input_bytes;  /* files read, their bytes (decompressed) */

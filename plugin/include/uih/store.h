@@ -246,8 +246,8 @@ int uih_store_writer_add(uih_store_writer *w, const uint8_t *key, size_t key_len
  * starts a new file. Publishing finishes the last file too. */
 int uih_store_writer_finish(uih_store_writer *w, uih_error *err);
 /* The value dictionaries of the generation being built (every one its
- * stripes name, those of the generation it builds on included, as its
- * copied stripes name them), a uih_stripe_context_serialize value, checked
+ * stripes name: those of the generation it builds on too when it copies
+ * stripes naming them), a uih_stripe_context_serialize value, checked
  * when it is published (before anything is written), stored with its
  * record and given to every decoder of its stripes. */
 int uih_store_writer_set_dicts(uih_store_writer *w, const uint8_t *bytes, size_t len, uih_error *err);
