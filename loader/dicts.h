@@ -57,8 +57,10 @@ typedef struct ld_dict_stats {
 typedef struct ld_dicts_in {
   const uih_schema *schema;
   uint32_t shard;
-  const uint8_t *base;       /* the base generation's dictionaries, a uih_stripe_context_serialize */
-  size_t base_len;           /* value (maybe empty) */
+  /* The base generation's dictionaries (a uih_stripe_context_serialize
+   * value, maybe empty), carried forward unless this is a rebuild. */
+  const uint8_t *base;
+  size_t base_len;
   ld_sorter *sorter;         /* the load's rows (read once more) */
   int64_t horizon;
   const ld_deletes *deletes; /* or NULL */
