@@ -124,6 +124,7 @@ typedef struct progress_state {
   char phase[16]; /* the phase on screen ("" before the first) */
   double last;    /* its seconds when last shown */
   int open;       /* a terminal line not yet ended */
+  int rebuild;    /* the merge counts the stored events before it writes */
 } progress_state;
 
 static void on_progress(const uih_load_progress *p, void *arg) {
@@ -135,13 +136,14 @@ static void on_progress(const uih_load_progress *p, void *arg) {
   snprintf(s->phase, sizeof s->phase, "%s", p->phase);
   s->last = p->seconds;
   char what[96], eta[32] = "";
+  const char *written = s->rebuild ? "counted and written" : "written";
   if (!strcmp(p->phase, "read"))
     snprintf(what, sizeof what, "%.2f M events, %.1f MB/s", (double)p->events / 1e6,
              p->seconds > 0 ? (double)p->bytes / 1e6 / p->seconds : 0.0);
   else if (!strcmp(p->phase, "merge") && p->shard >= 0)
-    snprintf(what, sizeof what, "%.2f M events written, shard %d done", (double)p->events / 1e6, p->shard);
+    snprintf(what, sizeof what, "%.2f M events %s, shard %d done", (double)p->events / 1e6, written, p->shard);
   else if (!strcmp(p->phase, "merge"))
-    snprintf(what, sizeof what, "%.2f M events written", (double)p->events / 1e6);
+    snprintf(what, sizeof what, "%.2f M events %s", (double)p->events / 1e6, written);
   else
     snprintf(what, sizeof what, "shard %d current", p->shard);
   if (p->eta > 0) snprintf(eta, sizeof eta, ", ETA %.0f s", p->eta);
@@ -311,7 +313,7 @@ int cmd_load(int argc, char **argv) {
     free(files);
     return bad;
   }
-  progress_state ps = {.tty = isatty(2)};
+  progress_state ps = {.tty = isatty(2), .rebuild = o.rebuild_dicts};
   o.progress = on_progress;
   o.progress_arg = &ps;
   uih_error err = {0};

@@ -88,6 +88,7 @@ typedef struct stored_pass {
   uih_stripe_decoder *dec;
   uih_batch **batches; /* by schema group index */
   int *column;         /* counter i's column in its group's batch (-1: none) */
+  uint64_t unticked;   /* stored events counted since the last tick */
 } stored_pass;
 
 /* The batch for stripes of group `id`, made the first time (*out NULL: a
@@ -125,6 +126,10 @@ static int count_stripe(stored_pass *p, uint64_t user, const uint8_t *val, size_
   uih_stripe_info info;
   uih_batch *b = NULL;
   int rc = uih_stripe_read_info(val, vlen, &info, err);
+  if (rc == UIH_OK && (p->unticked += info.count) >= ((uint64_t)1 << 16) && in->tick) {
+    in->tick(in->tick_arg, p->unticked);
+    p->unticked = 0;
+  }
   if (rc != UIH_OK || info.max_ts < in->horizon || (in->deletes && ld_deletes_user(in->deletes, user)))
     return rc; /* wholly expired or erased: nothing kept */
   if ((rc = group_batch(p, info.group, info.count, &b, err)) != UIH_OK || !b) return rc;
@@ -165,6 +170,7 @@ static int count_stored(const ld_dicts_in *in, counter *cs, size_t n, uih_error 
       uih_error_prefix(err, "counting the stored values: user %" PRIu64 " group %u stripe at ts %" PRId64 ": ",
                        k.user_id, k.group, k.ts);
   }
+  if (rc == UIH_OK && p.unticked && in->tick) in->tick(in->tick_arg, p.unticked);
   for (uint32_t g = 0; p.batches && g < ngroups; g++) uih_batch_free(p.batches[g]);
   free(p.batches);
   free(p.column);

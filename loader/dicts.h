@@ -68,6 +68,9 @@ typedef struct ld_dicts_in {
    * their dictionaries, which decode them; NULL scan: no rebuild. */
   uih_store_scan *stored;
   const uih_stripe_context *stored_ctx;
+  /* or NULL: called every 64 Ki stored events counted, with their number */
+  void (*tick)(void *arg, uint64_t events);
+  void *tick_arg;
 } ld_dicts_in;
 
 /* The context for the shard's new generation: without a rebuild, the base

@@ -398,7 +398,7 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
     j->merge = (ld_merge){.store = s, .schema = l->schema, .shard = i, .horizon = horizon, .sorter = l->sorter,
                           .deletes = l->deletes, .rebuild_dicts = l->o.rebuild_dicts != 0, .writer = j->writer,
                           .tick = merge_tick, .tick_arg = l};
-    l->merge_total += cur[i].events + l->events_in[i];
+    l->merge_total += cur[i].events + l->events_in[i] + (l->o.rebuild_dicts ? cur[i].events : 0); /* counted first */
     uih_generation *g = &j->merge.record;
     g->through = through;
     g->horizon = horizon;

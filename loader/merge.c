@@ -416,7 +416,7 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
   }
   const ld_dicts_in from = {.schema = m->schema, .shard = m->shard, .base = base, .base_len = base_len,
                            .sorter = m->sorter, .horizon = m->horizon, .deletes = m->deletes,
-                           .stored = whole, .stored_ctx = s.base_ctx};
+                           .stored = whole, .stored_ctx = s.base_ctx, .tick = m->tick, .tick_arg = m->tick_arg};
   if (rc == UIH_OK) rc = ld_dicts_build(&from, &s.ctx, &m->dicts, err);
   uih_store_scan_close(whole);
   if (rc != UIH_OK) uih_error_prefix(err, "shard %u: ", m->shard);

@@ -26,7 +26,7 @@ typedef struct ld_merge {
   int rebuild_dicts;         /* value dictionaries built afresh (dicts.h) and every stripe encoded again */
   uih_store_writer *writer; /* the shard's next generation */
   /* or NULL: called every 64 Ki events written, with the events written
-   * since the last call */
+   * since the last call (a rebuild's count of the stored events first) */
   void (*tick)(void *arg, uint64_t events);
   void *tick_arg;
   /* out: counts into the record (events .. expired), and these */

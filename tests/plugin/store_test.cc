@@ -667,6 +667,19 @@ TEST_F(StoreTest, ProgressCountsEachPhaseToItsTotal) {
       EXPECT_EQ(last.total, 2u);
     }
   }
+  // A dictionary rebuild's merge counts the stored events, then writes them:
+  // both in its progress, which still ends at its total.
+  seen.by_phase.clear();
+  o.rebuild_dicts = 1;
+  uih_load_stats rb{};
+  ASSERT_EQ(uih_load(s, nullptr, 0, &o, &rb, &err), UIH_OK) << uih_error_message(&err);
+  const auto& merge = seen.by_phase["merge"];
+  ASSERT_FALSE(merge.empty());
+  for (size_t i = 1; i < merge.size(); i++) EXPECT_GE(merge[i].done, merge[i - 1].done);
+  EXPECT_GT(merge.size(), 6u) << "reports while counting too";
+  EXPECT_EQ(merge.back().events, 2 * rb.events);
+  EXPECT_EQ(merge.back().done, merge.back().total);
+  EXPECT_EQ(merge.back().total, 2 * st.events);
   uih_store_close(s);
 }
 

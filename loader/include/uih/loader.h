@@ -119,7 +119,9 @@ extern "C" {
  *              shard >= 0 when that shard's merge just ended, -1 while
  *              shards are merging; done/total = events written / events the
  *              shards held plus the new ones (duplicates, deletions and the
- *              lookback leave `done` short of it);
+ *              lookback leave `done` short of it); a dictionary rebuild
+ *              first counts the events the shards hold, which are in
+ *              events, done and total once more;
  *   "publish"  after each shard's publish: events = done = shards published,
  *              total = shards to publish.
  * seconds since the phase began; eta = seconds left at the phase's pace so
