@@ -406,13 +406,14 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
   const uint8_t *base = NULL;
   size_t base_len = 0;
   if (rc == UIH_OK) rc = uih_store_scan_dicts(scan, &base, &base_len, err);
-  /* A rebuild counts the values of the whole generation, in a scan of its
-   * own (the same generation: the writer is the shard's only one). */
+  /* A rebuild counts the values of the whole generation in a scan of its
+   * own, of the current generation as the merge's (the writer is the
+   * shard's only one: nothing publishes in between). */
   uih_store_scan *whole = NULL;
   if (rc == UIH_OK && m->rebuild_dicts) {
     rc = uih_stripe_context_parse(base, base_len, 0, &s.base_ctx, err);
     if (rc != UIH_OK) uih_error_prefix(err, "the base generation's ");
-    else rc = uih_store_scan_open(m->store, m->shard, uih_store_writer_generation(m->writer) - 1, &whole, err);
+    else rc = uih_store_scan_open(m->store, m->shard, 0, &whole, err);
   }
   const ld_dicts_in from = {.schema = m->schema, .shard = m->shard, .base = base, .base_len = base_len,
                            .sorter = m->sorter, .horizon = m->horizon, .deletes = m->deletes,

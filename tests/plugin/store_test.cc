@@ -1350,17 +1350,22 @@ std::string AsVersionOne(const uih_value_dict* d) {
   return v;
 }
 
+// `user`'s events of `group` in the immutable tier, in time order.
+std::vector<Ev> ReadUser(uih_store* s, uint64_t user, uint16_t group) {
+  uih_batch* b = nullptr;
+  uih_error err{};
+  EXPECT_EQ(uih_store_read(s, user, group, INT64_MIN, INT64_MAX, UIH_TIER_IMMUTABLE, 0, &b, &err), UIH_OK)
+      << uih_error_message(&err);
+  std::vector<Ev> out = BatchEvents(b);
+  uih_batch_free(b);
+  return out;
+}
+
 // Every event of users 1..n of group a, in key order.
 std::vector<Ev> ReadAll(uih_store* s, int n) {
   std::vector<Ev> all;
-  for (int u = 1; u <= n; u++) {
-    uih_batch* b = nullptr;
-    uih_error err{};
-    EXPECT_EQ(uih_store_read(s, u, 1, INT64_MIN, INT64_MAX, UIH_TIER_IMMUTABLE, 0, &b, &err), UIH_OK)
-        << uih_error_message(&err);
-    for (const Ev& e : BatchEvents(b)) all.push_back(e);
-    uih_batch_free(b);
-  }
+  for (int u = 1; u <= n; u++)
+    for (const Ev& e : ReadUser(s, static_cast<uint64_t>(u), 1)) all.push_back(e);
   return all;
 }
 
@@ -1597,11 +1602,7 @@ TEST_F(StoreTest, ARebuildWithInputsCountsWhatTheGenerationKeeps) {
       std::vector<std::pair<int64_t, uint64_t>> want, got;
       for (const E& e : all)
         if (e.user == u && e.group == g && kept(e)) want.emplace_back(e.ts, e.item);
-      uih_batch* b = nullptr;
-      ASSERT_EQ(uih_store_read(s, u, g, INT64_MIN, INT64_MAX, UIH_TIER_IMMUTABLE, 0, &b, &err), UIH_OK)
-          << uih_error_message(&err);
-      for (const Ev& e : BatchEvents(b)) got.emplace_back(e.ts, e.item);
-      uih_batch_free(b);
+      for (const Ev& e : ReadUser(s, u, g)) got.emplace_back(e.ts, e.item);
       EXPECT_EQ(got, want) << "user " << u << " group " << g;
     }
   uih_store_close(s);
