@@ -34,7 +34,7 @@
 #include "uih/gen.h"
 #include "uih/key.h"
 #include "uih/mutable.h"
-#include "uih_mutable.h"
+#include "mutable_internal.h"
 
 namespace {
 

@@ -40,7 +40,7 @@
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
 #include "uih/uih.h"
-#include "uih_table.h"
+#include "uih_plugin/table.h"
 
 using namespace rocksdb;
 

@@ -4,10 +4,10 @@
 // same function is the entry point of RocksDB's ROCKSDB_PLUGINS convention.
 #include <string>
 
-#include "registry.h"
+#include "uih_plugin/registry.h"
 #include "rocksdb/utilities/object_registry.h"
-#include "uih_mutable.h"
-#include "uih_table.h"
+#include "uih_plugin/events.h"
+#include "uih_plugin/table.h"
 
 namespace uih {
 

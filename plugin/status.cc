@@ -1,4 +1,4 @@
-#include "status.h"
+#include "uih_plugin/status.h"
 
 namespace uih {
 

@@ -30,8 +30,8 @@ cmp -s "$work/engine.declared" "$work/engine.mapped" || {
 }
 
 # ---- libuih_rocksdb.so -----------------------------------------------------
-declared "$src/plugin/include" "$src/loader/include" "$src/engine/include" -- \
-  $(headers "$src/plugin/include") $(headers "$src/loader/include") |
+declared "$src/store/include" "$src/materialize/include" "$src/loader/include" "$src/engine/include" -- \
+  $(headers "$src/store/include") $(headers "$src/materialize/include") $(headers "$src/loader/include") |
   comm -23 - "$work/engine.declared" >"$work/plugin.declared"
 { cat "$work/plugin.declared"; echo uih_rocksdb_register; } | sort -u >"$work/plugin.want"
 # The one C++ symbol: RocksDB's own, replaced.
@@ -42,11 +42,11 @@ grep -vx "$hook" "$work/plugin.exported" >"$work/plugin.c" || true
 cmp -s "$work/plugin.want" "$work/plugin.c" || {
   echo "exported but not declared:"; comm -13 "$work/plugin.want" "$work/plugin.c"
   echo "declared but not exported:"; comm -23 "$work/plugin.want" "$work/plugin.c"
-  fail "libuih_rocksdb.so exports differ from plugin/include/uih/ + uih_rocksdb_register"
+  fail "libuih_rocksdb.so exports differ from {store,materialize,loader}/include/uih/ + uih_rocksdb_register"
 }
-mapped "$src/plugin/uih_rocksdb.map" >"$work/plugin.mapped"
+mapped "$src/cmake/uih_rocksdb.map" >"$work/plugin.mapped"
 cmp -s "$work/plugin.want" "$work/plugin.mapped" || {
   diff "$work/plugin.want" "$work/plugin.mapped"
-  fail "plugin/uih_rocksdb.map differs from plugin/include/uih/ + uih_rocksdb_register"
+  fail "cmake/uih_rocksdb.map differs from {store,materialize,loader}/include/uih/ + uih_rocksdb_register"
 }
 echo "exports_test: ok ($(wc -l <"$work/engine.declared") engine functions, $(wc -l <"$work/plugin.want") plugin)"

@@ -10,7 +10,7 @@
 #include "rocksdb/env.h"
 #include "rocksdb/options.h"
 #include "rocksdb/sst_file_reader.h"
-#include "uih_table.h"
+#include "uih_plugin/table.h"
 
 using namespace rocksdb;
 

@@ -3,15 +3,15 @@
 // at open with a clear status.
 #include <gtest/gtest.h>
 
-#include "registry.h"
+#include "uih_plugin/registry.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/options_util.h"
 #include "test_util.h"
-#include "uih_mutable.h"
-#include "uih_table.h"
+#include "uih_plugin/events.h"
+#include "uih_plugin/table.h"
 
 namespace {
 

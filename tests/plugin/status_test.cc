@@ -1,7 +1,7 @@
 // Engine codes map to the rocksdb::Status a RocksDB caller expects.
 #include <gtest/gtest.h>
 
-#include "status.h"
+#include "uih_plugin/status.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include "rocksdb/sst_file_reader.h"
 #include "rocksdb/sst_file_writer.h"
 #include "test_util.h"
-#include "uih_table.h"
+#include "uih_plugin/table.h"
 
 namespace {
 

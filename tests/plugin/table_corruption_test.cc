@@ -18,7 +18,7 @@
 #include "table/format.h"
 #include "test_util.h"
 #include "uih/key.h"
-#include "uih_table.h"
+#include "uih_plugin/table.h"
 
 namespace {
 
@@ -112,7 +112,7 @@ class TableCorruption : public testing::TestWithParam<uih::UihTableOptions::Inde
               up.at(uih::kIndexLayoutProperty));
   }
   // Byte i lies in a field that holds a format version: the footer's, or
-  // the checksum tail's (plugin/table_tail.h; 40 bytes before the footer).
+  // the checksum tail's (plugin/table/tail.h; 40 bytes before the footer).
   bool InVersionField(size_t i) const {
     const size_t footer = good_.size() - Footer::kNewVersionsEncodedLength, tail = footer - 40;
     return i >= footer || (i >= tail + 4 && i < tail + 8);

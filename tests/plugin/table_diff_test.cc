@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "registry.h"
+#include "uih_plugin/registry.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
 #include "rocksdb/iostats_context.h"
@@ -22,7 +22,7 @@
 #include "rocksdb/utilities/options_util.h"
 #include "test_util.h"
 #include "uih/key.h"
-#include "uih_table.h"
+#include "uih_plugin/table.h"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include "table/table_builder.h"
 #include "table/table_reader.h"
 #include "test_util.h"
-#include "uih_table.h"
+#include "uih_plugin/table.h"
 
 namespace {
 

@@ -58,7 +58,7 @@ foreach(s \${SOURCES})
   if(NOT EXISTS "\${full}")
     message(FATAL_ERROR "RocksDB's plugin logic lists \${s}, which does not exist")
   endif()
-  get_filename_component(name "\${s}" NAME)
+  string(REGEX REPLACE ".*plugin/uih/" "" name "\${s}")
   list(APPEND names "\${name}")
 endforeach()
 list(REMOVE_DUPLICATES names)
@@ -83,12 +83,11 @@ cmake -S "$tree" -B "$work/cmake-build" >"$work/cmake.log" 2>&1 \
 cmake_sources=$(sed -n 's/^-- uih sources: //p' "$work/cmake.log" | tr ';' ' ')
 grep -q "uih libs: .*uihstore" "$work/cmake.log" || fail "the CMake fragment does not link the engine"
 
-# Every library source of plugin/ is listed, but two: sst_tool.cc is the
-# uih-sst tool; sst_dump_hook.cc replaces a member an in-tree RocksDB
-# defines itself (only the preloaded library has it).
-for f in "$src"/plugin/*.cc; do
-  f=$(basename "$f")
-  case "$f" in sst_tool.cc|sst_dump_hook.cc) continue ;; esac
+# Every library source of plugin/ is listed, but two: table/sst_tool.cc is
+# the uih-sst tool; table/sst_dump_hook.cc replaces a member an in-tree
+# RocksDB defines itself (only the preloaded library has it).
+for f in $(cd "$src/plugin" && find . -name '*.cc' | sed 's|^\./||'); do
+  case "$f" in table/sst_tool.cc|table/sst_dump_hook.cc) continue ;; esac
   case " $cmake_sources " in *" $f "*) ;; *) fail "RocksDB's CMake logic does not pick up plugin/$f" ;; esac
 done
 
@@ -119,7 +118,7 @@ echo "$out" | sed -n 3p | grep -q "int uih_rocksdb_register(" || fail "the Makef
 names=""
 for f in $make_sources; do
   [ -f "$tree/$f" ] || fail "the Makefile logic lists $f, which does not exist"
-  names="$names $(basename "$f")"
+  names="$names ${f#plugin/uih/}"
 done
 [ "$(echo $names | tr ' ' '\n' | sort | tr '\n' ' ')" = "$(echo $cmake_sources | tr ' ' '\n' | sort | tr '\n' ' ')" ] \
   || fail "the Makefile logic lists '$names', the CMake logic '$cmake_sources'"

@@ -13,7 +13,7 @@
  *   +-----------------------------------------------+
  *   | properties block, metaindex block (RocksDB's  |  written by plugin/,
  *   | formats), a 40-byte tail with their checksums,|  drawn in
- *   | footer (UIH_TABLE_MAGIC)                      |  plugin/table_tail.h
+ *   | footer (UIH_TABLE_MAGIC)                      |  plugin/table/tail.h
  *   +-----------------------------------------------+
  *
  * The values of consecutive keys are adjacent, so all stripes of a user are

@@ -1,0 +1,96 @@
+// A generation's UihTable files read directly, below RocksDB's DB layer:
+// each file's index opened once (UihTableReader::Open checks every block
+// before trusting it), a user's stripes in a group found with one index
+// search (Plan: no I/O) and read with one contiguous read per run of them
+// (Read: all, or only the newest ones a caller needs; or Prepare and Finish
+// around a batch of many callers' reads at once). Reads of the
+// immutable tier (the store's reads, snapshots and rebuilds) go through it; RocksDB's iterators serve
+// whole-generation scans. The indexes are held once more than in RocksDB's
+// table cache: about 7 bytes per stripe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rocksdb/db.h"
+#include "uih/error.h"
+#include "uih/io.h"
+#include "uih/key.h"
+
+namespace uih {
+
+class UihTableReader;
+
+class GenerationFiles {
+ public:
+  // The files of `cf`, a generation: ingested files whose key ranges do
+  // not overlap, in one level.
+  static rocksdb::Status Open(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                              std::unique_ptr<GenerationFiles>* out);
+
+  // Where the stripes of (user, group) that may hold events with ts in
+  // [from, to] lie — from the last stripe starting at or before `from`
+  // through the last starting at or before `to` — in key order, from the
+  // indexes alone (no I/O). Errors name the file and the entry.
+  struct Extent {
+    int64_t start;  // the key's timestamp: the stripe's first event
+    const void* file;
+    uint64_t voff;  // value offset in the file's data section
+    uint32_t vlen;  // value bytes (its 4-byte checksum follows)
+  };
+  int Plan(uint64_t user, uint16_t group, int64_t from, int64_t to, std::vector<Extent>* out, uih_error* err) const;
+
+  // The stripes' bytes, each value's checksum verified: extents[0, n)
+  // (in key order, e.g. a tail of a Plan) read with one read per run of
+  // adjacent values. `out` is cleared first; its capacity is kept, so a
+  // caller reusing it allocates nothing once it has grown.
+  struct StripeSet {
+    struct Stripe {
+      int64_t start;
+      size_t off, len;
+    };
+    std::string bytes;
+    std::vector<Stripe> stripes;
+    const uint8_t* at(const Stripe& s) const { return reinterpret_cast<const uint8_t*>(bytes.data()) + s.off; }
+  };
+  int Read(const Extent* extents, size_t n, StripeSet* out, uih_error* err) const;
+
+  // The same read, as requests for a batch of reads (uih/io.h) of many
+  // callers' at once, e.g. through io_uring: Prepare sizes `out` and
+  // appends one request per run to `reqs` (pointing into out->bytes, which
+  // must stay put until Finish); false, with nothing appended, when the
+  // files are not on the default file system (then use Read). Finish, once
+  // the requests are read, checks each (an error or a file shorter than its
+  // index names the file) and each value's checksum, and lists the stripes.
+  bool Prepare(const Extent* extents, size_t n, StripeSet* out, std::vector<uih_io_req>* reqs) const;
+  int Finish(const Extent* extents, size_t n, StripeSet* out, const uih_io_req* reqs, uih_error* err) const;
+
+  // Plan, then Read of all of it.
+  int Collect(uint64_t user, uint16_t group, int64_t from, int64_t to, StripeSet* out, uih_error* err) const;
+
+  // Calls visit(key, value, length) for each stripe Collect would give, in
+  // key order; stops at the first return other than UIH_OK and returns it.
+  using Visit = std::function<int(const uih_key& key, const uint8_t* value, size_t len)>;
+  int Stripes(uint64_t user, uint16_t group, int64_t from, int64_t to, const Visit& visit, uih_error* err) const;
+
+  size_t count() const { return files_.size(); }
+  ~GenerationFiles();
+
+ private:
+  struct File {
+    std::string smallest, largest;  // user keys
+    std::unique_ptr<UihTableReader> reader;
+    int fd = -1;  // the file opened once more, for batches of reads; -1: not on the default file system
+  };
+  // The end of the run of extents from i: the same file, each value right after the one before.
+  static size_t RunEnd(const Extent* ex, size_t n, size_t i);
+  // Checks a run's values [i, j) read into out->bytes at `at` and lists them.
+  static int ListRun(const Extent* ex, size_t i, size_t j, size_t at, StripeSet* out, uih_error* err);
+  int FilePlan(const File& f, const uint8_t* prefix, const uint8_t* lo, const uint8_t* hi, size_t hilen,
+               std::vector<Extent>* out, uih_error* err) const;
+  std::vector<File> files_;  // in key order
+};
+
+}  // namespace uih

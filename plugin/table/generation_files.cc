@@ -1,0 +1,228 @@
+// GenerationFiles (generation_files.h): a generation's files opened with
+// UihTableReader, and a user's stripes in a group read as one span per file.
+#include "uih_plugin/generation_files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+
+#include "options/cf_options.h"
+#include "rocksdb/file_system.h"
+#include "reader.h"
+#include "uih_plugin/status.h"
+#include "table/table_builder.h"
+
+namespace uih {
+
+using namespace rocksdb;
+
+Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<GenerationFiles>* out) {
+  ColumnFamilyMetaData meta;
+  db->GetColumnFamilyMetaData(cf, &meta);
+  const Options options = db->GetOptions(cf);
+  const ImmutableOptions ioptions(options);
+  const InternalKeyComparator icmp(BytewiseComparator());
+  const EnvOptions env_options;
+  const std::shared_ptr<const SliceTransform> no_prefix;
+  const std::shared_ptr<FileSystem>& fs = ioptions.fs;  // the store's Env's
+  std::unique_ptr<GenerationFiles> g(new GenerationFiles);
+  for (const LevelMetaData& level : meta.levels) {
+    for (const SstFileMetaData& f : level.files) {
+      std::string path = f.directory + "/" + f.relative_filename;
+      std::unique_ptr<FSRandomAccessFile> raf;
+      IOStatus io = fs->NewRandomAccessFile(path, FileOptions(env_options), &raf, nullptr);
+      if (!io.ok()) return io;
+      std::unique_ptr<RandomAccessFileReader> reader(new RandomAccessFileReader(std::move(raf), path));
+      TableReaderOptions tro(ioptions, no_prefix, env_options, icmp, /*skip_filters=*/false, /*immortal=*/false,
+                             /*force_direct_prefetch=*/false, level.level, nullptr, 0, "", f.file_number, {},
+                             f.largest_seqno);
+      File file{f.smallestkey, f.largestkey, std::unique_ptr<UihTableReader>(new UihTableReader({}, std::move(reader)))};
+      Status s = file.reader->Open(tro, f.size);
+      if (!s.ok()) return s;
+      // Batches of reads need a descriptor; a store on another file system
+      // (an Env of the caller's) reads through it alone.
+      if (fs.get() == FileSystem::Default().get()) file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      g->files_.push_back(std::move(file));
+    }
+  }
+  std::sort(g->files_.begin(), g->files_.end(), [](const File& a, const File& b) { return a.smallest < b.smallest; });
+  for (size_t i = 1; i < g->files_.size(); i++)
+    if (g->files_[i - 1].largest >= g->files_[i].smallest)
+      return Status::Corruption("generation files " + g->files_[i - 1].reader->file()->file_name() + " and " +
+                                g->files_[i].reader->file()->file_name() + " overlap");
+  *out = std::move(g);
+  return Status::OK();
+}
+
+int GenerationFiles::Plan(uint64_t user, uint16_t group, int64_t from, int64_t to, std::vector<Extent>* out,
+                          uih_error* err) const {
+  out->clear();
+  if (from > to) return UIH_OK;
+  uint8_t prefix[UIH_KEY_GROUP_PREFIX_SIZE], lo[UIH_KEY_SIZE], hi[UIH_KEY_SIZE];
+  uih_key_group_prefix(user, group, prefix);
+  uih_key k{user, group, from};
+  uih_key_encode(&k, lo);
+  // Keys up to (user, group, to), exclusive bound: the key of to + 1, or
+  // past the prefix when to is the last timestamp.
+  size_t hilen = UIH_KEY_SIZE;
+  if (to < INT64_MAX) {
+    k.ts = to + 1;
+    uih_key_encode(&k, hi);
+  } else {
+    memcpy(hi, prefix, sizeof prefix);
+    hilen = uih_key_prefix_successor(hi, sizeof prefix) ? sizeof prefix : 0;
+  }
+  const Slice first(reinterpret_cast<const char*>(prefix), sizeof prefix);  // no allocation per call
+  const Slice bound(reinterpret_cast<const char*>(hi), hilen);
+  for (const File& f : files_) {
+    if (Slice(f.largest).compare(first) < 0) continue;
+    if (hilen && Slice(f.smallest).compare(bound) >= 0) break;
+    int rc = FilePlan(f, prefix, lo, hilen ? hi : nullptr, hilen, out, err);
+    if (rc != UIH_OK) return rc;
+  }
+  return UIH_OK;
+}
+
+int GenerationFiles::FilePlan(const File& f, const uint8_t* prefix, const uint8_t* lo, const uint8_t* hi,
+                              size_t hilen, std::vector<Extent>* out, uih_error* err) const {
+  const UihTableReader& r = *f.reader;
+  CallCursor cc(r.index());
+  uih_table_cursor& c = cc.c;
+  // The stripe holding `lo`'s timestamp starts at or before it; when none
+  // of this history does here, the span starts at the history's first.
+  uih_table_cursor_seek_prev(&c, lo, UIH_KEY_SIZE, 0);
+  uint8_t start[UIH_KEY_SIZE];
+  size_t startlen = UIH_KEY_GROUP_PREFIX_SIZE;
+  memcpy(start, prefix, UIH_KEY_GROUP_PREFIX_SIZE);
+  if (uih_table_cursor_valid(&c) && c.klen == UIH_KEY_SIZE && memcmp(c.key, prefix, UIH_KEY_GROUP_PREFIX_SIZE) == 0) {
+    memcpy(start, c.key, UIH_KEY_SIZE);
+    startlen = UIH_KEY_SIZE;
+  }
+  uih_table_span span;
+  uih_table_span_keys(&c, start, startlen, hi, hilen, &span);
+  const std::string& name = r.file()->file_name();
+  for (uih_table_cursor_goto(&c, span.first); c.pos < span.end; uih_table_cursor_next(&c)) {
+    if (UihTableReader::ExtractType(c) != kTypeValue)
+      return uih_error_set(err, UIH_ERR_CORRUPTION, "%s: entry %" PRIu64 " is of type %u, a generation holds values only",
+                           name.c_str(), c.pos, static_cast<unsigned>(UihTableReader::ExtractType(c)));
+    uih_key key;
+    if (uih_key_decode(c.key, c.klen, &key, err) != UIH_OK) {
+      uih_error_prefix(err, "%s: entry %" PRIu64 ": ", name.c_str(), c.pos);
+      return UIH_ERR_CORRUPTION;
+    }
+    out->push_back({key.ts, &f, c.voff, c.vlen});
+  }
+  return UIH_OK;
+}
+
+GenerationFiles::~GenerationFiles() {
+  for (File& f : files_)
+    if (f.fd >= 0) ::close(f.fd);
+}
+
+size_t GenerationFiles::RunEnd(const Extent* ex, size_t n, size_t i) {
+  size_t j = i + 1;
+  while (j < n && ex[j].file == ex[i].file && ex[j].voff == ex[j - 1].voff + ex[j - 1].vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE)
+    j++;
+  return j;
+}
+
+int GenerationFiles::ListRun(const Extent* ex, size_t i, size_t j, size_t at, StripeSet* out, uih_error* err) {
+  const File& f = *static_cast<const File*>(ex[i].file);
+  for (size_t k = i; k < j; k++) {
+    const size_t off = at + (ex[k].voff - ex[i].voff);
+    if (uih_table_value_check(reinterpret_cast<const uint8_t*>(out->bytes.data()) + off, ex[k].vlen, ex[k].voff, err) !=
+        UIH_OK) {
+      uih_error_prefix(err, "%s: ", f.reader->file()->file_name().c_str());
+      return UIH_ERR_CORRUPTION;
+    }
+    out->stripes.push_back({ex[k].start, off, ex[k].vlen});
+  }
+  return UIH_OK;
+}
+
+int GenerationFiles::Read(const Extent* ex, size_t n, StripeSet* out, uih_error* err) const {
+  out->bytes.clear();
+  out->stripes.clear();
+  for (size_t i = 0; i < n;) {
+    const size_t j = RunEnd(ex, n, i);
+    const File& f = *static_cast<const File*>(ex[i].file);
+    const uint64_t begin = ex[i].voff, end = ex[j - 1].voff + ex[j - 1].vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+    const size_t at = out->bytes.size();
+    out->bytes.resize(at + (end - begin));
+    Slice bytes;
+    IOStatus io = ReadExact(f.reader->file(), begin, end - begin, out->bytes.data() + at, &bytes);
+    if (!io.ok()) return uih_error_set(err, FromStatus(io), "%s", io.ToString().c_str());
+    if (bytes.data() != out->bytes.data() + at) memcpy(out->bytes.data() + at, bytes.data(), bytes.size());
+    int rc = ListRun(ex, i, j, at, out, err);
+    if (rc != UIH_OK) return rc;
+    i = j;
+  }
+  return UIH_OK;
+}
+
+bool GenerationFiles::Prepare(const Extent* ex, size_t n, StripeSet* out, std::vector<uih_io_req>* reqs) const {
+  size_t total = 0;
+  for (size_t i = 0; i < n;) {
+    const size_t j = RunEnd(ex, n, i);
+    if (static_cast<const File*>(ex[i].file)->fd < 0) return false;
+    total += ex[j - 1].voff + ex[j - 1].vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE - ex[i].voff;
+    i = j;
+  }
+  out->bytes.resize(total);
+  out->stripes.clear();
+  size_t at = 0;
+  for (size_t i = 0; i < n;) {
+    const size_t j = RunEnd(ex, n, i);
+    const size_t len = ex[j - 1].voff + ex[j - 1].vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE - ex[i].voff;
+    reqs->push_back({static_cast<const File*>(ex[i].file)->fd, ex[i].voff, len, out->bytes.data() + at, 0});
+    at += len;
+    i = j;
+  }
+  return true;
+}
+
+int GenerationFiles::Finish(const Extent* ex, size_t n, StripeSet* out, const uih_io_req* reqs, uih_error* err) const {
+  size_t at = 0;
+  for (size_t i = 0; i < n; reqs++) {
+    const size_t j = RunEnd(ex, n, i);
+    const std::string& name = static_cast<const File*>(ex[i].file)->reader->file()->file_name();
+    if (reqs->result < 0)
+      return uih_error_set(err, UIH_ERR_IO, "%s: reading %zu bytes at offset %" PRIu64 ": %s", name.c_str(), reqs->len,
+                           reqs->offset, strerror(static_cast<int>(-reqs->result)));
+    if (static_cast<uint64_t>(reqs->result) != reqs->len)
+      return uih_error_set(err, UIH_ERR_CORRUPTION,
+                           "%s: %" PRId64 " of %zu bytes at offset %" PRIu64 ": the file ends before its index says",
+                           name.c_str(), reqs->result, reqs->len, reqs->offset);
+    int rc = ListRun(ex, i, j, at, out, err);
+    if (rc != UIH_OK) return rc;
+    at += reqs->len;
+    i = j;
+  }
+  return UIH_OK;
+}
+
+int GenerationFiles::Collect(uint64_t user, uint16_t group, int64_t from, int64_t to, StripeSet* out,
+                             uih_error* err) const {
+  thread_local std::vector<Extent> plan;
+  int rc = Plan(user, group, from, to, &plan, err);
+  return rc == UIH_OK ? Read(plan.data(), plan.size(), out, err) : rc;
+}
+
+int GenerationFiles::Stripes(uint64_t user, uint16_t group, int64_t from, int64_t to, const Visit& visit,
+                             uih_error* err) const {
+  thread_local StripeSet set;
+  int rc = Collect(user, group, from, to, &set, err);
+  for (size_t i = 0; rc == UIH_OK && i < set.stripes.size(); i++) {
+    const auto& st = set.stripes[i];
+    uih_key k{user, group, st.start};
+    rc = visit(k, set.at(st), st.len);
+  }
+  return rc;
+}
+
+}  // namespace uih

@@ -1,0 +1,239 @@
+/* uihstore — a store: one directory holding a schema (every version), both
+ * tiers and the shards.
+ *
+ *   DIR/
+ *     UIHSTORE              the descriptor: format, shard count and the store's id
+ *                           (uih/generation.h), written last by init
+ *     shard-0000/ ...       one RocksDB database per shard:
+ *       column family "default"     the shard's metadata:
+ *           uih.schema/<v>    the schema file of version v (JSON, as given;
+ *                             4-byte big-endian v)
+ *           uih.gen/<g>       the record of live generation g (uih/generation.h)
+ *           uih.current       the current generation (4 bytes, big-endian)
+ *           uih.erased/<u>    user u (8 bytes, big-endian) was erased by a load:
+ *                             its generation (4 bytes) and through (8 bytes,
+ *                             sign bit flipped), big-endian; written with
+ *                             that generation's record, kept for good, so
+ *                             that no record logged before is rebuilt
+ *           uih.watermark     the mutable tier's watermark (uih/mutable.h)
+ *       column family "uih.mutable" the mutable tier
+ *       column family "uih.gen.%08u" one per live immutable generation:
+ *                             UihTable files, ingested whole, never written
+ *                             again, never compacted
+ *     tmp/                  a running load's files (spilled runs, new
+ *                           tables); what a killed load left is removed by
+ *                           the next writable open
+ *
+ * Users map to shards by uih_shard_of(user_id, shards) (uih/key.h). Within
+ * a shard, the immutable tier's keys are uih/key.h's (user, group, first
+ * timestamp of the stripe) and its values are stripes (uih/stripe.h)
+ * holding the group's traits and the arrival generation
+ * (UIH_TRAIT_ARRIVAL, uih/schema.h).
+ *
+ * A generation becomes current in one synced write of its record and the
+ * current pointer, after its files were ingested into their column family;
+ * then the mutable tier's watermark advances to its `through`; then the
+ * oldest generations beyond `keep` are retired. A reader in this process
+ * that holds a generation (a read or scan under way) keeps reading it
+ * until it is done. Killed at any point, the store opens on the previous
+ * generation or the new one, complete.
+ *
+ * Implemented and installed with libuih_rocksdb. No C++ exception leaves
+ * these functions. A store is safe to use from any number of threads; one
+ * load per shard runs at a time.
+ */
+#ifndef UIH_STORE_H
+#define UIH_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uih/batch.h"
+#include "uih/error.h"
+#include "uih/generation.h"
+#include "uih/mutable.h"
+#include "uih/schema.h"
+#include "uih/snapshot.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Creates a store at `dir` (absent or an empty directory) with `shards`
+ * (1..UIH_STORE_SHARDS_MAX) shards and the schema in `schema_json`
+ * (`len` bytes, validated; `origin` names it in messages). Nothing is a
+ * store until the descriptor is written, last. */
+int uih_store_init(const char *dir, const char *schema_json, size_t len, const char *origin,
+                   uint32_t shards, uih_error *err);
+
+typedef struct uih_store_init_opts {
+  uint32_t shards;    /* 1..UIH_STORE_SHARDS_MAX (default 1) */
+  int64_t chunk_span; /* the mutable tier's chunk, in time units (> 0; see uih/mutable.h;
+                         default UIH_CHUNK_SPAN_DEFAULT, an hour of milliseconds) */
+} uih_store_init_opts;
+
+#define UIH_STORE_INIT_OPTS_DEFAULT {1, UIH_CHUNK_SPAN_DEFAULT}
+
+/* uih_store_init with every setting a store is created with; `opts` NULL
+ * means UIH_STORE_INIT_OPTS_DEFAULT. */
+int uih_store_create(const char *dir, const char *schema_json, size_t len, const char *origin,
+                     const uih_store_init_opts *opts, uih_error *err);
+
+typedef struct uih_store_opts {
+  int read_only;            /* nothing in the store is written or created, not even a LOG file; it
+                               sees the generations it opened with, and holds them (uih_store_pinned) */
+  uint32_t keep;            /* generations a shard keeps live (>= 1; default 2), besides those a
+                               read-only store holds */
+  size_t block_cache_bytes; /* the mutable tier's block cache per shard (default 32 MiB) */
+  uint64_t file_bytes;      /* a load's table files roll over at this size (default 256 MiB) */
+  int one_shard;            /* nonzero: open shard `shard` alone (default 0: every shard) */
+  uint32_t shard;
+} uih_store_opts;
+
+#define UIH_STORE_OPTS_DEFAULT {0, 2, (size_t)32 << 20, (uint64_t)256 << 20, 0, 0}
+
+typedef struct uih_store uih_store;
+
+/* Opens the store at `dir` (NULL opts: the defaults). A writable open also
+ * finishes what a killed load left: generations never made current are
+ * dropped, temporary files removed, a watermark behind the current
+ * generation advanced. A directory that is no store fails with
+ * UIH_ERR_NOT_FOUND ("not a uihstore store: DIR: why").
+ *
+ * A store opened for one shard (opts.one_shard) opens only that shard's
+ * database, so processes can each write their own shard of one store at
+ * once — one load per shard, on as many machines as share the directory.
+ * It recovers only its shard's leftovers (its temporary files are under
+ * tmp/shard-NNNN/), knows the schema versions its shard holds, and calls
+ * about another shard, or a user in one, fail with UIH_ERR_INVALID_ARGUMENT
+ * naming the shard it opened. uih_store_shards still counts every shard:
+ * users map to shards as in the whole store. A whole-store writable open
+ * fails while any shard is open for writing elsewhere (each shard's
+ * database is locked by its writer). */
+int uih_store_open(const char *dir, const uih_store_opts *opts, uih_store **out, uih_error *err);
+
+void uih_store_close(uih_store *s); /* NULL is fine */
+
+/* The newest schema version any shard has; valid until close (a load
+ * that publishes a newer version makes that one the store's; the older
+ * one stays valid). */
+const uih_schema *uih_store_schema(const uih_store *s);
+
+/* Makes schema `json` (`len` bytes, `origin` names it in messages) known
+ * to the store for a load: parsed and checked as a valid successor of the
+ * newest version the store knows (uih_schema_check_evolution), or
+ * byte-identical to the version of the same number it has. *out is valid
+ * until close. Nothing is written: a shard stores the version in the
+ * synced write that publishes its first generation written with it. */
+int uih_store_schema_add(uih_store *s, const char *json, size_t len, const char *origin,
+                         const uih_schema **out, uih_error *err);
+uint32_t uih_store_shards(const uih_store *s);
+/* 1 when the store opened shard `shard` (every shard, unless it was opened
+ * for one), else 0. */
+int uih_store_has_shard(const uih_store *s, uint32_t shard);
+const char *uih_store_dir(const uih_store *s);
+/* The store's id (its UIHSTORE descriptor's, random at init; 0 for a store
+ * made before ids): snapshot records carry its low 32 bits, and a record
+ * logged against another store is refused by uih_materialize. */
+uint64_t uih_store_id(const uih_store *s);
+
+/* Shard `shard`'s mutable tier: appends, reads, its watermark. It belongs
+ * to the store (do not close it); valid until uih_store_close. NULL for a
+ * shard the store did not open. */
+uih_mutable *uih_store_mutable(uih_store *s, uint32_t shard);
+
+/* The shard's live generations, oldest first, into out[0..cap) (*n gets
+ * how many there are, which may exceed cap), and its current one in
+ * *current (0: none yet). */
+int uih_store_generations(uih_store *s, uint32_t shard, uih_generation *out, size_t cap, size_t *n,
+                          uint32_t *current, uih_error *err);
+
+/* Whether another open of the store, read-only, in this process or any
+ * other, holds the shard's generation (*pinned 1). A read-only store holds
+ * every generation it opened with until it closes (or its process dies):
+ * a load's retirement skips those, and retires them at a later publish,
+ * once let go. Nothing is written for it: the pins are byte-range locks
+ * on the store's UIHSTORE file. */
+int uih_store_pinned(uih_store *s, uint32_t shard, uint32_t generation, int *pinned, uih_error *err);
+
+/* Bytes on disk of the shard's current generation's files, and of its
+ * mutable tier's. */
+int uih_store_sizes(uih_store *s, uint32_t shard, uint64_t *immutable_bytes, uint64_t *mutable_bytes,
+                    uih_error *err);
+
+/* ---- reading -------------------------------------------------------------- */
+
+enum {
+  UIH_TIER_IMMUTABLE = 1, /* the generation's events */
+  UIH_TIER_MUTABLE = 2,   /* the mutable tier's events */
+  UIH_TIER_ALL = 3,       /* the generation's events below the watermark, then the
+                             mutable tier's at or above it */
+};
+
+/* Reads the events of (user_id, group) with from <= ts <= to from `tier`,
+ * in time order, into *batch, as uih_mutable_read does (a batch of the
+ * group keeps its trait selection; UIH_TRAIT_ARRIVAL may be one of its
+ * columns, absent for mutable events; NULL *batch: every active trait).
+ * `generation` 0 reads the current one, else that live generation.
+ * More than UIH_STRIPE_EVENTS_MAX events in the window is
+ * UIH_ERR_OUT_OF_RANGE: narrow it. */
+int uih_store_read(uih_store *s, uint64_t user_id, uint16_t group, int64_t from, int64_t to,
+                   unsigned tier, uint32_t generation, uih_batch **batch, uih_error *err);
+
+/* ---- what the loader uses ------------------------------------------------- */
+
+/* Every (key, stripe) of a shard's live generation (0: the current one; none
+ * yet: an empty scan), in key order. Each pair is valid until the next
+ * call; *key NULL at the end. The generation stays readable until close. */
+typedef struct uih_store_scan uih_store_scan;
+int uih_store_scan_open(uih_store *s, uint32_t shard, uint32_t generation, uih_store_scan **out,
+                        uih_error *err);
+int uih_store_scan_next(uih_store_scan *sc, const uint8_t **key, size_t *key_len, const uint8_t **value,
+                        size_t *value_len, uih_error *err);
+/* The scanned generation's value dictionaries (uih/stripe.h), as
+ * uih_stripe_context_serialize writes them (empty: none): parsed into a
+ * context, what decodes its stripes' shared columns. Valid until close. */
+int uih_store_scan_dicts(uih_store_scan *sc, const uint8_t **bytes, size_t *len, uih_error *err);
+void uih_store_scan_close(uih_store_scan *sc); /* NULL is fine */
+
+/* Builds the shard's next generation (the current one + 1): add the
+ * (key, stripe) pairs in strictly ascending key order, then publish, or
+ * abort. At most one writer per shard at a time: a second one fails with
+ * UIH_ERR_INVALID_ARGUMENT naming the shard. A read-only store has none
+ * (UIH_ERR_NOT_SUPPORTED). */
+typedef struct uih_store_writer uih_store_writer;
+int uih_store_writer_open(uih_store *s, uint32_t shard, uih_store_writer **out, uih_error *err);
+/* The generation the writer builds. */
+uint32_t uih_store_writer_generation(const uih_store_writer *w);
+int uih_store_writer_add(uih_store_writer *w, const uint8_t *key, size_t key_len, const uint8_t *value,
+                         size_t value_len, uih_error *err);
+/* Ends the table file being written (its bytes synced), so that a full
+ * disk or an I/O error shows here, before any publish; an add after it
+ * starts a new file. Publishing finishes the last file too. */
+int uih_store_writer_finish(uih_store_writer *w, uih_error *err);
+/* The value dictionaries of the generation being built (every one its
+ * stripes name: those of the generation it builds on too when it copies
+ * stripes naming them), a uih_stripe_context_serialize value, checked
+ * when it is published (before anything is written), stored with its
+ * record and given to every decoder of its stripes. */
+int uih_store_writer_set_dicts(uih_store_writer *w, const uint8_t *bytes, size_t len, uih_error *err);
+/* Erases every event of `user_id` in the shard's mutable tier, in the
+ * write that publishes the generation (right to delete). */
+int uih_store_writer_erase_user(uih_store_writer *w, uint64_t user_id, uih_error *err);
+/* Publishes the generation with the record `g` (its generation, parent
+ * and shard are filled in here; g->schema_version a version the store
+ * knows, not older than the shard's, stored with it when newer), advances the mutable tier's watermark to
+ * g->through, retires the generations beyond `keep`, and frees the
+ * writer, whatever the outcome. On an error the previous generation is
+ * still current and the message says so. */
+int uih_store_writer_publish(uih_store_writer *w, uih_generation *g, uih_error *err);
+/* Drops what the writer wrote and frees it. NULL is fine. */
+void uih_store_writer_abort(uih_store_writer *w);
+
+/* The store's folder for temporary files (DIR/tmp), created on demand. */
+const char *uih_store_tmpdir(const uih_store *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UIH_STORE_H */
