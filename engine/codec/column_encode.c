@@ -323,7 +323,6 @@ static int pick_compression(uih_stripe_encoder *e, uih_compression hint) {
 
 /* ---- the column ------------------------------------------------------------ */
 
-/* Bytes of `v` as a varint. */
 static uint64_t gcd(uint64_t a, uint64_t b) {
   while (b) {
     uint64_t r = a % b;

@@ -24,6 +24,11 @@ extern "C" {
     if (UIH_UNLIKELY(uih_rc_ != UIH_OK)) return uih_rc_;       \
   } while (0)
 
+/* Prefixes the message of the error `rc` that `err` holds (uih_error_prefix)
+ * and evaluates to rc, which uih_error_prefix cannot return when `err` is
+ * NULL:  return UIH_PREFIXED(rc, err, "store %s: ", path);  */
+#define UIH_PREFIXED(rc, err, ...) (uih_error_prefix((err), __VA_ARGS__), (rc))
+
 /* Every corruption of stored bytes is reported through this one function, so
  * a debugger can stop on `break uih_corruption`. */
 int uih_corruption(uih_error *err, const char *fmt, ...)

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mem.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,20 +39,8 @@ static inline void uih_wbuf_u16(uih_wbuf *b, uint16_t v) { uih_wbuf_put(b, &v, 2
 static inline void uih_wbuf_u32(uih_wbuf *b, uint32_t v) { uih_wbuf_put(b, &v, 4); }
 static inline void uih_wbuf_u64(uih_wbuf *b, uint64_t v) { uih_wbuf_put(b, &v, 8); }
 static inline void uih_wbuf_varint(uih_wbuf *b, uint64_t v) {
-  uint8_t tmp[10];
-  size_t n = 0;
-  while (v >= 0x80) {
-    tmp[n++] = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  tmp[n++] = (uint8_t)v;
-  uih_wbuf_put(b, tmp, n);
-}
-/* The bytes uih_wbuf_varint spends on v. */
-static inline size_t uih_varint_len(uint64_t v) {
-  size_t n = 1;
-  for (; v >= 0x80; v >>= 7) n++;
-  return n;
+  uint8_t tmp[UIH_VARINT_MAX];
+  uih_wbuf_put(b, tmp, uih_varint_put(tmp, v));
 }
 /* Appends `n` zero bytes and returns where they start (NULL on failure). */
 static inline uint8_t *uih_wbuf_zeros(uih_wbuf *b, size_t n) {

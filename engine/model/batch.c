@@ -170,6 +170,40 @@ uih_column *uih_batch_ts_column(uih_batch *b) {
   return i < 0 ? NULL : &b->columns[i];
 }
 
+const int64_t *uih_batch_timestamps(const uih_batch *b) {
+  int i = uih_batch_column_index(b, b->group->ts->id);
+  return i < 0 ? NULL : (const int64_t *)b->columns[i].values;
+}
+
+/* Whether `b` has exactly the columns `ids` (NULL: the group's active
+ * traits) would give it. */
+static int same_columns(const uih_batch *b, const uih_group *g, const uint16_t *ids, uint32_t nids) {
+  if (ids == NULL) {
+    if (b->ncolumns != uih_group_active_count(g)) return 0;
+    for (uint32_t i = 0; i < b->ncolumns; i++)
+      if (!uih_trait_active(b->columns[i].trait)) return 0;
+    return 1;
+  }
+  if (b->ncolumns != nids) return 0;
+  for (uint32_t i = 0; i < nids; i++)
+    if (uih_batch_column_index(b, ids[i]) < 0) return 0;
+  return 1; /* as many distinct ids as columns, each found: the same set */
+}
+
+int uih_batch_prepare(uih_batch **batch, const uih_group *group, const uint16_t *trait_ids, uint32_t ntrait_ids,
+                      uint32_t capacity, uih_error *err) {
+  UIH_RETURN_IF(batch == NULL || group == NULL, err, UIH_ERR_INVALID_ARGUMENT, "batch_prepare: NULL argument");
+  if (capacity == 0) capacity = 1;
+  uih_batch *b = *batch;
+  if (b != NULL && b->group == group && same_columns(b, group, trait_ids, ntrait_ids)) {
+    uih_batch_clear(b);
+    return uih_batch_reserve(batch, capacity, err);
+  }
+  uih_batch_free(b);
+  *batch = NULL;
+  return uih_batch_create(group, capacity, trait_ids, ntrait_ids, batch, err);
+}
+
 void uih_column_set_bits(uih_column *c, uint32_t row, uint64_t bits) {
   switch (uih_type_width(c->trait->type)) {
     case 8: ((uint64_t *)c->values)[row] = bits; break;

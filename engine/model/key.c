@@ -62,7 +62,7 @@ int uih_key_prefix_successor(uint8_t *buf, size_t len) {
 uint32_t uih_shard_of(uint64_t user_id, uint32_t nshards) {
   if (nshards <= 1) return 0;
   uint8_t le[8];
-  for (int i = 0; i < 8; i++) le[i] = (uint8_t)(user_id >> (8 * i));
+  uih_store_le64(le, user_id);
   return (uint32_t)(XXH3_64bits(le, sizeof le) % nshards);
 }
 

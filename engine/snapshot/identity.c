@@ -2,6 +2,7 @@
  * group's active id-typed traits of each event, hashed newest first. */
 #include <xxhash.h>
 
+#include "mem.h"
 #include "uih/schema.h"
 #include "uih/snapshot.h"
 
@@ -34,8 +35,43 @@ uint64_t uih_snapshot_identity_next(uint64_t h, const uih_batch *b, const int *c
     int has = c && uih_column_has(c, row);
     if (i > 0) buf[n++] = (uint8_t)has;
     if (!has && i > 0) continue;
-    uint64_t v = c ? uih_column_get_bits(c, row) : 0;
-    for (int k = 0; k < 8; k++) buf[n++] = (uint8_t)(v >> (8 * k));
+    uih_store_le64(buf + n, c ? uih_column_get_bits(c, row) : 0);
+    n += 8;
   }
   return XXH3_64bits_withSeed(buf, n, h);
+}
+
+void uih_snapshot_chain_start(uih_snapshot_chain *c, const uih_group *version, const uih_batch *like) {
+  c->ncols = uih_snapshot_identity_columns(version, like, c->cols, 1 + UIH_TRAITS_MAX);
+  c->n = 0;
+  c->h = 0;
+}
+
+void uih_snapshot_chain_push(uih_snapshot_chain *c, const uih_batch *b, uint32_t row) {
+  c->h = uih_snapshot_identity_next(c->h, b, c->cols, c->ncols, row);
+  c->n++;
+}
+
+/* Which of g's checks is at checkpoint n, or -1. */
+static int check_at(const uih_snapshot_group *g, uint32_t n) {
+  uint32_t cp[UIH_SNAPSHOT_CHECKS_MAX];
+  const uint32_t ncp = uih_snapshot_checkpoints(g->length, cp);
+  for (uint32_t i = 0; i < ncp; i++)
+    if (cp[i] == n) return (int)i;
+  return -1;
+}
+
+void uih_snapshot_chain_mark(const uih_snapshot_chain *c, uih_snapshot_group *g) {
+  const int at = check_at(g, c->n);
+  if (at >= 0) g->check[at] = (uint32_t)c->h;
+}
+
+int uih_snapshot_chain_verify(const uih_snapshot_chain *c, const uih_snapshot_group *g) {
+  const int at = check_at(g, c->n);
+  return at >= 0 && g->check[at] == (uint32_t)c->h;
+}
+
+uint32_t uih_snapshot_group_check(const uih_snapshot_group *g, uint32_t n) {
+  const int at = check_at(g, n);
+  return at >= 0 ? g->check[at] : 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "error_internal.h"
+#include "mem.h"
 #include "uih/snapshot.h"
 
 struct uih_snapshot_log {
@@ -155,12 +156,8 @@ int uih_snapshot_log_append(FILE *f, const uint8_t *rec, size_t len, uih_error *
   long end = ftell(f);
   if (end == 0 && fwrite(UIH_SNAPSHOT_LOG_MAGIC, 1, 8, f) != 8)
     return uih_error_set(err, UIH_ERR_IO, "snapshot log: writing: %s", strerror(errno));
-  uint8_t head[10];
-  size_t h = 0;
-  for (uint64_t v = len;; v >>= 7) {
-    head[h++] = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
-    if (v < 0x80) break;
-  }
+  uint8_t head[UIH_VARINT_MAX];
+  const size_t h = uih_varint_put(head, len);
   if (fwrite(head, 1, h, f) != h || fwrite(rec, 1, len, f) != len)
     return uih_error_set(err, UIH_ERR_IO, "snapshot log: writing: %s", strerror(errno));
   return UIH_OK;

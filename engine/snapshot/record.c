@@ -8,6 +8,7 @@
 #include "bits.h"
 #include "cursor.h"
 #include "error_internal.h"
+#include "mem.h"
 #include "uih/snapshot.h"
 #include "uih/stripe.h"
 
@@ -42,12 +43,8 @@ int uih_snapshot_mutable_next(const uih_snapshot_group *g, size_t *at, const uin
 }
 
 size_t uih_snapshot_mutable_put(uint8_t *out, size_t cap, size_t *at, const uint8_t *stripe, size_t len) {
-  uint8_t head[10];
-  size_t h = 0;
-  for (uint64_t v = len; ; v >>= 7) {
-    head[h++] = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
-    if (v < 0x80) break;
-  }
+  uint8_t head[UIH_VARINT_MAX];
+  const size_t h = uih_varint_put(head, len);
   if (*at + h + len <= cap) {
     memcpy(out + *at, head, h);
     if (len) memcpy(out + *at + h, stripe, len);
@@ -69,18 +66,13 @@ static void put(sink *s, const void *p, size_t n) {
 }
 static void put_u8(sink *s, uint8_t v) { put(s, &v, 1); }
 static void put_u32(sink *s, uint32_t v) {
-  uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+  uint8_t b[4];
+  uih_store_le32(b, v);
   put(s, b, 4);
 }
 static void put_varint(sink *s, uint64_t v) {
-  uint8_t b[10];
-  size_t n = 0;
-  while (v >= 0x80) {
-    b[n++] = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  b[n++] = (uint8_t)v;
-  put(s, b, n);
+  uint8_t b[UIH_VARINT_MAX];
+  put(s, b, uih_varint_put(b, v));
 }
 
 static int check_record(const uih_snapshot_record *r, uih_error *err) {

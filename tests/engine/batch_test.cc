@@ -56,6 +56,46 @@ TEST_F(Batch, ProjectionSelectsTraitsIncludingDroppedOnes) {
   uih_batch_free(b);
 }
 
+// uih_batch_prepare keeps a batch of the same group and columns (cleared,
+// grown when asked for more) and replaces any other; timestamps are NULL
+// only where the batch lacks the timestamp.
+TEST_F(Batch, PrepareReusesOnlyTheSameGroupAndColumns) {
+  uih_error err{};
+  uih_batch* b = nullptr;
+  const uint16_t two[] = {2, 1};
+  ASSERT_EQ(UIH_OK, uih_batch_prepare(&b, group_, two, 2, 4, &err)) << err.msg;
+  ASSERT_NE(nullptr, b);
+  EXPECT_EQ(2u, b->ncolumns);
+  uint32_t row;
+  ASSERT_EQ(UIH_OK, uih_batch_append(b, &row, &err));
+  uih_column_set_bits(uih_batch_ts_column(b), row, 42);
+  ASSERT_NE(nullptr, uih_batch_timestamps(b));
+  EXPECT_EQ(42, uih_batch_timestamps(b)[0]);
+  uih_batch* was = b;
+  const uint16_t same[] = {1, 2};  // another order, the same columns
+  ASSERT_EQ(UIH_OK, uih_batch_prepare(&b, group_, same, 2, 3, &err));
+  EXPECT_EQ(was, b) << "kept";
+  EXPECT_EQ(0u, b->count) << "cleared";
+  EXPECT_EQ(0, uih_batch_timestamps(b)[0]) << "values zeroed";
+  ASSERT_EQ(UIH_OK, uih_batch_prepare(&b, group_, same, 2, 100, &err));
+  EXPECT_GE(b->capacity, 100u);
+  EXPECT_EQ(2u, b->ncolumns);
+  const uint16_t other[] = {2, 9};
+  ASSERT_EQ(UIH_OK, uih_batch_prepare(&b, group_, other, 2, 1, &err));
+  EXPECT_EQ(nullptr, uih_batch_timestamps(b)) << "no timestamp column";
+  ASSERT_EQ(UIH_OK, uih_batch_prepare(&b, group_, nullptr, 0, 0, &err));
+  EXPECT_EQ(uih_group_active_count(group_), b->ncolumns);
+  EXPECT_GE(b->capacity, 1u);
+  was = b;
+  ASSERT_EQ(UIH_OK, uih_batch_prepare(&b, group_, nullptr, 0, 1, &err));
+  EXPECT_EQ(was, b) << "every active trait, kept";
+  const uint16_t bad[] = {77};
+  EXPECT_EQ(UIH_ERR_NOT_FOUND, uih_batch_prepare(&b, group_, bad, 1, 8, &err));
+  EXPECT_EQ(nullptr, b) << "the old batch freed, no new one";
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_batch_prepare(nullptr, group_, nullptr, 0, 8, &err));
+  uih_batch_free(b);
+}
+
 TEST_F(Batch, RejectsBadSelectionsAndCapacities) {
   uih_batch* b = nullptr;
   uih_error err{};

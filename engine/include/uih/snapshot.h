@@ -200,6 +200,35 @@ uint32_t uih_snapshot_identity_columns(const uih_group *version, const uih_batch
 /* The chain value after row `row` of `b`, from `h` (0 before the newest). */
 uint64_t uih_snapshot_identity_next(uint64_t h, const uih_batch *b, const int *cols, uint32_t ncols, uint32_t row);
 
+/* The identity chain of one group's immutable part, as inference computes
+ * it over the events it serves and training recomputes it over the events
+ * it finds: the same code on both sides. Start it, push the part's events
+ * newest first; at each checkpoint inference marks the record and training
+ * verifies it. `n` and `h` are h(n) after n events: a caller that keeps
+ * h(k) of an earlier chain whose newest k events were the same may set
+ * them to resume from there. */
+typedef struct uih_snapshot_chain {
+  int cols[1 + UIH_TRAITS_MAX]; /* uih_snapshot_identity_columns */
+  uint32_t ncols;
+  uint32_t n; /* events pushed */
+  uint64_t h; /* h(n) */
+} uih_snapshot_chain;
+
+/* A chain over batches with the columns of `like`, identities as the
+ * group `version` (the record's schema version's; NULL: like's group)
+ * defines them. */
+void uih_snapshot_chain_start(uih_snapshot_chain *c, const uih_group *version, const uih_batch *like);
+/* The next older event: row `row` of `b` (a batch with like's columns). */
+void uih_snapshot_chain_push(uih_snapshot_chain *c, const uih_batch *b, uint32_t row);
+/* Inference: records the chain in g->check when c->n is one of the
+ * checkpoints of g->length. */
+void uih_snapshot_chain_mark(const uih_snapshot_chain *c, uih_snapshot_group *g);
+/* Training: 1 when c->n is one of the checkpoints of g->length and the
+ * chain is what g records there, else 0. */
+int uih_snapshot_chain_verify(const uih_snapshot_chain *c, const uih_snapshot_group *g);
+/* What g records at checkpoint n (0 when n is none of its checkpoints). */
+uint32_t uih_snapshot_group_check(const uih_snapshot_group *g, uint32_t n);
+
 #ifdef __cplusplus
 }
 #endif
