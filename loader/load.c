@@ -339,7 +339,7 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
   XXH3_state_t *digests = XXH3_createState();
   if (!digests) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
   else XXH3_64bits_reset(digests);
-  if (rc == UIH_OK) rc = ld_sorter_create(uih_store_tmpdir(s), l->o.memory, l->nshards, &l->sorter, err);
+  if (rc == UIH_OK) rc = ld_sorter_create(uih_store_tmpdir(s), l->o.memory, l->nshards, LD_ROW_HEAD, &l->sorter, err);
   for (size_t i = 0; i < nfiles; i++) { /* the read's progress: bytes as stored, if every size is known */
     struct stat st;
     if (strcmp(files[i], "-") == 0 || stat(files[i], &st) != 0 || !S_ISREG(st.st_mode)) {

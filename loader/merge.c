@@ -436,8 +436,8 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
       rc = uih_error_set(err, UIH_ERR_CORRUPTION, "generation key of %zu bytes, expected %d", klen, UIH_KEY_SIZE);
       break;
     }
-    if (key && (!rec || memcmp(key, rec + 2, sizeof hist) <= 0)) memcpy(hist, key, sizeof hist);
-    else memcpy(hist, rec + 2, sizeof hist);
+    if (key && (!rec || memcmp(key, ld_row_history(rec), sizeof hist) <= 0)) memcpy(hist, key, sizeof hist);
+    else memcpy(hist, ld_row_history(rec), sizeof hist);
     uih_key hk;
     uint8_t full[UIH_KEY_SIZE] = {0};
     memcpy(full, hist, sizeof hist);
@@ -470,7 +470,7 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
       s.nstripes++;
       rc = uih_store_scan_next(scan, &key, &klen, &val, &vlen, err);
     }
-    while (rc == UIH_OK && rec && memcmp(rec + 2, hist, sizeof hist) == 0) {
+    while (rc == UIH_OK && rec && memcmp(ld_row_history(rec), hist, sizeof hist) == 0) {
       GROW(s.news, s.nnews, s.ncap, err);
       size_t at;
       rc = bytes_put(&s.fresh, rec, rlen, &at, err);

@@ -3,11 +3,8 @@
 
 #include <string.h>
 
-#define SIGN64 UINT64_C(0x8000000000000000)
-
-static void store_be(uint8_t *p, uint64_t v, unsigned n) {
-  for (unsigned i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
-}
+#include "bits.h"
+#include "mem.h"
 
 /* A value column: neither the timestamp nor the arrival generation. */
 static int is_value(const uih_batch *b, uint32_t c) {
@@ -16,7 +13,7 @@ static int is_value(const uih_batch *b, uint32_t c) {
 }
 
 static uint64_t to_stored(const uih_trait *t, uint64_t bits) {
-  return t->type == UIH_TYPE_INT64 || t->type == UIH_TYPE_TIMESTAMP ? bits ^ SIGN64 : bits;
+  return t->type == UIH_TYPE_INT64 || t->type == UIH_TYPE_TIMESTAMP ? bits ^ UIH_SIGN64 : bits;
 }
 
 size_t ld_row_max(const uih_group *g) {
@@ -31,11 +28,11 @@ size_t ld_row_max(const uih_group *g) {
 }
 
 size_t ld_row_encode(uint16_t shard, uint64_t user, const uih_batch *b, uint32_t row, uint8_t *out) {
-  store_be(out, shard, 2);
-  store_be(out + 2, user, 8);
-  store_be(out + 10, b->group->id, 2);
+  uih_store_be(out, shard, 2);
+  uih_store_be(out + 2, user, 8);
+  uih_store_be(out + 10, b->group->id, 2);
   const uih_column *ts = &b->columns[uih_batch_column_index(b, b->group->ts->id)];
-  store_be(out + 12, uih_column_get_bits(ts, row) ^ SIGN64, 8);
+  uih_store_be(out + 12, uih_column_get_bits(ts, row) ^ UIH_SIGN64, 8);
   uint32_t nv = 0;
   for (uint32_t c = 0; c < b->ncolumns; c++) nv += (uint32_t)is_value(b, c);
   uint8_t *presence = out + LD_ROW_HEAD;
@@ -48,7 +45,7 @@ size_t ld_row_encode(uint16_t shard, uint64_t user, const uih_batch *b, uint32_t
     if (uih_column_has(col, row)) {
       presence[v >> 3] |= (uint8_t)(1u << (v & 7));
       unsigned w = (unsigned)uih_type_width(col->trait->type);
-      store_be(p, to_stored(col->trait, uih_column_get_bits(col, row)), w);
+      uih_store_be(p, to_stored(col->trait, uih_column_get_bits(col, row)), w);
       p += w;
     }
     v++;
@@ -71,14 +68,14 @@ int ld_row_append(const uint8_t *rec, uint32_t len, uint32_t arrival, uih_batch 
   for (uint32_t c = 0; c < out->ncolumns; c++) {
     uih_column *col = &out->columns[c];
     if (col->trait == out->group->ts) {
-      uih_column_set_bits(col, row, ld_load_be(rec + 12, 8) ^ SIGN64);
+      uih_column_set_bits(col, row, uih_load_be(rec + 12, 8) ^ UIH_SIGN64);
     } else if (col->trait->id == UIH_TRAIT_ARRIVAL) {
       uih_column_set_bits(col, row, arrival);
     } else {
       if (presence[v >> 3] >> (v & 7) & 1) {
         unsigned w = (unsigned)uih_type_width(col->trait->type);
         if ((size_t)(end - p) < w) break;
-        uih_column_set_bits(col, row, to_stored(col->trait, ld_load_be(p, w)));
+        uih_column_set_bits(col, row, to_stored(col->trait, uih_load_be(p, w)));
         p += w;
       }
       v++;
@@ -127,6 +124,6 @@ int ld_row_value(const uint8_t *rec, uint32_t len, const ld_row_layout *l, uint6
   for (uint32_t v = 0; v < l->target; v++)
     if (presence[v >> 3] >> (v & 7) & 1) at += l->width[v];
   if (at + l->width[l->target] > len) return 0;
-  *bits = ld_load_be(rec + at, l->width[l->target]) ^ l->flip;
+  *bits = uih_load_be(rec + at, l->width[l->target]) ^ l->flip;
   return 1;
 }

@@ -19,11 +19,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bits.h"
+#include "mem.h"
 #include "uih/batch.h"
+#include "uih/key.h"
 #include "uih/error.h"
 
 #define LD_ROW_HISTORY 12 /* shard, user, group: the bytes one history's rows share */
-#define LD_ROW_HEAD 20
+#define LD_ROW_HEAD 20    /* every row has at least these bytes (the sorter checks) */
 
 /* The largest row of group `g`. */
 size_t ld_row_max(const uih_group *g);
@@ -53,17 +56,13 @@ void ld_row_layout_of(const uih_group *g, const uih_trait *t, ld_row_layout *out
  * or the row does not fit the layout. */
 int ld_row_value(const uint8_t *rec, uint32_t len, const ld_row_layout *l, uint64_t *bits);
 
-static inline uint64_t ld_load_be(const uint8_t *p, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = 0; i < n; i++) v = v << 8 | p[i];
-  return v;
-}
-static inline uint16_t ld_row_shard(const uint8_t *rec) { return (uint16_t)ld_load_be(rec, 2); }
-static inline uint64_t ld_row_user(const uint8_t *rec) { return ld_load_be(rec + 2, 8); }
-static inline uint16_t ld_row_group(const uint8_t *rec) { return (uint16_t)ld_load_be(rec + 10, 2); }
-static inline int64_t ld_row_ts(const uint8_t *rec) {
-  uint64_t u = ld_load_be(rec + 12, 8) ^ UINT64_C(0x8000000000000000);
-  return u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
-}
+static inline uint16_t ld_row_shard(const uint8_t *rec) { return uih_load_be16(rec); }
+static inline uint64_t ld_row_user(const uint8_t *rec) { return uih_load_be64(rec + 2); }
+static inline uint16_t ld_row_group(const uint8_t *rec) { return uih_load_be16(rec + 10); }
+static inline int64_t ld_row_ts(const uint8_t *rec) { return uih_order_i64(uih_load_be64(rec + 12)); }
+/* The 10 bytes a row's (user, group) takes, which are the key prefix of its
+ * history (uih_key_group_prefix): rows and stripe keys compare by them. */
+static inline const uint8_t *ld_row_history(const uint8_t *rec) { return rec + 2; }
+_Static_assert(LD_ROW_HISTORY - 2 == UIH_KEY_GROUP_PREFIX_SIZE, "a row's (user, group) is its history's key prefix");
 
 #endif /* UIH_LOADER_ROWS_H */

@@ -2,7 +2,11 @@
  *
  * A run file is its records in order, each as a 4-byte little-endian
  * length and the bytes; the sorter remembers, per run, the offset where
- * each shard's records begin, so a shard's stream reads only its part. */
+ * each shard's records begin, so a shard's stream reads only its part.
+ * Runs are read back in blocks, through the bounds-checked cursor: a length
+ * outside min_len..what the shard's part still holds, a record of another
+ * shard, or records out of order are corruption naming the run and the
+ * offset, never a wrong load. */
 #define _GNU_SOURCE /* mkdtemp */
 #include "sort.h"
 
@@ -13,6 +17,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "cursor.h"
+#include "error_internal.h"
+#include "mem.h"
 
 /* A record in memory: where it is, and its first 16 bytes (zero-padded)
  * as two big-endian numbers, whose order is those bytes' order: (shard,
@@ -38,6 +46,7 @@ struct ld_sorter {
   char *dir;
   size_t memory;
   uint32_t nshards;
+  uint32_t min_len;
   uint8_t *arena;
   size_t used, cap;
   entry *entries;
@@ -47,7 +56,7 @@ struct ld_sorter {
   int finished;
 };
 
-static uint16_t shard_of(const uint8_t *rec) { return (uint16_t)(rec[0] << 8 | rec[1]); }
+static uint16_t shard_of(const uint8_t *rec) { return uih_load_be16(rec); }
 
 static int compare(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen) {
   int c = memcmp(a, b, alen < blen ? alen : blen);
@@ -64,8 +73,10 @@ static int cmp_entries(const void *x, const void *y) {
   return compare(sorting + a->off, a->len, sorting + b->off, b->len);
 }
 
-int ld_sorter_create(const char *tmpdir, size_t memory, uint32_t nshards, ld_sorter **out, uih_error *err) {
+int ld_sorter_create(const char *tmpdir, size_t memory, uint32_t nshards, uint32_t min_len, ld_sorter **out,
+                     uih_error *err) {
   *out = NULL;
+  if (min_len < 2) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: records of at least %u bytes", min_len);
   if (mkdir(tmpdir, 0755) != 0 && errno != EEXIST)
     return uih_error_set(err, UIH_ERR_IO, "sort: creating %s: %s", tmpdir, strerror(errno));
   ld_sorter *s = calloc(1, sizeof *s);
@@ -83,6 +94,7 @@ int ld_sorter_create(const char *tmpdir, size_t memory, uint32_t nshards, ld_sor
   }
   s->memory = memory;
   s->nshards = nshards;
+  s->min_len = min_len;
   *out = s;
   return UIH_OK;
 }
@@ -122,7 +134,8 @@ static int spill(ld_sorter *s, uih_error *err) {
     const uint8_t *rec = s->arena + s->entries[i].off;
     uint32_t l = s->entries[i].len;
     while (shard < shard_of(rec)) r->starts[++shard] = off;
-    uint8_t le[4] = {(uint8_t)l, (uint8_t)(l >> 8), (uint8_t)(l >> 16), (uint8_t)(l >> 24)};
+    uint8_t le[4];
+    uih_store_le32(le, l);
     fwrite(le, 1, 4, f);
     fwrite(rec, 1, l, f);
     off += 4u + l;
@@ -137,9 +150,9 @@ static int spill(ld_sorter *s, uih_error *err) {
 }
 
 int ld_sorter_add(ld_sorter *s, const uint8_t *rec, uint32_t len, uih_error *err) {
-  if (len < 2 || shard_of(rec) >= s->nshards)
-    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: a record of %u bytes for shard %u", len,
-                         len >= 2 ? shard_of(rec) : 0);
+  if (len < s->min_len || shard_of(rec) >= s->nshards)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: a record of %u bytes (at least %u) for shard %u", len,
+                         s->min_len, len >= 2 ? shard_of(rec) : 0);
   size_t need = s->used + len + (s->n + 1) * sizeof(entry);
   if (need > s->memory && s->n > 0) {
     int rc = spill(s, err);
@@ -192,14 +205,22 @@ void ld_sorter_free(ld_sorter *s) {
 
 /* ---- streams ------------------------------------------------------------------ */
 
+/* A run's part of one shard is read in blocks into `buf`, and its records
+ * through a cursor over what is there: a length, then that many bytes, as
+ * spill() wrote them. Its bytes are the disk's, so each length is checked
+ * against what the part still holds and each record's shard against the
+ * stream's. */
 typedef struct source {
   FILE *f;            /* a run, or NULL: memory */
-  uint64_t left;      /* run bytes of this shard not yet read */
+  const char *path;   /* the run's, for messages */
+  uint64_t left;      /* run bytes of this shard not yet read into buf */
+  uint64_t at;        /* offset in the run of buf's first byte */
   size_t next, end;   /* memory: entries [next, end) */
   const uint8_t *rec; /* the current record, NULL when done */
   uint32_t len;
-  uint8_t *buf; /* a run's current record */
+  uint8_t *buf; /* a run's bytes read, not all taken */
   size_t cap;
+  uih_cursor c; /* over buf's bytes not taken yet */
 } source;
 
 struct ld_stream {
@@ -214,6 +235,35 @@ struct ld_stream {
   uint64_t repeats;
 };
 
+#define RUN_BLOCK (256u << 10)
+
+/* Makes at least `want` bytes of the run's part available to x->c (fewer
+ * when the part ends first): what is left of buf moves to its front, then
+ * more is read behind it. */
+static int fill(source *x, size_t want, uih_error *err) {
+  size_t have = uih_cursor_left(&x->c);
+  if (have >= want || x->left == 0) return UIH_OK;
+  size_t cap = want > RUN_BLOCK ? want : RUN_BLOCK;
+  if (cap > x->cap) {
+    uint8_t *b = malloc(cap);
+    if (!b) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+    if (have) memcpy(b, x->c.p, have);
+    free(x->buf);
+    x->buf = b;
+    x->cap = cap;
+  } else if (have) {
+    memmove(x->buf, x->c.p, have);
+  }
+  size_t n = x->cap - have;
+  if (n > x->left) n = (size_t)x->left;
+  if (fread(x->buf + have, 1, n, x->f) != n)
+    return uih_error_set(err, UIH_ERR_IO, "sort: %s: the run ends %" PRIu64 " bytes early (%s)", x->path, x->left,
+                         ferror(x->f) ? strerror(errno) : "end of file");
+  x->left -= n;
+  x->c = uih_cursor_make(x->buf, have + n);
+  return UIH_OK;
+}
+
 static int advance(ld_stream *st, source *x, uih_error *err) {
   if (!x->f) {
     if (x->next == x->end) {
@@ -225,28 +275,26 @@ static int advance(ld_stream *st, source *x, uih_error *err) {
     x->len = e->len;
     return UIH_OK;
   }
-  if (x->left == 0) {
+  int rc = fill(x, 4, err);
+  if (rc != UIH_OK) return rc;
+  if (uih_cursor_left(&x->c) == 0) {
     x->rec = NULL;
     return UIH_OK;
   }
-  uint8_t le[4];
-  if (x->left < 4 || fread(le, 1, 4, x->f) != 4)
-    return uih_error_set(err, UIH_ERR_IO, "sort: a spilled run ends early (%s)", strerror(errno));
-  uint32_t len = (uint32_t)le[0] | (uint32_t)le[1] << 8 | (uint32_t)le[2] << 16 | (uint32_t)le[3] << 24;
-  if (len < 2 || len > x->left - 4)
-    return uih_error_set(err, UIH_ERR_CORRUPTION, "sort: a spilled run holds a record of %u bytes with %" PRIu64 " left",
-                         len, x->left - 4);
-  if (len > x->cap) {
-    uint8_t *b = realloc(x->buf, len);
-    if (!b) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
-    x->buf = b;
-    x->cap = len;
-  }
-  if (fread(x->buf, 1, len, x->f) != len)
-    return uih_error_set(err, UIH_ERR_IO, "sort: a spilled run ends early (%s)", strerror(errno));
-  x->left -= 4u + len;
-  x->rec = x->buf;
+  const uint64_t at = x->at;
+  const uint32_t len = uih_cursor_u32(&x->c);
+  if (x->c.bad || len < st->s->min_len || len > uih_cursor_left(&x->c) + x->left)
+    return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": a record of %u bytes, expected %u..%" PRIu64
+                          " (what the shard's part of the run holds)", x->path, at, x->c.bad ? 0 : len,
+                          st->s->min_len, x->c.bad ? 0 : uih_cursor_left(&x->c) + x->left);
+  rc = fill(x, len, err);
+  if (rc != UIH_OK) return rc;
+  x->rec = uih_cursor_take(&x->c, len);
   x->len = len;
+  x->at = at + 4u + len;
+  if (shard_of(x->rec) != st->shard)
+    return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": a record of shard %u in shard %u's part", x->path,
+                          at, shard_of(x->rec), st->shard);
   return UIH_OK;
 }
 
@@ -281,7 +329,8 @@ int ld_stream_open(ld_sorter *s, uint32_t shard, ld_stream **out, uih_error *err
       rc = uih_error_set(err, UIH_ERR_IO, "sort: reading %s: %s", s->runs[i].path, strerror(errno));
       break;
     }
-    setvbuf(x->f, NULL, _IOFBF, 1 << 18);
+    x->path = s->runs[i].path;
+    x->at = s->runs[i].starts[shard];
     x->left = s->runs[i].starts[shard + 1] - s->runs[i].starts[shard];
     rc = advance(st, x, err);
   }
@@ -311,7 +360,12 @@ int ld_stream_next(ld_stream *st, const uint8_t **rec, uint32_t *len, uih_error 
       *len = 0;
       return UIH_OK;
     }
-    int repeat = st->has_last && compare(best->rec, best->len, st->last, st->last_len) == 0;
+    const int order = st->has_last ? compare(best->rec, best->len, st->last, st->last_len) : 1;
+    if (order < 0) /* each source is in order, so their merge is: not this one */
+      return best->f ? uih_corruption(err, "sort: %s: at offset %" PRIu64 ": a record out of order", best->path,
+                                      best->at - 4u - best->len)
+                     : uih_error_set(err, UIH_ERR_INTERNAL, "sort: a record in memory out of order");
+    const int repeat = order == 0;
     if (!repeat) {
       if (best->len > st->last_cap) {
         uint8_t *b = realloc(st->last, best->len);

@@ -16,9 +16,12 @@
 typedef struct ld_sorter ld_sorter;
 
 /* Runs go to a new folder inside `tmpdir` (created if needed), removed by
- * ld_sorter_free. `memory` bounds the records and their index in memory. */
-int ld_sorter_create(const char *tmpdir, size_t memory, uint32_t nshards, ld_sorter **out, uih_error *err);
-/* Adds a record of `len` (>= 2) bytes; copies it. */
+ * ld_sorter_free. `memory` bounds the records and their index in memory.
+ * Records are at least `min_len` (>= 2) bytes, so a reader of a stream may
+ * read that many of each without checking. */
+int ld_sorter_create(const char *tmpdir, size_t memory, uint32_t nshards, uint32_t min_len, ld_sorter **out,
+                     uih_error *err);
+/* Adds a record of `len` (>= min_len) bytes; copies it. */
 int ld_sorter_add(ld_sorter *s, const uint8_t *rec, uint32_t len, uih_error *err);
 /* No more records: sorts what is in memory. Streams may then be opened. */
 int ld_sorter_finish(ld_sorter *s, uih_error *err);

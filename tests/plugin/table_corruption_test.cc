@@ -30,14 +30,8 @@ Options UihOptions() {
   return o;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using uih_test::ReadFile;
+using uih_test::WriteFile;
 
 // The file's contents through SstFileReader, or an error status.
 Status ReadAll(const std::string& path, std::map<std::string, std::string>* out) {

@@ -1,0 +1,136 @@
+// The loader's external sort (loader/sort.h) against std::sort of the same
+// records: every shard's stream is its records in memcmp order, each
+// repeated record once, whether they stayed in memory or were spilled to
+// many runs; and a damaged run — a length past its shard's part, a record
+// of another shard, records out of order, a run cut short — is an error
+// naming the run and the offset, never a wrong stream.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+extern "C" {
+#include "sort.h"
+}
+
+namespace {
+
+using Rec = std::vector<uint8_t>;
+
+// A record of `shard` with random bytes after it (at least `min` bytes).
+Rec Random(std::mt19937_64& rng, uint16_t shard, uint32_t min) {
+  Rec r(min + rng() % 24);
+  r[0] = static_cast<uint8_t>(shard >> 8);
+  r[1] = static_cast<uint8_t>(shard);
+  for (size_t i = 2; i < r.size(); i++) r[i] = static_cast<uint8_t>(rng() % 4);  // small alphabet: repeats
+  return r;
+}
+
+std::vector<Rec> Stream(ld_sorter* s, uint32_t shard, int* rc, std::string* msg) {
+  ld_stream* st = nullptr;
+  uih_error err{};
+  std::vector<Rec> out;
+  *rc = ld_stream_open(s, shard, &st, &err);
+  for (;;) {
+    const uint8_t* rec = nullptr;
+    uint32_t len = 0;
+    if (*rc == UIH_OK) *rc = ld_stream_next(st, &rec, &len, &err);
+    if (*rc != UIH_OK || rec == nullptr) break;
+    out.emplace_back(rec, rec + len);
+  }
+  *msg = uih_error_message(&err);
+  ld_stream_close(st);
+  return out;
+}
+
+class SortTest : public ::testing::Test {
+ protected:
+  uih_test::TempDir dir_;
+};
+
+TEST_F(SortTest, StreamsAreEachShardsRecordsInOrderOnceInMemoryOrSpilled) {
+  for (size_t memory : {size_t{1} << 26, size_t{4096}}) {
+    std::mt19937_64 rng(memory);
+    const uint32_t shards = 3;
+    ld_sorter* s = nullptr;
+    uih_error err{};
+    ASSERT_EQ(ld_sorter_create(dir_.path().c_str(), memory, shards, 6, &s, &err), UIH_OK) << uih_error_message(&err);
+    std::vector<Rec> all;
+    for (int i = 0; i < 5000; i++) {
+      Rec r = Random(rng, static_cast<uint16_t>(rng() % shards), 6);
+      ASSERT_EQ(ld_sorter_add(s, r.data(), static_cast<uint32_t>(r.size()), &err), UIH_OK);
+      all.push_back(r);
+    }
+    ASSERT_EQ(ld_sorter_finish(s, &err), UIH_OK);
+    EXPECT_EQ(ld_sorter_runs(s) > 0, memory == 4096) << "the small budget spills";
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    for (uint32_t sh = 0; sh < shards; sh++) {
+      std::vector<Rec> want;
+      for (const Rec& r : all)
+        if (r[0] * 256 + r[1] == static_cast<int>(sh)) want.push_back(r);
+      int rc;
+      std::string msg;
+      EXPECT_EQ(Stream(s, sh, &rc, &msg), want) << "shard " << sh;
+      EXPECT_EQ(rc, UIH_OK) << msg;
+    }
+    uint8_t shorter[5] = {0, 0, 1, 2, 3};
+    EXPECT_EQ(ld_sorter_add(s, shorter, 5, &err), UIH_ERR_INVALID_ARGUMENT) << "below min_len";
+    ld_sorter_free(s);
+  }
+}
+
+// Spills every record of shard 0 and 1 into runs, then damages `run` (its
+// bytes, as a vector) with `damage` and reads shard 0's stream.
+void Damaged(const std::string& dir, const std::function<void(std::string&)>& damage, const char* expect) {
+  std::mt19937_64 rng(11);
+  ld_sorter* s = nullptr;
+  uih_error err{};
+  ASSERT_EQ(ld_sorter_create(dir.c_str(), 2048, 2, 8, &s, &err), UIH_OK);
+  for (int i = 0; i < 600; i++) {
+    Rec r = Random(rng, static_cast<uint16_t>(i % 2), 8);
+    ASSERT_EQ(ld_sorter_add(s, r.data(), static_cast<uint32_t>(r.size()), &err), UIH_OK);
+  }
+  ASSERT_EQ(ld_sorter_finish(s, &err), UIH_OK);
+  ASSERT_GT(ld_sorter_runs(s), 1u);
+  std::string run;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.path().filename() == "run-000000") run = e.path().string();
+  ASSERT_FALSE(run.empty());
+  std::string bytes = uih_test::ReadFile(run);
+  damage(bytes);
+  uih_test::WriteFile(run, bytes);
+  int rc;
+  std::string msg;
+  Stream(s, 0, &rc, &msg);
+  EXPECT_NE(rc, UIH_OK) << expect;
+  EXPECT_NE(msg.find(run), std::string::npos) << msg;
+  EXPECT_NE(msg.find(expect), std::string::npos) << msg;
+  ld_sorter_free(s);
+}
+
+TEST_F(SortTest, ADamagedRunIsAnErrorNamingItNeverAWrongStream) {
+  // The first record's length, past what the shard's part holds.
+  Damaged(dir_.path() + "/a", [](std::string& b) { b[3] = '\x7f'; }, "at offset 0: a record of");
+  // Below the records' least length.
+  Damaged(dir_.path() + "/b", [](std::string& b) { b[0] = 1, b[1] = b[2] = b[3] = 0; }, "expected 8..");
+  // The first record's shard byte: shard 1's record in shard 0's part.
+  Damaged(dir_.path() + "/c", [](std::string& b) { b[5] = 1; }, "a record of shard 1 in shard 0's part");
+  // The second record's bytes: smaller than the first's.
+  Damaged(dir_.path() + "/d", [](std::string& b) {
+    const uint32_t first = static_cast<uint8_t>(b[0]) | static_cast<uint8_t>(b[1]) << 8;
+    for (size_t i = 4 + first + 4 + 2; i < 4 + first + 4 + 8; i++) b[i] = 0;
+    for (size_t i = 4 + 2; i < 4 + 8; i++) b[i] = 3;
+  }, "out of order");
+  // Cut short.
+  Damaged(dir_.path() + "/e", [](std::string& b) { b.resize(b.size() / 2); }, "the run ends");
+}
+
+}  // namespace
