@@ -441,8 +441,9 @@ void AppendToMutable(uih_store* s, const std::vector<std::string>& files) {
       const uih_batch* ev;
       Check(uih_csv_next(r, &user, &ev, &err), err, path.c_str());
       if (run && (!ev || user != owner || run->count == run->capacity)) {
-        Check(uih_mutable_append(uih_store_mutable(s, uih_shard_of(owner, uih_store_shards(s))), owner, run, 0, &err),
-              err, "append");
+        uih_mutable* tier = nullptr;
+        Check(uih_store_mutable(s, uih_shard_of(owner, uih_store_shards(s)), &tier, &err), err, "store_mutable");
+        Check(uih_mutable_append(tier, owner, run, 0, &err), err, "append");
         uih_batch_clear(run);
       }
       if (!ev) break;

@@ -191,7 +191,9 @@ int main(int argc, char** argv) {
       (now ? fresh : stored)++;
     }
     if (one->count) {
-      Check(uih_mutable_append(uih_store_mutable(s, uih_shard_of(user, shards)), user, one, 0, &err), err, "append");
+      uih_mutable* tier = nullptr;
+      Check(uih_store_mutable(s, uih_shard_of(user, shards), &tier, &err), err, "store_mutable");
+      Check(uih_mutable_append(tier, user, one, 0, &err), err, "append");
       if (active.empty() || active.back() != user) active.push_back(user);
     }
   }

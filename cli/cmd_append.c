@@ -174,7 +174,13 @@ int cmd_append(int argc, char **argv) {
     cli_fail(CLI_FAIL, "out of memory");
     goto done;
   }
-  for (uint32_t i = 0; i < nshards; i++) shards[i] = store ? uih_store_mutable(store, i) : m;
+  for (uint32_t i = 0; i < nshards; i++) {
+    shards[i] = m;
+    if (store && uih_store_mutable(store, i, &shards[i], &err) != UIH_OK) {
+      cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+      goto done;
+    }
+  }
   for (size_t f = 0; f < nfiles; f++) {
     uih_csv_reader *r = readers[f];
     for (;;) {

@@ -362,9 +362,10 @@ int cmd_status(int argc, char **argv) {
     uint64_t imm, mut;
     int64_t wm;
     int has;
+    uih_mutable *tier = NULL;
     if (uih_store_generations(s, i, gens, 16, &ng, &cur, &err) != UIH_OK ||
-        uih_store_sizes(s, i, &imm, &mut, &err) != UIH_OK ||
-        uih_mutable_watermark(uih_store_mutable(s, i), &wm, &has, &err) != UIH_OK) {
+        uih_store_sizes(s, i, &imm, &mut, &err) != UIH_OK || uih_store_mutable(s, i, &tier, &err) != UIH_OK ||
+        uih_mutable_watermark(tier, &wm, &has, &err) != UIH_OK) {
       rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
       break;
     }
@@ -375,7 +376,7 @@ int cmd_status(int argc, char **argv) {
       else printf("null");
       printf(",\"immutable_bytes\":%" PRIu64 ",\"mutable_bytes\":%" PRIu64 ",\"chunk_span\":%" PRId64
              ",\"generations\":[",
-             imm, mut, uih_mutable_chunk_span(uih_store_mutable(s, i)));
+             imm, mut, uih_mutable_chunk_span(tier));
       for (size_t g = 0; g < ng; g++) {
         const uih_generation *x = &gens[g];
         printf("%s{\"generation\":%u,\"parent\":%u,\"schema_version\":%u,\"through\":%" PRId64 ",\"horizon\":", g ? "," : "",
@@ -402,7 +403,7 @@ int cmd_status(int argc, char **argv) {
     else printf("generation %u current", cur);
     if (has) printf(", watermark %" PRId64, wm);
     printf(", immutable %.1f MB, mutable %.1f MB", (double)imm / 1e6, (double)mut / 1e6);
-    const int64_t span = uih_mutable_chunk_span(uih_store_mutable(s, i));
+    const int64_t span = uih_mutable_chunk_span(tier);
     if (span) printf(" in chunks of %" PRId64 "\n", span);
     else printf(" (one list per user and group: a store made before chunks)\n");
     for (size_t g = 0; g < ng; g++) {

@@ -1,16 +1,40 @@
-// The mutable tier's store behind uih/mutable.h, seen from the rest of the
-// store: its keys, its column family's options, and a mutable tier over a
-// shard database the store owns.
+// The mutable tier behind uih/mutable.h, seen from the rest of the store:
+// its object, its keys, its column family's options, and a mutable tier
+// over a shard database the store owns. mutable.cc opens, appends and keeps
+// the watermark; mutable_read.cc reads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "rocksdb/db.h"
 #include "uih/key.h"
 #include "uih/mutable.h"
+#include "uih_plugin/events.h"
 
-struct uih_mutable;
+// Who may touch what: `schema` changes when a load publishes a newer
+// version (atomically); the watermark's writes are serialized by
+// `watermark_mu`; nothing else changes after open.
+struct uih_mutable {
+  std::string path;
+  std::atomic<const uih_schema*> schema{nullptr};  // a store's load may publish a newer one
+  rocksdb::DB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::ColumnFamilyHandle* events = nullptr;             // uih.mutable
+  rocksdb::ColumnFamilyHandle* meta = nullptr;               // default: the watermark
+  std::shared_ptr<uih::UihRetentionFactory> retention;       // null: not bound
+  std::mutex watermark_mu;
+  uint32_t format = 0;  // of its metadata values (format.h)
+  int64_t span = 0;     // the chunk span; 0: one key per (user, group) (a store made before chunks)
+  bool owns_db = true;  // false: a store's shard database (uih/store.h) lent to it
+  // Closes the database, so a store given up half-open (an error or an
+  // exception after DB::Open) does not keep its LOCK.
+  ~uih_mutable();
+};
 
 namespace uih {
 
@@ -31,17 +55,18 @@ void MutableKeyRange(uint64_t user, uint16_t group, uint8_t begin[UIH_KEY_GROUP_
 rocksdb::ColumnFamilyOptions MutableCfOptions(const uih_mutable_opts& o);
 
 // A mutable tier over a database someone else owns (a store's shard): the
-// handles stay theirs and must outlive it; free it with FreeMutable.
+// handles stay theirs and must outlive it; free it with FreeMutable. A
+// writable one brings format-1 metadata to the current format (format.h).
 int AdoptMutable(const std::string& path, const uih_schema* schema, rocksdb::DB* db,
-                 rocksdb::ColumnFamilyHandle* events, rocksdb::ColumnFamilyHandle* meta, uih_mutable** out,
-                 uih_error* err);
+                 rocksdb::ColumnFamilyHandle* events, rocksdb::ColumnFamilyHandle* meta, bool read_only,
+                 uih_mutable** out, uih_error* err);
 void FreeMutable(uih_mutable* m);
 // Sets the schema appends and reads use (an adopted store's, once read).
 void SetMutableSchema(uih_mutable* m, const uih_schema* schema);
-// uih_mutable_read of only the newest `newest` events in [min_ts, max_ts]
-// (the older ones are not decoded): what a snapshot of max_length needs.
-// Not behind the exception firewall: for callers already behind it.
-int ReadMutableNewest(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts,
-                      uint32_t newest, uih_batch** batch, uih_error* err);
+// The durable watermark (*has 0: never set).
+int ReadWatermark(uih_mutable* m, int64_t* wm, int* has, uih_error* err);
+// uih_mutable_read, for every event (newest UINT32_MAX) or the newest ones.
+int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts, uint32_t newest,
+               uih_batch** batch, uih_error* err);
 
 }  // namespace uih

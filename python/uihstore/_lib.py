@@ -99,7 +99,7 @@ def _find(name, subdir):
 
 def _load():
     engine_path = _find("uihstore", "engine")
-    rocks_path = _find("uih_rocksdb", "plugin")
+    rocks_path = _find("uih_rocksdb", "")
     try:
         # The engine first and global, so the plugin library resolves its
         # engine symbols to this copy (its RUNPATH may name another).
@@ -307,7 +307,7 @@ _proto(rocks, "uih_store_shards", c_uint32, P)
 _proto(rocks, "uih_store_has_shard", c_int, P, c_uint32)
 _proto(rocks, "uih_store_dir", c_char_p, P)
 _proto(rocks, "uih_store_id", c_uint64, P)
-_proto(rocks, "uih_store_mutable", P, P, c_uint32)
+_proto(rocks, "uih_store_mutable", c_int, P, c_uint32, POINTER(P), E)
 _proto(rocks, "uih_store_generations", c_int, P, c_uint32, POINTER(uih_generation), c_size_t, POINTER(c_size_t),
        POINTER(c_uint32), E)
 _proto(rocks, "uih_store_pinned", c_int, P, c_uint32, c_uint32, POINTER(c_int), E)

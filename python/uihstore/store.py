@@ -145,7 +145,8 @@ class Store:
                                             ctypes.byref(err)), err)
             imm, mut = ctypes.c_uint64(), ctypes.c_uint64()
             L.check(L.uih_store_sizes(h, i, ctypes.byref(imm), ctypes.byref(mut), ctypes.byref(err)), err)
-            m = L.uih_store_mutable(h, i)
+            m = ctypes.c_void_p()
+            L.check(L.uih_store_mutable(h, i, ctypes.byref(m), ctypes.byref(err)), err)
             wm, has = ctypes.c_int64(), ctypes.c_int()
             L.check(L.uih_mutable_watermark(m, ctypes.byref(wm), ctypes.byref(has), ctypes.byref(err)), err)
             shards.append({
@@ -241,11 +242,8 @@ class Store:
         batches = _events.BatchBuilder(g).build(events)
         try:
             shard = self.shard_of(user)
-            m = L.uih_store_mutable(self._handle(), shard)
-            if not m:  # a shard this store did not open: the engine's error names it
-                err, n, cur = _err(), ctypes.c_size_t(), ctypes.c_uint32()
-                L.check(L.uih_store_generations(self._handle(), shard, None, 0, ctypes.byref(n), ctypes.byref(cur),
-                                                ctypes.byref(err)), err)
+            m, err = ctypes.c_void_p(), _err()  # a shard this store did not open: the engine's error names it
+            L.check(L.uih_store_mutable(self._handle(), shard, ctypes.byref(m), ctypes.byref(err)), err)
             users = (ctypes.c_uint64 * max(len(batches), 1))(*([user] * len(batches)))
             arr = (ctypes.POINTER(L.uih_batch) * max(len(batches), 1))(*batches)
             err = _err()

@@ -24,7 +24,7 @@
 #include "uih_plugin/logger.h"
 #include "store/store_fixture.h"
 #include "rocksdb/db.h"
-#include "format.h"
+#include "store_internal.h"
 
 namespace {
 

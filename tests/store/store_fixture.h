@@ -45,8 +45,13 @@ inline constexpr int64_t kBase = 1700000000000;
 inline const std::string kHeader = "user_id,group,ts,item,liked\n";
 
 
-inline void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
+// Shard `shard`'s mutable tier (null, and a test failure, if the store
+// has none for it).
+inline uih_mutable* MutableOf(uih_store* s, uint32_t shard) {
+  uih_mutable* m = nullptr;
+  uih_error err{};
+  EXPECT_EQ(uih_store_mutable(s, shard, &m, &err), UIH_OK) << uih_error_message(&err);
+  return m;
 }
 
 inline void WriteGzip(const std::string& path, const std::string& text) {

@@ -141,9 +141,13 @@ TEST_F(StoreShardTest, OtherShardsAreRefusedByName) {
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(uih_store_shards(s), 4u) << "users map to shards as in the whole store";
     for (uint32_t i = 0; i < 4; i++) EXPECT_EQ(uih_store_has_shard(s, i), i == 2 ? 1 : 0);
-    EXPECT_EQ(uih_store_mutable(s, 1), nullptr);
-    EXPECT_NE(uih_store_mutable(s, 2), nullptr);
     uih_error err{};
+    uih_mutable* tier = reinterpret_cast<uih_mutable*>(&err);
+    EXPECT_EQ(uih_store_mutable(s, 1, &tier, &err), UIH_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(tier, nullptr);
+    EXPECT_EQ(std::string(uih_error_message(&err)), "store " + dir + ": shard 1 is not open (opened for shard 2 alone)");
+    EXPECT_EQ(uih_store_mutable(s, 2, &tier, &err), UIH_OK);
+    EXPECT_NE(tier, nullptr);
     size_t n;
     uint32_t cur;
     EXPECT_EQ(uih_store_generations(s, 0, nullptr, 0, &n, &cur, &err), UIH_ERR_INVALID_ARGUMENT);

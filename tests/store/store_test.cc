@@ -22,7 +22,7 @@
 
 #include "store/store_fixture.h"
 #include "rocksdb/db.h"
-#include "format.h"
+#include "store_internal.h"
 #include "uih/key.h"
 #include "uih/loader.h"
 #include "uih/store.h"
@@ -850,7 +850,7 @@ TEST_F(StoreTest, AnErasedUserLosesBothTiersAndARerunIsANoOp) {
   ASSERT_EQ(Load(s, {day}, 1000, 0, &err), UIH_OK) << uih_error_message(&err);
   // the mutable tier above the through: events of users 1 and 2
   for (uint64_t user : {1, 2}) {
-    uih_mutable* m = uih_store_mutable(s, uih_shard_of(user, 2));
+    uih_mutable* m = uih_test::MutableOf(s, uih_shard_of(user, 2));
     uih_batch* b = nullptr;
     ASSERT_EQ(uih_batch_create(uih_schema_group_by_id(uih_store_schema(s), 1), 1, nullptr, 0, &b, &err), UIH_OK);
     uint32_t row;
@@ -905,8 +905,11 @@ void WithMeta(const std::string& dir, const std::function<void(rocksdb::DB*, roc
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
   std::vector<std::string> names;
   ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), shard, &names).ok());
+  uih_mutable_opts mo = UIH_MUTABLE_OPTS_DEFAULT;
   for (auto& n : names)
-    cfs.emplace_back(n, uih::IsGenerationCf(n) ? uih::GenerationCfOptions() : rocksdb::ColumnFamilyOptions());
+    cfs.emplace_back(n, uih::IsGenerationCf(n) ? uih::GenerationCfOptions()
+                        : n == UIH_MUTABLE_CF  ? uih::MutableCfOptions(mo)
+                                               : rocksdb::ColumnFamilyOptions());
   std::vector<rocksdb::ColumnFamilyHandle*> hs;
   ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), shard, cfs, &hs, &db).ok());
   f(db, hs[std::find(names.begin(), names.end(), rocksdb::kDefaultColumnFamilyName) - names.begin()]);
@@ -915,6 +918,97 @@ void WithMeta(const std::string& dir, const std::function<void(rocksdb::DB*, roc
 }
 
 }  // namespace
+
+// Stores written before uih.format (format 1) held the watermark and the
+// chunk span little-endian: a read-only open reads them as they are and
+// writes nothing; a writable open rewrites them big-endian with
+// uih.format in one write; the events read back the same throughout. A
+// format newer than this build's is refused, and so is a value of the
+// wrong size, naming its key.
+TEST_F(StoreTest, AFormatOneStoreOpensAndAWritableOpenUpgradesIt) {
+  uih_store* s = Init("store", 1);
+  ASSERT_NE(s, nullptr);
+  WriteFile(dir_ / "d.csv", kHeader + "1,a,100,5,1\n1,a,200,6,\n");
+  uih_error err{};
+  ASSERT_EQ(Load(s, {dir_ / "d.csv"}, 1000, 0, &err), UIH_OK) << uih_error_message(&err);
+  uih_mutable* tier = uih_test::MutableOf(s, 0);
+  ASSERT_NE(tier, nullptr);
+  const int64_t span = uih_mutable_chunk_span(tier);
+  ASSERT_GT(span, 0);
+  uih_batch* b = nullptr;
+  ASSERT_EQ(uih_batch_create(uih_schema_group_by_id(uih_store_schema(s), 1), 1, nullptr, 0, &b, &err), UIH_OK);
+  uint32_t row;
+  ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
+  uih_column_set_bits(uih_batch_ts_column(b), row, 5000);
+  ASSERT_EQ(uih_mutable_append(tier, 1, b, UIH_APPEND_SYNC, &err), UIH_OK) << uih_error_message(&err);
+  uih_batch_free(b);
+  auto events = [&](uih_store* st) {
+    uih_batch* out = nullptr;
+    uih_error e{};
+    EXPECT_EQ(uih_store_read(st, 1, 1, INT64_MIN, INT64_MAX, UIH_TIER_ALL, 0, &out, &e), UIH_OK)
+        << uih_error_message(&e);
+    std::vector<int64_t> ts(uih_batch_timestamps(out), uih_batch_timestamps(out) + out->count);
+    uih_batch_free(out);
+    return ts;
+  };
+  const std::vector<int64_t> want = events(s);
+  ASSERT_EQ(want, (std::vector<int64_t>{100, 200, 5000}));
+  uih_store_close(s);
+  auto le = [](int64_t v) { return std::string(reinterpret_cast<const char*>(&v), sizeof v); };
+  auto state = [&] {
+    std::string text;
+    WithMeta(dir_ / "store", [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+      for (const char* key : {uih::kFormatKey, uih::kWatermarkKey, uih::kChunkSpanKey}) {
+        std::string v;
+        text += key + std::string("=") + (db->Get({}, meta, key, &v).ok() ? v : "(none)") + ";";
+      }
+    });
+    return text;
+  };
+  EXPECT_EQ(state(), std::string(uih::kFormatKey) + "=" + uih::U32Value(2) + ";" + uih::kWatermarkKey + "=" +
+                         uih::I64Value(1000) + ";" + uih::kChunkSpanKey + "=" + uih::I64Value(span) + ";");
+  WithMeta(dir_ / "store", [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {  // back to format 1
+    ASSERT_TRUE(db->Delete({}, meta, uih::kFormatKey).ok());
+    ASSERT_TRUE(db->Put({}, meta, uih::kWatermarkKey, le(1000)).ok());
+    ASSERT_TRUE(db->Put({}, meta, uih::kChunkSpanKey, le(span)).ok());
+  });
+  const std::string old = state();
+  uih_store* ro = Open(dir_ / "store", 1);
+  ASSERT_NE(ro, nullptr);
+  int64_t wm = 0;
+  int has = 0;
+  ASSERT_EQ(uih_mutable_watermark(uih_test::MutableOf(ro, 0), &wm, &has, &err), UIH_OK) << uih_error_message(&err);
+  EXPECT_EQ(has, 1);
+  EXPECT_EQ(wm, 1000);
+  EXPECT_EQ(uih_mutable_chunk_span(uih_test::MutableOf(ro, 0)), span);
+  EXPECT_EQ(events(ro), want);
+  uih_store_close(ro);
+  EXPECT_EQ(state(), old) << "a read-only open writes nothing";
+  s = Open(dir_ / "store");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(events(s), want);
+  EXPECT_EQ(uih_mutable_chunk_span(uih_test::MutableOf(s, 0)), span);
+  uih_store_close(s);
+  EXPECT_EQ(state(), std::string(uih::kFormatKey) + "=" + uih::U32Value(2) + ";" + uih::kWatermarkKey + "=" +
+                         uih::I64Value(1000) + ";" + uih::kChunkSpanKey + "=" + uih::I64Value(span) + ";")
+      << "upgraded";
+  WithMeta(dir_ / "store", [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+    ASSERT_TRUE(db->Put({}, meta, uih::kFormatKey, uih::U32Value(3)).ok());
+  });
+  uih_store* bad = nullptr;
+  EXPECT_EQ(uih_store_open((dir_ / "store").c_str(), nullptr, &bad, &err), UIH_ERR_NOT_SUPPORTED);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("its format is 3; this build reads formats 1 to 2"),
+            std::string::npos)
+      << uih_error_message(&err);
+  WithMeta(dir_ / "store", [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+    ASSERT_TRUE(db->Put({}, meta, uih::kFormatKey, uih::U32Value(2)).ok());
+    ASSERT_TRUE(db->Put({}, meta, uih::kWatermarkKey, "seven").ok());
+  });
+  EXPECT_EQ(uih_store_open((dir_ / "store").c_str(), nullptr, &bad, &err), UIH_ERR_CORRUPTION);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("metadata key 'uih.watermark' holds 5 bytes, expected 8"),
+            std::string::npos)
+      << uih_error_message(&err);
+}
 
 TEST_F(StoreTest, AStoreRemembersWhomItErasedAndRefusesADamagedEntry) {
   uih_store* s = Init("store", 1);
@@ -931,7 +1025,7 @@ TEST_F(StoreTest, AStoreRemembersWhomItErasedAndRefusesADamagedEntry) {
   WithMeta(dir_ / "store", [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
     std::string v;
     ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), meta, uih::ErasedKey(1), &v).ok());
-    EXPECT_EQ(v, uih::ErasedValue(2, 2000));
+    EXPECT_EQ(v, uih::ErasedValue({2, 2000}));
     EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), meta, uih::ErasedKey(2), &v).IsNotFound());
     ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), meta, uih::ErasedKey(9), "short").ok());
   });

@@ -1,13 +1,14 @@
 // The firewall between C callers and the C++ behind the C API of
-// libuih_rocksdb (uih/mutable.h, and the store, loader and materializer
-// entry points to come): an extern "C" function runs its body through
-// CallC, so no exception crosses into C. As RocksDB's db/c.cc keeps its C
-// API in the library that implements it.
+// libuih_rocksdb (uih/store.h, uih/mutable.h, uih/materialize.h): an
+// extern "C" function runs its body through CallC, so no exception crosses
+// into C. As RocksDB's db/c.cc keeps its C API in the library that
+// implements it. And the one owner of an engine batch in C++ code.
 #pragma once
 
 #include <exception>
 #include <new>
 
+#include "uih/batch.h"
 #include "uih/error.h"
 
 namespace uih {
@@ -38,5 +39,16 @@ void CallCVoid(F&& body) noexcept {
   } catch (...) {
   }
 }
+
+// Owns an engine batch (freed with it). `b` is the pointer itself, so that
+// calls which grow or replace a batch (uih_batch_prepare, uih_batch_reserve,
+// uih_mutable_read) take &owner.b.
+struct BatchPtr {
+  uih_batch* b = nullptr;
+  BatchPtr() = default;
+  BatchPtr(const BatchPtr&) = delete;
+  BatchPtr& operator=(const BatchPtr&) = delete;
+  ~BatchPtr() { uih_batch_free(b); }
+};
 
 }  // namespace uih

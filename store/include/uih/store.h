@@ -2,27 +2,19 @@
  * tiers and the shards.
  *
  *   DIR/
- *     UIHSTORE              the descriptor: format, shard count and the store's id
- *                           (uih/generation.h), written last by init
- *     shard-0000/ ...       one RocksDB database per shard:
- *       column family "default"     the shard's metadata:
- *           uih.schema/<v>    the schema file of version v (JSON, as given;
- *                             4-byte big-endian v)
- *           uih.gen/<g>       the record of live generation g (uih/generation.h)
- *           uih.current       the current generation (4 bytes, big-endian)
- *           uih.erased/<u>    user u (8 bytes, big-endian) was erased by a load:
- *                             its generation (4 bytes) and through (8 bytes,
- *                             sign bit flipped), big-endian; written with
- *                             that generation's record, kept for good, so
- *                             that no record logged before is rebuilt
- *           uih.watermark     the mutable tier's watermark (uih/mutable.h)
- *       column family "uih.mutable" the mutable tier
- *       column family "uih.gen.%08u" one per live immutable generation:
- *                             UihTable files, ingested whole, never written
- *                             again, never compacted
+ *     UIHSTORE              the descriptor: format, shard count and the
+ *                           store's id (uih/generation.h), written last by init
+ *     shard-0000/ ...       one RocksDB database per shard: its metadata
+ *                           (schema versions, generation records, the current
+ *                           generation, erasures, the mutable tier's watermark
+ *                           and chunk span), the mutable tier, and one column
+ *                           family per live generation of the immutable tier
  *     tmp/                  a running load's files (spilled runs, new
  *                           tables); what a killed load left is removed by
  *                           the next writable open
+ *
+ * Every key and value a shard holds, with its byte order, is drawn in one
+ * place: store/format.h in uihstore's sources.
  *
  * Users map to shards by uih_shard_of(user_id, shards) (uih/key.h). Within
  * a shard, the immutable tier's keys are uih/key.h's (user, group, first
@@ -137,10 +129,10 @@ const char *uih_store_dir(const uih_store *s);
  * logged against another store is refused by uih_materialize. */
 uint64_t uih_store_id(const uih_store *s);
 
-/* Shard `shard`'s mutable tier: appends, reads, its watermark. It belongs
- * to the store (do not close it); valid until uih_store_close. NULL for a
- * shard the store did not open. */
-uih_mutable *uih_store_mutable(uih_store *s, uint32_t shard);
+/* Shard `shard`'s mutable tier, in *out: appends, reads, its watermark. It
+ * belongs to the store (do not close it); valid until uih_store_close. A
+ * shard the store did not open is an error naming it (*out NULL). */
+int uih_store_mutable(uih_store *s, uint32_t shard, uih_mutable **out, uih_error *err);
 
 /* The shard's live generations, oldest first, into out[0..cap) (*n gets
  * how many there are, which may exceed cap), and its current one in

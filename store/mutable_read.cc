@@ -1,0 +1,192 @@
+// The mutable tier's reads (uih_mutable_read, and the newest events a
+// snapshot wants): a chunked history read back from its newest chunk, or
+// the one list of a store made before chunks.
+#include <algorithm>
+#include <cinttypes>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store_internal.h"
+#include "uih/events.h"
+#include "uih_plugin/c_api.h"
+#include "uih_store/window.h"
+
+using namespace rocksdb;
+using uih::StatusError;
+
+namespace {
+
+// Decodes the newest `newest` events in [min_ts, max_ts] of the list
+// `data` into *b (of the group, its columns kept), growing it as needed.
+int DecodeList(const uint8_t* data, size_t len, int64_t min_ts, int64_t max_ts, uint32_t newest, uih_batch** b,
+               uih_error* err) {
+  int rc = uih_events_decode_newest(data, len, min_ts, max_ts, newest, *b, err);
+  if (rc != UIH_ERR_OUT_OF_RANGE) return rc;
+  uih_events_info info{};
+  rc = uih_events_read_info(data, len, &info, err);
+  if (rc != UIH_OK) return rc;
+  uint32_t want = std::min<uint32_t>(std::max<uint32_t>(std::min(info.count, newest), 1), UIH_STRIPE_EVENTS_MAX);
+  if ((*b)->capacity < want) {
+    rc = uih_batch_reserve(b, want, err);
+    if (rc != UIH_OK) return rc;
+  }
+  return uih_events_decode_newest(data, len, min_ts, max_ts, newest, *b, err);
+}
+
+// The chunk key `k`, checked to be one of (user, group)'s chunks.
+int ChunkOf(const uih_mutable* m, const Slice& k, uint64_t user, uint16_t group, int64_t* start, uih_error* err) {
+  uih_key key;
+  if (k.size() != UIH_KEY_SIZE || uih_key_decode(uih::U8(k), k.size(), &key, nullptr) != UIH_OK ||
+      key.user_id != user || key.group != group || key.ts != uih_key_chunk_start(key.ts, m->span))
+    return uih_corruption(err,
+                          "key of %zu bytes %s among user %" PRIu64 " group %u's chunks (span %" PRId64
+                          "): expected 18 bytes naming a chunk start",
+                          k.size(), k.ToString(true).c_str(), user, group, m->span);
+  *start = key.ts;
+  return UIH_OK;
+}
+
+// A chunked history, newest first: windows of chunks back from the one
+// holding max_ts (2 spans, then as many as the events still wanted take at
+// the rate seen so far; never before the chunk holding min_ts), each read
+// forwards — one seek, then next entries, as cheap as a step gets in a
+// memtable, where a step back is a seek of its own — and its chunks
+// decoded newest first, each (only what is still wanted of it) gathered,
+// until `newest` events are there or the chunks run out; then those copied
+// into *out oldest first (it grows as far as UIH_STRIPE_EVENTS_MAX). A
+// read of a user's newest events reads about as many chunks as hold them.
+int ReadChunks(uih_mutable* m, uint64_t user_id, const uih_group* g, int64_t min_ts, int64_t max_ts, uint32_t newest,
+               uih_batch** out, uih_error* err) {
+  thread_local std::vector<std::pair<int64_t, std::string>> chunks;  // (start, value) of a window
+  thread_local uih::Gather gather;
+  gather.Clear();
+  const int64_t first = uih_key_chunk_start(min_ts, m->span);
+  ReadOptions ro;
+  ro.prefix_same_as_start = true;
+  std::unique_ptr<Iterator> it(m->db->NewIterator(ro, m->events));
+  std::vector<uint16_t> ids;
+  for (uint32_t k = 0; k < (*out)->ncolumns; k++) ids.push_back((*out)->columns[k].trait->id);
+  const int64_t top = uih_key_chunk_start(max_ts, m->span);
+  int64_t end = top;  // the newest chunk not read yet
+  // A read of every event in the range is one forward pass; a read of the
+  // newest ones starts with the newest two spans.
+  const __int128 whole = (static_cast<__int128>(top) - first) / m->span + 1;
+  // No more than one past what a batch holds: that many is refused anyway.
+  const uint32_t want = std::min<uint32_t>(newest, UIH_STRIPE_EVENTS_MAX + 1);
+  for (__int128 window = newest == UINT32_MAX ? whole : 2; gather.count() < want;) {
+    const __int128 from = static_cast<__int128>(end) - (window - 1) * m->span;
+    const int64_t start = from <= first ? first : static_cast<int64_t>(from);
+    uint8_t lo[UIH_KEY_SIZE], hi[UIH_KEY_SIZE];
+    uih::MutableKey(m->span, user_id, g->id, start, lo);
+    uih::MutableKey(m->span, user_id, g->id, end, hi);
+    const Slice last = uih::S(hi, UIH_KEY_SIZE);
+    size_t nchunks = 0;
+    for (it->Seek(uih::S(lo, UIH_KEY_SIZE)); it->Valid() && it->key().compare(last) <= 0; it->Next()) {
+      if (nchunks == chunks.size()) chunks.emplace_back();
+      int rc = ChunkOf(m, it->key(), user_id, g->id, &chunks[nchunks].first, err);
+      if (rc != UIH_OK) return rc;
+      chunks[nchunks++].second.assign(it->value().data(), it->value().size());
+    }
+    if (!it->status().ok()) return StatusError(err, m->path, it->status(), "reading");
+    for (size_t c = nchunks; c-- > 0 && gather.count() < want;) {
+      uih_batch** b = gather.Next();
+      int rc = uih_batch_prepare(b, (*out)->group, ids.data(), static_cast<uint32_t>(ids.size()), 64, err);
+      const std::string& v = chunks[c].second;
+      if (rc == UIH_OK)
+        rc = DecodeList(uih::U8(v), v.size(), min_ts, max_ts, want - gather.count(), b, err);
+      if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "chunk at %" PRId64 ": ", chunks[c].first);
+      gather.Take(0, (*b)->count);
+    }
+    if (start == first) break;
+    end = uih_key_chunk_start(start - 1, m->span);  // the chunk before (start > first: no overflow)
+    if (nchunks == 0) {
+      // Nothing in this window: the newest chunk before it, found by one
+      // seek, ends the next window, not a guess twice as far back.
+      it->SeekForPrev(uih::S(lo, UIH_KEY_SIZE));
+      if (!it->status().ok()) return StatusError(err, m->path, it->status(), "reading");
+      if (!it->Valid() || it->key().size() < UIH_KEY_GROUP_PREFIX_SIZE ||
+          memcmp(it->key().data(), lo, UIH_KEY_GROUP_PREFIX_SIZE) != 0)
+        break;  // no chunk of (user, group) before the window
+      int64_t before;
+      if (ChunkOf(m, it->key(), user_id, g->id, &before, nullptr) == UIH_OK) {
+        if (before < first) break;  // none in the range
+        end = before;
+        if (gather.count() == 0) continue;  // the window stays as it was
+      }
+      // A malformed key: the forward read that meets it says so.
+    }
+    // The next window: as many spans as the events still wanted take at
+    // the rate seen so far, and a fifth more; twice this one's when none
+    // were seen.
+    const uint32_t total = gather.count();
+    const __int128 covered = (static_cast<__int128>(top) - start) / m->span + 1;
+    window = total == 0 ? window * 2
+                        : (static_cast<__int128>(want - total) * covered * 6 / 5 + total - 1) / total + 1;
+    if (window > (static_cast<__int128>(1) << 62)) window = static_cast<__int128>(1) << 62;
+  }
+  if (gather.count() > UIH_STRIPE_EVENTS_MAX)
+    return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "%u events in [%" PRId64 ", %" PRId64 "], at most %d",
+                         gather.count(), min_ts, max_ts, UIH_STRIPE_EVENTS_MAX);
+  uih_batch_clear(*out);
+  int rc = uih_batch_reserve(out, std::max<uint32_t>(gather.count(), 1), err);
+  return rc == UIH_OK ? gather.AppendNewest(gather.count(), *out, err) : rc;
+}
+
+// The one list of a store made before chunks.
+int ReadList(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts, uint32_t newest,
+             uih_batch** batch, uih_error* err) {
+  uint8_t key[UIH_KEY_SIZE];
+  const size_t klen = uih::MutableKey(0, user_id, group, 0, key);
+  PinnableSlice value;
+  Status s = m->db->Get(ReadOptions(), m->events, uih::S(key, klen), &value);
+  if (s.IsNotFound()) {
+    uih_batch_clear(*batch);
+    return UIH_OK;
+  }
+  if (!s.ok()) return StatusError(err, m->path, s, "reading");
+  return DecodeList(uih::U8(value), value.size(), min_ts, max_ts, newest, batch, err);
+}
+
+}  // namespace
+
+namespace uih {
+
+int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts, uint32_t newest,
+               uih_batch** batch, uih_error* err) {
+  if (m == nullptr || batch == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "mutable_read: NULL argument");
+  const uih_group* g = uih_schema_group_by_id(m->schema, group);
+  if (g == nullptr) return uih_error_set(err, UIH_ERR_NOT_FOUND, "mutable_read: the schema has no group with id %u", group);
+  // A batch of the group (of any schema version) keeps its trait selection,
+  // the projection; any other is replaced by one of all active traits.
+  int rc = UIH_OK;
+  if (*batch == nullptr || (*batch)->group->id != g->id) rc = uih_batch_prepare(batch, g, nullptr, 0, 64, err);
+  if (rc != UIH_OK) return rc;
+  if (min_ts > max_ts) {
+    uih_batch_clear(*batch);
+    return UIH_OK;
+  }
+  rc = m->span > 0 ? ReadChunks(m, user_id, g, min_ts, max_ts, newest, batch, err)
+                   : ReadList(m, user_id, group, min_ts, max_ts, newest, batch, err);
+  if (rc != UIH_OK)
+    return UIH_PREFIXED(rc, err, "mutable store %s: user %" PRIu64 " group %u: ", m->path.c_str(), user_id, group);
+  return UIH_OK;
+}
+
+int ReadMutableNewest(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts,
+                      uint32_t newest, uih_batch** batch, uih_error* err) {
+  return ReadEvents(m, user_id, group, min_ts, max_ts, newest, batch, err);
+}
+
+}  // namespace uih
+
+extern "C" {
+
+int uih_mutable_read(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts,
+                     uih_batch** batch, uih_error* err) {
+  return uih::CallC(err, "uih_mutable_read",
+                    [&] { return uih::ReadEvents(m, user_id, group, min_ts, max_ts, UINT32_MAX, batch, err); });
+}
+
+}  // extern "C"
