@@ -381,7 +381,7 @@ class Life {
     set(kItem, static_cast<int64_t>(e.item));
     set(kLiked, e.liked);
     set(kScore, e.score);
-    ASSERT_EQ(uih_mutable_append(uih_store_mutable(s_, uih_shard_of(user, uih_store_shards(s_))), user, b, 0, &err),
+    ASSERT_EQ(uih_mutable_append(uih_test::MutableOf(s_, uih_shard_of(user, uih_store_shards(s_))), user, b, 0, &err),
               UIH_OK)
         << uih_error_message(&err);
     uih_batch_free(b);

@@ -143,7 +143,7 @@ struct World {
       uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, static_cast<uint64_t>(e.ts));
       uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, e.item);
       if (e.liked >= 0) uih_column_set_bits(&b->columns[uih_batch_column_index(b, 3)], row, static_cast<uint64_t>(e.liked));
-      ASSERT_EQ(uih_mutable_append(uih_store_mutable(s, uih_shard_of(u, uih_store_shards(s))), u, b, 0, &err), UIH_OK)
+      ASSERT_EQ(uih_mutable_append(uih_test::MutableOf(s, uih_shard_of(u, uih_store_shards(s))), u, b, 0, &err), UIH_OK)
           << uih_error_message(&err);
       uih_batch_free(b);
     }
@@ -496,7 +496,7 @@ TEST_F(StoreTest, AUserErasedAndBackIsRebuiltFromTheirNewEvents) {
     ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
     uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, static_cast<uint64_t>(ts));
     uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, 77);
-    ASSERT_EQ(uih_mutable_append(uih_store_mutable(s, uih_shard_of(u, 2)), u, b, 0, &err), UIH_OK);
+    ASSERT_EQ(uih_mutable_append(uih_test::MutableOf(s, uih_shard_of(u, 2)), u, b, 0, &err), UIH_OK);
     uih_batch_free(b);
   };
   ASSERT_NO_FATAL_FAILURE(append(fresh, erased_through + 1));
@@ -583,7 +583,7 @@ TEST_F(StoreTest, SnapshotsAllocateNothingOfTheirOwnAfterWarmUp) {
               UIH_OK);
   auto rocksdb_part = [&] {  // the mutable tier's reads a snapshot makes
     for (uint64_t u = 0; u < World::kUsers; u++) {
-      uih_mutable* m = uih_store_mutable(s, uih_shard_of(u, 2));
+      uih_mutable* m = uih_test::MutableOf(s, uih_shard_of(u, 2));
       int64_t wm;
       int has;
       ASSERT_EQ(uih_mutable_watermark(m, &wm, &has, &err), UIH_OK);

@@ -1,0 +1,120 @@
+// One batch of records rebuilt (uih_materialize): rebuild.cc screens the
+// records and plans the batch's reads, rebuild_read.cc reads, verifies and
+// picks each record's events; output.cc lays them out.
+//
+// Records are served user by user (data affinity): per user and group one
+// job, whose newest stripes — as many as the records need if they are full
+// — are read with every other job's at once (one io_uring submission), the
+// rest through the store's window reader; the stripes are decoded newest
+// first, each into its own batch, only as far as the records need; each
+// record's immutable part verified at its checkpoint with the engine's
+// identity chain, and kept as runs of rows of those batches.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "output.h"
+#include "uih/io.h"
+#include "uih/materialize.h"
+#include "uih/snapshot.h"
+#include "uih_plugin/c_api.h"
+#include "uih_store/view.h"
+#include "uih_store/window.h"
+
+namespace uih::mat {
+
+// Records that are not served: they did not decode, are another store's, or
+// their user was erased since.
+constexpr uint8_t kNotServed = UIH_RECORD_UNREADABLE | UIH_RECORD_OTHER_STORE | UIH_RECORD_ERASED;
+
+// Per record of a user's group: its group in the record, and the
+// immutable events it needs.
+struct Need {
+  size_t rec;
+  const uih_snapshot_group* rg;
+  uint32_t want, check;                                // events output from the part; events verified (a checkpoint)
+  std::vector<std::pair<uint32_t, uint32_t>> found;  // its rows, newest first: (decoded stripe, row)
+};
+
+// One user's group in a batch, from its plan to its decode: what its
+// records need, where their stripes lie, and the first (newest) run of
+// them, read together with every other job's of the batch.
+struct Job {
+  uint32_t gi = 0;
+  const std::string* shard = nullptr;  // its folder, for messages
+  std::shared_ptr<Generation> gen;
+  const GenerationFiles* files = nullptr;
+  uint64_t user = 0;
+  std::vector<Need> needs;
+  std::vector<GenerationFiles::Extent> plan;
+  size_t begin = 0;  // plan[begin, end) is the first run
+  GenerationFiles::StripeSet first;
+  size_t req = 0;  // its requests' first, when batched
+  bool batched = false;
+};
+
+class Rebuild {
+ public:
+  Rebuild(uih_store* s, const uih_projection* p, bool affinity, bool batch_io, uih_materialize_stats* st)
+      : s_(s), p_(p), affinity_(affinity), batch_io_(batch_io), st_(st) {}
+  int Run(const uint8_t* const* records, const size_t* lens, size_t n, uih_materialized* out, uih_error* err);
+
+ private:
+  // rebuild.cc: the projection, the records, the plan.
+  int CheckProjection(uih_error* err);
+  int CheckGroup(uint32_t i, const uih_group* g, uih_error* err);
+  int DecodeRecords(const uint8_t* const* records, const size_t* lens, size_t n, uih_error* err);
+  int FlagOtherStores(uih_error* err);
+  void FlagErased();
+  int PlanUsers(uih_error* err);
+  int PlanUser(const std::vector<size_t>& idx, uih_error* err);
+  int PlanGroup(const std::vector<size_t>& idx, uint32_t gi, const ShardView& v, uih_error* err);
+  int DecodeMutable(size_t rec, uint32_t gi, const uih_snapshot_group& rg, uih_error* err);
+  void Mismatch(size_t rec, uint32_t gi, const char* why);
+  void NoteFailure(size_t rec, const char* group, const char* why);
+  // rebuild_read.cc: reading, verifying, picking.
+  int ReadFirstRuns(uih_error* err);
+  int ServeJob(Job& job, uih_error* err);
+  int Collect(Job& job, std::vector<std::unique_ptr<BatchPtr>>* decoded, uih_error* err);
+  bool Verify(const Job& job, const Need& nd, const std::vector<std::unique_ptr<BatchPtr>>& decoded, uih_error* err,
+              int* rc);
+  void PickPart(uint32_t gi, const Need& nd, const std::vector<std::unique_ptr<BatchPtr>>& decoded);
+  const uih_trait* DroppedIdTrait(const uih_group* vg, uint32_t gi) const;
+
+  uih_store* s_;
+  const uih_projection* p_;
+  bool affinity_;  // records of a user served together
+  bool batch_io_;  // the first runs of every job read as one batch (io_uring), not one by one
+  uih_materialize_stats* st_;
+  uih_stripe_decoder* dec_ = nullptr;  // the records' mutable stripes
+  const uih_schema* schema_ = nullptr;
+  std::vector<const uih_group*> groups_;      // per projected group, the store's schema
+  std::vector<std::vector<uint16_t>> reads_;  // per projected group: traits a window holds
+  std::vector<uih_snapshot_record> recs_;
+  std::vector<uint8_t> flags_;
+  size_t first_bad_ = SIZE_MAX;  // under UIH_MISMATCH_FAIL: the first record that failed, and why
+  std::string bad_message_;
+  std::vector<std::vector<Pick>> picks_;     // [record][group]
+  std::vector<std::vector<size_t>> served_;  // records served together (a user's, with affinity)
+  std::vector<Job> jobs_;                    // the batch's reads, planned before any is made
+  std::vector<uih_io_req> reqs_;
+  WindowReader reader_;
+  std::vector<uint64_t> arrival_;  // a decoded stripe's arrival generations
+  // The last identity chain verified in the job being served, by row:
+  // records of a user mostly share their newest rows, so a record's chain
+  // resumes from the last one's.
+  uih_snapshot_chain chain_{};
+  std::vector<std::pair<uint32_t, uint32_t>> chain_rows_;
+  std::vector<uint64_t> chain_h_;
+  OutputWriter writer_;
+  std::vector<std::unique_ptr<BatchPtr>> keep_;  // decoded stripes the picks point into
+
+ public:
+  ~Rebuild() { uih_stripe_decoder_free(dec_); }
+};
+
+}  // namespace uih::mat

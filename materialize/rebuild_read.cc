@@ -1,0 +1,218 @@
+// A batch's jobs served (rebuild.h): the first runs of every job read at
+// once, then per job its stripes walked back through the store's window
+// reader until every record has the events its checkpoint covers, each
+// record verified with the engine's identity chain and its events picked.
+#include <algorithm>
+#include <cinttypes>
+#include <cstring>
+
+#include "rebuild.h"
+#include "uih/stripe.h"
+
+namespace uih::mat {
+
+namespace {
+
+// This thread's reader for batches of reads (none when it cannot be set up:
+// then each job reads on its own).
+uih_io* ThreadIo() {
+  struct Holder {
+    uih_io* io = nullptr;
+    bool tried = false;
+    ~Holder() { uih_io_free(io); }
+  };
+  thread_local Holder h;
+  if (!h.tried) {
+    h.tried = true;
+    if (uih_io_create(256, 1, &h.io, nullptr) != UIH_OK) h.io = nullptr;
+  }
+  return h.io;
+}
+
+}  // namespace
+
+// One batch of reads for the first runs of every job (io_uring through
+// uih/io.h, one submission; pread where it is not there), or each job's
+// read on its own.
+int Rebuild::ReadFirstRuns(uih_error* err) {
+  uih_io* io = batch_io_ ? ThreadIo() : nullptr;
+  reqs_.clear();
+  for (Job& job : jobs_) {
+    const size_t n = job.plan.size() - job.begin;
+    job.req = reqs_.size();
+    job.batched = io && job.files->Prepare(job.plan.data() + job.begin, n, &job.first, &reqs_);
+    if (job.batched) continue;
+    int rc = job.files->Read(job.plan.data() + job.begin, n, &job.first, err);
+    if (rc != UIH_OK) return rc;
+    st_->reads++;
+  }
+  if (reqs_.empty()) return UIH_OK;
+  st_->reads += reqs_.size();
+  st_->reads_batched += reqs_.size();
+  uih_error ring{};
+  (void)uih_io_read(io, reqs_.data(), reqs_.size(), &ring);  // a failed ring rereads with pread: results stand
+  for (Job& job : jobs_) {
+    if (!job.batched) continue;
+    int rc = job.files->Finish(job.plan.data() + job.begin, job.plan.size() - job.begin, &job.first,
+                               reqs_.data() + job.req, err);
+    if (rc != UIH_OK) return rc;
+  }
+  return UIH_OK;
+}
+
+// A job's stripes decoded, newest first, each into its own batch, until
+// every record has its `check` newest events or the stripes end: the
+// first run as read with the batch, then runs further back through the
+// window reader, so a short projection reads only the tail of a long
+// history. Each record's rows in its window with arrival at most its
+// generation are found by bisection (rows are in time order, as the loader
+// writes them; checked), newest first.
+int Rebuild::Collect(Job& job, std::vector<std::unique_ptr<BatchPtr>>* decoded, uih_error* err) {
+  const uint32_t gi = job.gi;
+  const uih_group* g = groups_[gi];
+  auto missing = [&] {
+    uint32_t most = 0;
+    for (const Need& nd : job.needs)
+      most = std::max<uint32_t>(most, nd.check - static_cast<uint32_t>(std::min<size_t>(nd.found.size(), nd.check)));
+    return most;
+  };
+  reader_.Start(job.shard, job.gen.get(), job.files, job.user, g, job.plan.data(), job.plan.size(), &job.first,
+                job.begin);
+  for (uint32_t want = missing(); want > 0; want = missing()) {
+    auto b = std::make_unique<BatchPtr>();
+    bool more = false;
+    int rc = reader_.Next(want, reads_[gi].data(), static_cast<uint32_t>(reads_[gi].size()), &b->b, &more, err);
+    if (rc != UIH_OK) return rc;
+    if (!more) break;
+    const uih_batch* sb = b->b;
+    const int64_t* ts = uih_batch_timestamps(sb);
+    const uih_column* arr = &sb->columns[uih_batch_column_index(sb, UIH_TRAIT_ARRIVAL)];
+    const uint32_t slot = static_cast<uint32_t>(decoded->size());
+    // The stripe's arrivals read once; whether its rows are in time order,
+    // once: then each window's rows are found by bisection.
+    arrival_.resize(sb->count);
+    bool ordered = true;
+    for (uint32_t r = 0; r < sb->count; r++) {
+      arrival_[r] = uih_column_get_bits(arr, r);
+      ordered = ordered && (r == 0 || ts[r - 1] <= ts[r]);
+    }
+    for (Need& nd : job.needs) {
+      uint32_t first = 0, last = sb->count;
+      if (ordered) {
+        last = static_cast<uint32_t>(std::upper_bound(ts, ts + sb->count, nd.rg->end_ts) - ts);
+        first = static_cast<uint32_t>(std::lower_bound(ts, ts + last, nd.rg->start_ts) - ts);
+      }
+      for (uint32_t r = last; r-- > first && nd.found.size() < nd.check;)
+        if (ts[r] >= nd.rg->start_ts && ts[r] <= nd.rg->end_ts && arrival_[r] <= nd.rg->generation)
+          nd.found.push_back({slot, r});
+    }
+    decoded->push_back(std::move(b));
+  }
+  return UIH_OK;
+}
+
+// Whether the identities of records of schema version `vg` may be beyond
+// checking: an id trait of it the store's schema has dropped since (the
+// loader rewrites stripes without its column).
+const uih_trait* Rebuild::DroppedIdTrait(const uih_group* vg, uint32_t gi) const {
+  for (uint32_t t = 0; vg && t < vg->ntraits; t++) {
+    const uih_trait* tr = &vg->traits[t];
+    if (tr->type != UIH_TYPE_ID || !uih_trait_active(tr)) continue;
+    const uih_trait* now = uih_group_trait_by_id(groups_[gi], tr->id);
+    if (now == nullptr || !uih_trait_active(now)) return tr;
+  }
+  return nullptr;
+}
+
+// Verifies one record's immutable part at its checkpoint, flagging a
+// mismatch with its reason; *rc gets an error that is not the record's.
+// Whether its events are to be picked: not when its schema version is
+// unknown.
+bool Rebuild::Verify(const Job& job, const Need& nd, const std::vector<std::unique_ptr<BatchPtr>>& decoded,
+                     uih_error* err, int* rc) {
+  const uih_snapshot_record& r = recs_[nd.rec];
+  const uih_schema* version = nullptr;
+  *rc = SchemaAt(s_, r.schema_version, &version, err);
+  if (*rc == UIH_ERR_NOT_FOUND) {
+    *rc = UIH_OK;
+    Mismatch(nd.rec, job.gi, "its schema version is not in the store");
+    return false;
+  }
+  if (*rc != UIH_OK) return false;
+  const uih_group* vg = uih_schema_group_by_id(version, groups_[job.gi]->id);
+  // A record newer than what this store opened (a read-only store sees
+  // the generations it opened with) may need events it does not have.
+  char newer[160] = "";
+  if (nd.rg->generation > job.gen->number())
+    snprintf(newer, sizeof newer,
+             " (it names generation %u, newer than this store's current %u: reopen the store to see it)",
+             nd.rg->generation, job.gen->number());
+  if (nd.found.size() < nd.check) {
+    char why[320];
+    snprintf(why, sizeof why, "%zu of the %u newest events of its window are there%s", nd.found.size(), nd.check,
+             newer);
+    Mismatch(nd.rec, job.gi, why);
+    return true;
+  }
+  // The identity chain, newest first, resumed from the previous record's
+  // as far as their rows (and identity columns) agree.
+  uih_snapshot_chain c;
+  uih_snapshot_chain_start(&c, vg, decoded[0]->b);
+  if (c.ncols != chain_.ncols || !std::equal(c.cols, c.cols + c.ncols, chain_.cols)) {
+    chain_rows_.clear();
+    chain_h_.clear();
+    chain_ = c;
+  }
+  size_t common = 0;
+  while (common < chain_rows_.size() && common < nd.found.size() && chain_rows_[common] == nd.found[common]) common++;
+  chain_rows_.resize(common);
+  chain_h_.resize(common);
+  c.n = static_cast<uint32_t>(common);
+  c.h = common ? chain_h_[common - 1] : 0;
+  for (size_t j = common; j < nd.found.size(); j++) {
+    uih_snapshot_chain_push(&c, decoded[nd.found[j].first]->b, nd.found[j].second);
+    chain_h_.push_back(c.h);
+    chain_rows_.push_back(nd.found[j]);
+  }
+  if (vg != nullptr && uih_snapshot_chain_verify(&c, nd.rg)) return true;
+  char why[448];
+  const uint32_t expected = uih_snapshot_group_check(nd.rg, nd.check);
+  const uih_trait* dropped = DroppedIdTrait(vg, job.gi);
+  if (dropped)
+    snprintf(why, sizeof why,
+             "unverifiable: its schema version %u identifies events by id trait '%s', which the store's schema "
+             "has dropped since (the identities of its %u newest events give %08x, the record says %08x)",
+             r.schema_version, dropped->name, nd.check, static_cast<uint32_t>(c.h), expected);
+  else
+    snprintf(why, sizeof why, "the identities of its %u newest events give %08x, the record says %08x%s", nd.check,
+             static_cast<uint32_t>(c.h), expected, newer);
+  Mismatch(nd.rec, job.gi, why);
+  return true;
+}
+
+// The record's newest `want` events of its immutable part before its
+// mutable ones: oldest first.
+void Rebuild::PickPart(uint32_t gi, const Need& nd, const std::vector<std::unique_ptr<BatchPtr>>& decoded) {
+  Pick& pick = picks_[nd.rec][gi];
+  std::vector<Seg> mut = std::move(pick.segs);
+  pick.segs.clear();
+  pick.events = 0;
+  const size_t take = std::min<size_t>(nd.want, nd.found.size());
+  for (size_t j = take; j-- > 0;) pick.Add(decoded[nd.found[j].first]->b, nd.found[j].second);
+  pick.segs.insert(pick.segs.end(), mut.begin(), mut.end());
+  pick.events += pick.mutable_events;
+}
+
+int Rebuild::ServeJob(Job& job, uih_error* err) {
+  std::vector<std::unique_ptr<BatchPtr>> decoded;  // newest first
+  chain_rows_.clear();  // rows are this job's: no chain of another's resumes
+  chain_h_.clear();
+  int rc = Collect(job, &decoded, err);
+  for (size_t k = 0; k < job.needs.size() && rc == UIH_OK; k++) {
+    if (Verify(job, job.needs[k], decoded, err, &rc) && rc == UIH_OK) PickPart(job.gi, job.needs[k], decoded);
+  }
+  for (auto& b : decoded) keep_.push_back(std::move(b));
+  return rc;
+}
+
+}  // namespace uih::mat
