@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "counts.h"
+#include "error_internal.h"
 #include "rows.h"
 #include "uih/key.h"
 
@@ -99,7 +100,7 @@ static int group_batch(stored_pass *p, uint16_t id, uint32_t count, uih_batch **
   uint32_t gi = 0;
   while (gi < uih_schema_group_count(schema) && uih_schema_group_at(schema, gi)->id != id) gi++;
   if (gi == uih_schema_group_count(schema))
-    return uih_error_set(err, UIH_ERR_CORRUPTION, "a stripe of group %u, which the schema does not have", id);
+    return uih_corruption(err, "a stripe of group %u, which the schema does not have", id);
   if (!p->batches[gi]) {
     const uih_group *g = uih_schema_group_at(schema, gi);
     int counted = 0;
@@ -135,9 +136,10 @@ static int count_stripe(stored_pass *p, uint64_t user, const uint8_t *val, size_
   if ((rc = group_batch(p, info.group, info.count, &b, err)) != UIH_OK || !b) return rc;
   rc = uih_stripe_decode(p->dec, val, vlen, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM, b, err);
   const uih_trait *dt = in->deletes ? ld_deletes_trait(in->deletes, b->group, user) : NULL;
-  const int ts = uih_batch_column_index(b, b->group->ts->id), del = dt ? uih_batch_column_index(b, dt->id) : -1;
+  const int64_t *ts = uih_batch_timestamps(b); /* group_batch's batches hold every trait */
+  const int del = dt ? uih_batch_column_index(b, dt->id) : -1;
   for (uint32_t r = 0; rc == UIH_OK && r < b->count; r++) {
-    if (((const int64_t *)b->columns[ts].values)[r] < in->horizon ||
+    if (ts[r] < in->horizon ||
         (del >= 0 && uih_column_has(&b->columns[del], r) &&
          ld_deletes_event(in->deletes, user, uih_column_get_bits(&b->columns[del], r))))
       continue;

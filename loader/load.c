@@ -134,7 +134,7 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
     }
     if (rc != UIH_OK || ev == NULL) break;
     uint32_t shard = uih_shard_of(user, l->nshards);
-    int64_t ts = ((const int64_t *)ev->columns[uih_batch_column_index(ev, ev->group->ts->id)].values)[0];
+    const int64_t ts = uih_batch_timestamps(ev)[0]; /* the reader's batches hold every active trait */
     if (l->o.shard >= 0 && shard != (uint32_t)l->o.shard) {
       /* Another shard's event still moves the derived through, so that a
        * load finished shard by shard (--shard) is the load of all shards. */
@@ -296,20 +296,19 @@ static uint64_t load_digest(load *l, uint64_t inputs, int64_t through, int64_t h
   return XXH3_64bits(parts, l->o.rebuild_dicts ? sizeof parts : sizeof parts - sizeof parts[5]);
 }
 
-static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *err) {
-  uih_store *s = l->store;
-  /* Where time stands: a load's through never goes back. */
-  int64_t prev = INT64_MIN;
-  int any_prev = 0;
-  uih_generation *cur = calloc(l->nshards, sizeof *cur); /* each shard's current record (generation 0: none) */
+/* Each shard's current record (generation 0: none): every shard's, so
+ * that --shard loads agree with a full one; a store opened for one shard
+ * knows its own. *prev is where time stands: the latest through of any
+ * (*any_prev 0: none). A load's through never goes back. */
+static int read_currents(load *l, int64_t *prev, int *any_prev, uih_error *err) {
+  *prev = INT64_MIN;
+  *any_prev = 0;
+  uih_generation *cur = l->current = calloc(l->nshards, sizeof *cur);
   if (!cur) return uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
-  l->current = cur;
-  /* Every shard's, so --shard loads agree with a full one; a store opened
-   * for one shard knows its own. */
   for (uint32_t i = 0; i < l->nshards; i++) {
-    if (!uih_store_has_shard(s, i)) continue;
+    if (!uih_store_has_shard(l->store, i)) continue;
     int has;
-    int rc = current_record(s, i, &cur[i], &has, err);
+    int rc = current_record(l->store, i, &cur[i], &has, err);
     if (rc != UIH_OK) return rc;
     if (!has) continue;
     if (l->o.through != INT64_MIN && l->o.through < cur[i].through && (l->o.shard < 0 || i == (uint32_t)l->o.shard))
@@ -317,29 +316,37 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
                            "load: through %" PRId64 " is before shard %u's current generation %u, through %" PRId64
                            " (a store's through only moves forward)",
                            l->o.through, i, cur[i].generation, cur[i].through);
-    if (!any_prev || cur[i].through > prev) prev = cur[i].through;
-    any_prev = 1;
+    if (!*any_prev || cur[i].through > *prev) *prev = cur[i].through;
+    *any_prev = 1;
   }
+  return UIH_OK;
+}
+
+/* The deletions and the rejects file, before any input is read. */
+static int open_side_files(load *l, char **files, size_t nfiles, uih_error *err) {
+  int rc = check_side_files(l, files, nfiles, err);
+  if (rc == UIH_OK && l->o.deletes) rc = read_deletes(l, err);
+  if (rc != UIH_OK || !l->o.rejects) return rc;
+  l->rejects = fopen(l->o.rejects, "w");
+  if (!l->rejects)
+    return uih_error_set(err, UIH_ERR_IO, "load: creating the rejects file %s: %s", l->o.rejects, strerror(errno));
+  if (fputs("file,line,reason,record\n", l->rejects) == EOF)
+    return uih_error_set(err, UIH_ERR_IO, "load: writing the rejects file %s: %s", l->o.rejects, strerror(errno));
+  return UIH_OK;
+}
+
+/* Reads every input into the sorter: the inputs' digest and the latest
+ * event time in *digest and *maxts. */
+static int read_inputs(load *l, const char *const *inputs, size_t ninputs, uint64_t *digest, int64_t *maxts,
+                       uih_error *err) {
   char **files = NULL;
   size_t nfiles = 0;
   int rc = ld_files_expand(inputs, ninputs, &files, &nfiles, err);
-  if (rc == UIH_OK) rc = check_side_files(l, files, nfiles, err);
-  if (rc == UIH_OK && l->o.deletes) rc = read_deletes(l, err);
-  if (rc == UIH_OK && l->o.rejects) {
-    l->rejects = fopen(l->o.rejects, "w");
-    if (!l->rejects)
-      rc = uih_error_set(err, UIH_ERR_IO, "load: creating the rejects file %s: %s", l->o.rejects, strerror(errno));
-    else if (fputs("file,line,reason,record\n", l->rejects) == EOF)
-      rc = uih_error_set(err, UIH_ERR_IO, "load: writing the rejects file %s: %s", l->o.rejects, strerror(errno));
-  }
-  if (rc != UIH_OK) {
-    ld_files_free(files, nfiles);
-    return rc;
-  }
-  XXH3_state_t *digests = XXH3_createState();
-  if (!digests) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
-  else XXH3_64bits_reset(digests);
-  if (rc == UIH_OK) rc = ld_sorter_create(uih_store_tmpdir(s), l->o.memory, l->nshards, LD_ROW_HEAD, &l->sorter, err);
+  if (rc == UIH_OK) rc = open_side_files(l, files, nfiles, err);
+  XXH3_state_t *digests = rc == UIH_OK ? XXH3_createState() : NULL;
+  if (rc == UIH_OK && !digests) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+  if (rc == UIH_OK) XXH3_64bits_reset(digests);
+  if (rc == UIH_OK) rc = ld_sorter_create(uih_store_tmpdir(l->store), l->o.memory, l->nshards, LD_ROW_HEAD, &l->sorter, err);
   for (size_t i = 0; i < nfiles; i++) { /* the read's progress: bytes as stored, if every size is known */
     struct stat st;
     if (strcmp(files[i], "-") == 0 || stat(files[i], &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -348,10 +355,10 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
     }
     l->read_total += (uint64_t)st.st_size;
   }
-  int64_t maxts = INT64_MIN;
-  double t0 = now();
-  for (size_t i = 0; i < nfiles && rc == UIH_OK; i++) rc = read_file(l, files[i], digests, &maxts, t0, err);
-  uint64_t inputs_digest = digests ? XXH3_64bits_digest(digests) : 0;
+  *maxts = INT64_MIN;
+  const double t0 = now();
+  for (size_t i = 0; i < nfiles && rc == UIH_OK; i++) rc = read_file(l, files[i], digests, maxts, t0, err);
+  *digest = digests ? XXH3_64bits_digest(digests) : 0;
   XXH3_freeState(digests);
   ld_files_free(files, nfiles);
   if (rc == UIH_OK && l->rejects && fflush(l->rejects) != 0)
@@ -359,7 +366,12 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
   if (rc != UIH_OK) return rc;
   progress(l, "read", -1, l->st.events_in, l->st.input_bytes, t0, l->read_done, l->read_total);
   l->st.seconds_read = now() - t0;
+  return UIH_OK;
+}
 
+/* The load's through (given, or just past its latest event, never before
+ * the store's) and the lookback's horizon. */
+static int decide_through(load *l, int64_t prev, int any_prev, int64_t maxts, uih_error *err) {
   int64_t through = l->o.through;
   if (through == INT64_MIN) {
     if (!l->any_event && !any_prev)
@@ -372,59 +384,84 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
   if (l->o.lookback > 0) horizon = through >= INT64_MIN + l->o.lookback ? through - l->o.lookback : INT64_MIN;
   l->st.through = through;
   l->st.horizon = horizon;
-  const uint64_t digest = load_digest(l, inputs_digest, through, horizon);
+  return UIH_OK;
+}
 
-  t0 = now();
-  rc = ld_sorter_finish(l->sorter, err);
-  l->st.runs = ld_sorter_runs(l->sorter);
-  l->st.seconds_sort = now() - t0;
-  if (rc != UIH_OK) return rc;
-
-  t0 = now();
+/* A job, with its writer, for each shard the load changes: not a shard
+ * that already has this very load (a rerun). */
+static int open_jobs(load *l, uint64_t digest, uih_error *err) {
+  const uih_generation *cur = l->current;
   l->jobs = calloc(l->nshards, sizeof *l->jobs);
   if (!l->jobs) return uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
-  for (uint32_t i = 0; i < l->nshards && rc == UIH_OK; i++) {
+  for (uint32_t i = 0; i < l->nshards; i++) {
     if (l->o.shard >= 0 && i != (uint32_t)l->o.shard) continue;
-    if (cur[i].generation && cur[i].inputs_digest == digest && cur[i].through == through &&
-        cur[i].horizon == horizon && cur[i].schema_version == uih_schema_version(l->schema)) {
-      l->st.shards_skipped++; /* a rerun: this shard has the load already */
+    if (cur[i].generation && cur[i].inputs_digest == digest && cur[i].through == l->st.through &&
+        cur[i].horizon == l->st.horizon && cur[i].schema_version == uih_schema_version(l->schema)) {
+      l->st.shards_skipped++;
       continue;
     }
     job *j = &l->jobs[l->njobs];
     j->shard = i;
-    rc = uih_store_writer_open(s, i, &j->writer, err);
-    if (rc != UIH_OK) break;
+    int rc = uih_store_writer_open(l->store, i, &j->writer, err);
+    if (rc != UIH_OK) return rc;
     l->njobs++;
-    j->merge = (ld_merge){.store = s, .schema = l->schema, .shard = i, .horizon = horizon, .sorter = l->sorter,
-                          .deletes = l->deletes, .rebuild_dicts = l->o.rebuild_dicts != 0, .writer = j->writer,
-                          .tick = merge_tick, .tick_arg = l};
+    j->merge = (ld_merge){.store = l->store, .schema = l->schema, .shard = i, .horizon = l->st.horizon,
+                          .sorter = l->sorter, .deletes = l->deletes, .rebuild_dicts = l->o.rebuild_dicts != 0,
+                          .writer = j->writer, .tick = merge_tick, .tick_arg = l};
     l->merge_total += cur[i].events + l->events_in[i] + (l->o.rebuild_dicts ? cur[i].events : 0); /* counted first */
     uih_generation *g = &j->merge.record;
-    g->through = through;
-    g->horizon = horizon;
+    g->through = l->st.through;
+    g->horizon = l->st.horizon;
     g->schema_version = uih_schema_version(l->schema);
     g->events_in = l->events_in[i];
     g->inputs_digest = digest;
   }
-  /* Erased users leave the mutable tier with their shard's publish. */
+  return UIH_OK;
+}
+
+/* Erased users leave the mutable tier with their shard's publish. */
+static int erase_users(load *l, uih_error *err) {
   size_t nerased;
   const uint64_t *erased = ld_deletes_users(l->deletes, &nerased);
-  job **by_shard = nerased && l->njobs ? calloc(l->nshards, sizeof *by_shard) : NULL;
-  if (nerased && l->njobs && !by_shard) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
-  for (size_t i = 0; by_shard && i < l->njobs; i++) by_shard[l->jobs[i].shard] = &l->jobs[i];
-  for (size_t k = 0; by_shard && k < nerased && rc == UIH_OK; k++) {
+  if (nerased == 0 || l->njobs == 0) return UIH_OK;
+  job **by_shard = calloc(l->nshards, sizeof *by_shard);
+  if (!by_shard) return uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+  for (size_t i = 0; i < l->njobs; i++) by_shard[l->jobs[i].shard] = &l->jobs[i];
+  int rc = UIH_OK;
+  for (size_t k = 0; k < nerased && rc == UIH_OK; k++) {
     job *j = by_shard[uih_shard_of(erased[k], l->nshards)];
     if (j) rc = uih_store_writer_erase_user(j->writer, erased[k], err);
   }
   free(by_shard);
-  if (rc == UIH_OK && (rc = merge_all(l, err)) != UIH_OK) uih_error_prefix(err, "load: no shard published: ");
-  if (rc != UIH_OK) return rc;
+  return rc;
+}
 
-  /* Every shard's files are written: publish them, one after another. */
-  double published = now();
+static void add_stats(load *l, const job *j) {
+  const uih_generation *g = &j->merge.record;
+  l->st.duplicates += g->duplicates;
+  l->st.expired += g->expired;
+  l->st.deleted += g->deleted;
+  l->st.events_new += g->events_new;
+  l->st.events += g->events;
+  l->st.stripes += g->stripes;
+  l->st.histories += g->histories;
+  l->st.bytes += g->bytes;
+  l->st.stripes_copied += j->merge.stripes_copied;
+  l->st.stripes_written += j->merge.stripes_written;
+  l->st.stripes_upgraded += j->merge.stripes_upgraded;
+  l->st.dicts_built += j->merge.dicts.built;
+  l->st.dict_entries += j->merge.dicts.entries;
+  l->st.dict_bytes += j->merge.dicts.bytes;
+  l->st.dicts_declined += j->merge.dicts.declined;
+  l->st.shards++;
+}
+
+/* Every shard's files are written: publish them, one after another. */
+static int publish_all(load *l, uih_error *err) {
+  const double published = now();
   for (size_t i = 0; i < l->njobs; i++) {
     job *j = &l->jobs[i];
-    rc = uih_store_writer_publish(j->writer, &j->merge.record, err);
+    int rc = uih_store_writer_publish(j->writer, &j->merge.record, err);
     j->writer = NULL;
     if (rc != UIH_OK) {
       if (i > 0)
@@ -433,24 +470,31 @@ static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *er
       return rc;
     }
     progress(l, "publish", (int32_t)j->shard, i + 1, 0, published, i + 1, l->njobs);
-    const uih_generation *g = &j->merge.record;
-    l->st.duplicates += g->duplicates;
-    l->st.expired += g->expired;
-    l->st.deleted += g->deleted;
-    l->st.events_new += g->events_new;
-    l->st.events += g->events;
-    l->st.stripes += g->stripes;
-    l->st.histories += g->histories;
-    l->st.bytes += g->bytes;
-    l->st.stripes_copied += j->merge.stripes_copied;
-    l->st.stripes_written += j->merge.stripes_written;
-    l->st.stripes_upgraded += j->merge.stripes_upgraded;
-    l->st.dicts_built += j->merge.dicts.built;
-    l->st.dict_entries += j->merge.dicts.entries;
-    l->st.dict_bytes += j->merge.dicts.bytes;
-    l->st.dicts_declined += j->merge.dicts.declined;
-    l->st.shards++;
+    add_stats(l, j);
   }
+  return UIH_OK;
+}
+
+/* Read -> sort -> merge every shard on threads -> publish every shard. */
+static int run(load *l, const char *const *inputs, size_t ninputs, uih_error *err) {
+  int64_t prev, maxts;
+  int any_prev;
+  uint64_t inputs_digest;
+  int rc = read_currents(l, &prev, &any_prev, err);
+  if (rc == UIH_OK) rc = read_inputs(l, inputs, ninputs, &inputs_digest, &maxts, err);
+  if (rc == UIH_OK) rc = decide_through(l, prev, any_prev, maxts, err);
+  if (rc != UIH_OK) return rc;
+  double t0 = now();
+  rc = ld_sorter_finish(l->sorter, err);
+  l->st.runs = ld_sorter_runs(l->sorter);
+  l->st.seconds_sort = now() - t0;
+  if (rc != UIH_OK) return rc;
+  t0 = now();
+  rc = open_jobs(l, load_digest(l, inputs_digest, l->st.through, l->st.horizon), err);
+  if (rc == UIH_OK) rc = erase_users(l, err);
+  if (rc == UIH_OK && (rc = merge_all(l, err)) != UIH_OK) uih_error_prefix(err, "load: no shard published: ");
+  if (rc == UIH_OK) rc = publish_all(l, err);
+  if (rc != UIH_OK) return rc;
   l->st.seconds_merge = now() - t0;
   return UIH_OK;
 }

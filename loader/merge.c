@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dicts.h"
+#include "error_internal.h"
 #include "rows.h"
 #include "uih/key.h"
 #include "uih/stripe.h"
@@ -197,10 +198,11 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
       return rc;
     }
     const uih_batch *b = s->batch;
-    int ts = uih_batch_column_index(b, s->group->ts->id), arr = uih_batch_column_index(b, UIH_TRAIT_ARRIVAL);
-    int del = s->del_trait ? uih_batch_column_index(b, s->del_trait->id) : -1;
+    const int64_t *ts = uih_batch_timestamps(b); /* the shard's batches hold every trait and the arrival */
+    const int arr = uih_batch_column_index(b, UIH_TRAIT_ARRIVAL);
+    const int del = s->del_trait ? uih_batch_column_index(b, s->del_trait->id) : -1;
     for (uint32_t r = 0; r < b->count && rc == UIH_OK; r++) {
-      if (((const int64_t *)b->columns[ts].values)[r] < m->horizon) {
+      if (ts[r] < m->horizon) {
         m->record.expired++;
         trimmed++;
         continue;
@@ -433,7 +435,7 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
     /* The next history: the smaller (user, group) of the two. */
     uint8_t hist[UIH_KEY_GROUP_PREFIX_SIZE];
     if (key && klen != UIH_KEY_SIZE) {
-      rc = uih_error_set(err, UIH_ERR_CORRUPTION, "generation key of %zu bytes, expected %d", klen, UIH_KEY_SIZE);
+      rc = uih_corruption(err, "generation key of %zu bytes, expected %d", klen, UIH_KEY_SIZE);
       break;
     }
     if (key && (!rec || memcmp(key, ld_row_history(rec), sizeof hist) <= 0)) memcpy(hist, key, sizeof hist);
@@ -447,8 +449,8 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
     if (g != s.group) s.group_dropped = g && has_dropped(g); /* once per group, not per history */
     s.group = g;
     if (!s.group) {
-      rc = uih_error_set(err, UIH_ERR_CORRUPTION, "the generation holds group %u, which the schema does not have",
-                         hk.group);
+      rc = uih_corruption(err, "the generation holds group %u, which the schema does not have",
+                          hk.group);
       break;
     }
     s.nstripes = s.nnews = 0;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bits.h"
+#include "error_internal.h"
 #include "mem.h"
 
 /* A value column: neither the timestamp nor the arrival generation. */
@@ -28,11 +29,10 @@ size_t ld_row_max(const uih_group *g) {
 }
 
 size_t ld_row_encode(uint16_t shard, uint64_t user, const uih_batch *b, uint32_t row, uint8_t *out) {
-  uih_store_be(out, shard, 2);
-  uih_store_be(out + 2, user, 8);
-  uih_store_be(out + 10, b->group->id, 2);
-  const uih_column *ts = &b->columns[uih_batch_column_index(b, b->group->ts->id)];
-  uih_store_be(out + 12, uih_column_get_bits(ts, row) ^ UIH_SIGN64, 8);
+  uih_store_be16(out, shard);
+  uih_store_be64(out + 2, user);
+  uih_store_be16(out + 10, b->group->id);
+  uih_store_be64(out + 12, uih_order_u64(uih_batch_timestamps(b)[row]));
   uint32_t nv = 0;
   for (uint32_t c = 0; c < b->ncolumns; c++) nv += (uint32_t)is_value(b, c);
   uint8_t *presence = out + LD_ROW_HEAD;
@@ -58,7 +58,7 @@ int ld_row_append(const uint8_t *rec, uint32_t len, uint32_t arrival, uih_batch 
   for (uint32_t c = 0; c < out->ncolumns; c++) nv += (uint32_t)is_value(out, c);
   const uint32_t pbytes = (nv + 7) / 8;
   if (len < LD_ROW_HEAD + pbytes || ld_row_group(rec) != out->group->id)
-    return uih_error_set(err, UIH_ERR_CORRUPTION, "loader row: %u bytes of group %u, expected at least %u of group %u",
+    return uih_corruption(err, "loader row: %u bytes of group %u, expected at least %u of group %u",
                          len, ld_row_group(rec), LD_ROW_HEAD + pbytes, out->group->id);
   uint32_t row;
   int rc = uih_batch_append(out, &row, err);
@@ -68,7 +68,7 @@ int ld_row_append(const uint8_t *rec, uint32_t len, uint32_t arrival, uih_batch 
   for (uint32_t c = 0; c < out->ncolumns; c++) {
     uih_column *col = &out->columns[c];
     if (col->trait == out->group->ts) {
-      uih_column_set_bits(col, row, uih_load_be(rec + 12, 8) ^ UIH_SIGN64);
+      uih_column_set_bits(col, row, uih_load_be64(rec + 12) ^ UIH_SIGN64);
     } else if (col->trait->id == UIH_TRAIT_ARRIVAL) {
       uih_column_set_bits(col, row, arrival);
     } else {
@@ -89,7 +89,7 @@ int ld_row_append(const uint8_t *rec, uint32_t len, uint32_t arrival, uih_batch 
       memset((uint8_t *)col->values + (size_t)row * uih_type_width(col->trait->type), 0,
              uih_type_width(col->trait->type));
     }
-    return uih_error_set(err, UIH_ERR_CORRUPTION, "loader row: %u bytes do not match the %u value columns of group %u",
+    return uih_corruption(err, "loader row: %u bytes do not match the %u value columns of group %u",
                          len, nv, out->group->id);
   }
   return UIH_OK;

@@ -1,5 +1,8 @@
 #include "uih_plugin/status.h"
 
+#include <cstdarg>
+#include <cstdio>
+
 namespace uih {
 
 rocksdb::Status ToStatus(int code, const char* msg) {
@@ -30,6 +33,17 @@ rocksdb::Status ToStatus(int code, const char* msg) {
       // A code this build does not know (newer engine): never report OK.
       return rocksdb::Status::Aborted("uihstore error ", std::to_string(code) + ": " + m.ToString());
   }
+}
+
+rocksdb::Status TableCorruption(const std::string& what) { return rocksdb::Status::Corruption("UihTable: " + what); }
+
+int TableCorruption(uih_error* err, const char* fmt, ...) {
+  char msg[sizeof err->msg];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return uih_error_set(err, UIH_ERR_CORRUPTION, "%s", msg);
 }
 
 int FromStatus(const rocksdb::Status& s) {

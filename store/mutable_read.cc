@@ -48,74 +48,101 @@ int ChunkOf(const uih_mutable* m, const Slice& k, uint64_t user, uint16_t group,
   return UIH_OK;
 }
 
+using Chunks = std::vector<std::pair<int64_t, std::string>>;  // (start, value)
+
+// The chunks of (user, group) starting in [start, end], read forwards: one
+// seek, then next entries, as cheap as a step gets in a memtable, where a
+// step back is a seek of its own. Into (*chunks)[0, *n).
+int ReadWindow(uih_mutable* m, Iterator* it, uint64_t user, uint16_t group, int64_t start, int64_t end,
+               Chunks* chunks, size_t* n, uih_error* err) {
+  uint8_t lo[UIH_KEY_SIZE], hi[UIH_KEY_SIZE];
+  uih::MutableKey(m->span, user, group, start, lo);
+  uih::MutableKey(m->span, user, group, end, hi);
+  const Slice last = uih::S(hi, UIH_KEY_SIZE);
+  *n = 0;
+  for (it->Seek(uih::S(lo, UIH_KEY_SIZE)); it->Valid() && it->key().compare(last) <= 0; it->Next()) {
+    if (*n == chunks->size()) chunks->emplace_back();
+    int rc = ChunkOf(m, it->key(), user, group, &(*chunks)[*n].first, err);
+    if (rc != UIH_OK) return rc;
+    (*chunks)[(*n)++].second.assign(it->value().data(), it->value().size());
+  }
+  return it->status().ok() ? UIH_OK : StatusError(err, m->path, it->status(), "reading");
+}
+
+// What comes before a window: no chunk of (user, group), the chunk at
+// *before, or a key that is no chunk's (left to the forward read that meets
+// it, which says so).
+enum class Before { kNone, kChunk, kMalformed };
+
+// The newest chunk of (user, group) starting before `start`, found by one
+// seek.
+int ChunkBefore(uih_mutable* m, Iterator* it, uint64_t user, uint16_t group, int64_t start, int64_t* before,
+                Before* what, uih_error* err) {
+  uint8_t lo[UIH_KEY_SIZE];
+  uih::MutableKey(m->span, user, group, start, lo);
+  *what = Before::kNone;
+  it->SeekForPrev(uih::S(lo, UIH_KEY_SIZE));
+  if (!it->status().ok()) return StatusError(err, m->path, it->status(), "reading");
+  if (!it->Valid() || it->key().size() < UIH_KEY_GROUP_PREFIX_SIZE ||
+      memcmp(it->key().data(), lo, UIH_KEY_GROUP_PREFIX_SIZE) != 0)
+    return UIH_OK;
+  *what = ChunkOf(m, it->key(), user, group, before, nullptr) == UIH_OK ? Before::kChunk : Before::kMalformed;
+  return UIH_OK;
+}
+
 // A chunked history, newest first: windows of chunks back from the one
 // holding max_ts (2 spans, then as many as the events still wanted take at
 // the rate seen so far; never before the chunk holding min_ts), each read
-// forwards — one seek, then next entries, as cheap as a step gets in a
-// memtable, where a step back is a seek of its own — and its chunks
-// decoded newest first, each (only what is still wanted of it) gathered,
-// until `newest` events are there or the chunks run out; then those copied
-// into *out oldest first (it grows as far as UIH_STRIPE_EVENTS_MAX). A
-// read of a user's newest events reads about as many chunks as hold them.
+// forwards and its chunks decoded newest first, each (only what is still
+// wanted of it) gathered, until `newest` events are there or the chunks run
+// out; then those copied into *out oldest first (it grows as far as
+// UIH_STRIPE_EVENTS_MAX). A read of a user's newest events reads about as
+// many chunks as hold them.
 int ReadChunks(uih_mutable* m, uint64_t user_id, const uih_group* g, int64_t min_ts, int64_t max_ts, uint32_t newest,
                uih_batch** out, uih_error* err) {
-  thread_local std::vector<std::pair<int64_t, std::string>> chunks;  // (start, value) of a window
+  thread_local Chunks chunks;
   thread_local uih::Gather gather;
   gather.Clear();
-  const int64_t first = uih_key_chunk_start(min_ts, m->span);
   ReadOptions ro;
   ro.prefix_same_as_start = true;
   std::unique_ptr<Iterator> it(m->db->NewIterator(ro, m->events));
   std::vector<uint16_t> ids;
   for (uint32_t k = 0; k < (*out)->ncolumns; k++) ids.push_back((*out)->columns[k].trait->id);
-  const int64_t top = uih_key_chunk_start(max_ts, m->span);
+  const int64_t first = uih_key_chunk_start(min_ts, m->span), top = uih_key_chunk_start(max_ts, m->span);
   int64_t end = top;  // the newest chunk not read yet
-  // A read of every event in the range is one forward pass; a read of the
-  // newest ones starts with the newest two spans.
-  const __int128 whole = (static_cast<__int128>(top) - first) / m->span + 1;
   // No more than one past what a batch holds: that many is refused anyway.
   const uint32_t want = std::min<uint32_t>(newest, UIH_STRIPE_EVENTS_MAX + 1);
-  for (__int128 window = newest == UINT32_MAX ? whole : 2; gather.count() < want;) {
+  // A read of every event in the range is one forward pass; a read of the
+  // newest ones starts with the newest two spans.
+  __int128 window = newest == UINT32_MAX ? (static_cast<__int128>(top) - first) / m->span + 1 : 2;
+  while (gather.count() < want) {
     const __int128 from = static_cast<__int128>(end) - (window - 1) * m->span;
     const int64_t start = from <= first ? first : static_cast<int64_t>(from);
-    uint8_t lo[UIH_KEY_SIZE], hi[UIH_KEY_SIZE];
-    uih::MutableKey(m->span, user_id, g->id, start, lo);
-    uih::MutableKey(m->span, user_id, g->id, end, hi);
-    const Slice last = uih::S(hi, UIH_KEY_SIZE);
-    size_t nchunks = 0;
-    for (it->Seek(uih::S(lo, UIH_KEY_SIZE)); it->Valid() && it->key().compare(last) <= 0; it->Next()) {
-      if (nchunks == chunks.size()) chunks.emplace_back();
-      int rc = ChunkOf(m, it->key(), user_id, g->id, &chunks[nchunks].first, err);
-      if (rc != UIH_OK) return rc;
-      chunks[nchunks++].second.assign(it->value().data(), it->value().size());
-    }
-    if (!it->status().ok()) return StatusError(err, m->path, it->status(), "reading");
-    for (size_t c = nchunks; c-- > 0 && gather.count() < want;) {
+    size_t n = 0;
+    int rc = ReadWindow(m, it.get(), user_id, g->id, start, end, &chunks, &n, err);
+    for (size_t c = n; rc == UIH_OK && c-- > 0 && gather.count() < want;) {
       uih_batch** b = gather.Next();
-      int rc = uih_batch_prepare(b, (*out)->group, ids.data(), static_cast<uint32_t>(ids.size()), 64, err);
-      const std::string& v = chunks[c].second;
-      if (rc == UIH_OK)
-        rc = DecodeList(uih::U8(v), v.size(), min_ts, max_ts, want - gather.count(), b, err);
+      rc = uih_batch_prepare(b, (*out)->group, ids.data(), static_cast<uint32_t>(ids.size()), 64, err);
+      if (rc == UIH_OK) rc = DecodeList(uih::U8(chunks[c].second), chunks[c].second.size(), min_ts, max_ts,
+                                        want - gather.count(), b, err);
       if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "chunk at %" PRId64 ": ", chunks[c].first);
       gather.Take(0, (*b)->count);
     }
+    if (rc != UIH_OK) return rc;
     if (start == first) break;
     end = uih_key_chunk_start(start - 1, m->span);  // the chunk before (start > first: no overflow)
-    if (nchunks == 0) {
-      // Nothing in this window: the newest chunk before it, found by one
-      // seek, ends the next window, not a guess twice as far back.
-      it->SeekForPrev(uih::S(lo, UIH_KEY_SIZE));
-      if (!it->status().ok()) return StatusError(err, m->path, it->status(), "reading");
-      if (!it->Valid() || it->key().size() < UIH_KEY_GROUP_PREFIX_SIZE ||
-          memcmp(it->key().data(), lo, UIH_KEY_GROUP_PREFIX_SIZE) != 0)
-        break;  // no chunk of (user, group) before the window
-      int64_t before;
-      if (ChunkOf(m, it->key(), user_id, g->id, &before, nullptr) == UIH_OK) {
-        if (before < first) break;  // none in the range
+    if (n == 0) {
+      // Nothing in this window: the newest chunk before it ends the next
+      // window, not a guess twice as far back.
+      int64_t before = 0;
+      Before what;
+      rc = ChunkBefore(m, it.get(), user_id, g->id, start, &before, &what, err);
+      if (rc != UIH_OK) return rc;
+      if (what == Before::kNone || (what == Before::kChunk && before < first)) break;  // none in the range
+      if (what == Before::kChunk) {
         end = before;
         if (gather.count() == 0) continue;  // the window stays as it was
       }
-      // A malformed key: the forward read that meets it says so.
     }
     // The next window: as many spans as the events still wanted take at
     // the rate seen so far, and a fifth more; twice this one's when none

@@ -52,8 +52,8 @@ Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<Gen
   std::sort(g->files_.begin(), g->files_.end(), [](const File& a, const File& b) { return a.smallest < b.smallest; });
   for (size_t i = 1; i < g->files_.size(); i++)
     if (g->files_[i - 1].largest >= g->files_[i].smallest)
-      return Status::Corruption("generation files " + g->files_[i - 1].reader->file()->file_name() + " and " +
-                                g->files_[i].reader->file()->file_name() + " overlap");
+      return TableCorruption("generation files " + g->files_[i - 1].reader->file()->file_name() + " and " +
+                             g->files_[i].reader->file()->file_name() + " overlap");
   *out = std::move(g);
   return Status::OK();
 }
@@ -107,8 +107,8 @@ int GenerationFiles::FilePlan(const File& f, const uint8_t* prefix, const uint8_
   const std::string& name = r.file()->file_name();
   for (uih_table_cursor_goto(&c, span.first); c.pos < span.end; uih_table_cursor_next(&c)) {
     if (UihTableReader::ExtractType(c) != kTypeValue)
-      return uih_error_set(err, UIH_ERR_CORRUPTION, "%s: entry %" PRIu64 " is of type %u, a generation holds values only",
-                           name.c_str(), c.pos, static_cast<unsigned>(UihTableReader::ExtractType(c)));
+      return TableCorruption(err, "%s: entry %" PRIu64 " is of type %u, a generation holds values only", name.c_str(),
+                             c.pos, static_cast<unsigned>(UihTableReader::ExtractType(c)));
     uih_key key;
     if (uih_key_decode(c.key, c.klen, &key, err) != UIH_OK) {
       uih_error_prefix(err, "%s: entry %" PRIu64 ": ", name.c_str(), c.pos);
@@ -195,9 +195,8 @@ int GenerationFiles::Finish(const Extent* ex, size_t n, StripeSet* out, const ui
       return uih_error_set(err, UIH_ERR_IO, "%s: reading %zu bytes at offset %" PRIu64 ": %s", name.c_str(), reqs->len,
                            reqs->offset, strerror(static_cast<int>(-reqs->result)));
     if (static_cast<uint64_t>(reqs->result) != reqs->len)
-      return uih_error_set(err, UIH_ERR_CORRUPTION,
-                           "%s: %" PRId64 " of %zu bytes at offset %" PRIu64 ": the file ends before its index says",
-                           name.c_str(), reqs->result, reqs->len, reqs->offset);
+      return TableCorruption(err, "%s: %" PRId64 " of %zu bytes at offset %" PRIu64 ": the file ends before its index says",
+                             name.c_str(), reqs->result, reqs->len, reqs->offset);
     int rc = ListRun(ex, i, j, at, out, err);
     if (rc != UIH_OK) return rc;
     at += reqs->len;

@@ -37,24 +37,24 @@ Status GlobalSeqno(const TableProperties& props, SequenceNumber largest_seqno, S
   auto seqno = up.find(ExternalSstFilePropertyNames::kGlobalSeqno);
   *out = kDisableGlobalSequenceNumber;
   if (version == up.end()) {
-    if (seqno != up.end()) return Status::Corruption("UihTable: global seqno property on a non-external file");
+    if (seqno != up.end()) return TableCorruption("global seqno property on a non-external file");
     return Status::OK();
   }
   if (version->second.size() != 4 || (seqno != up.end() && seqno->second.size() != 8))
-    return Status::Corruption("UihTable: external file properties have the wrong size");
+    return TableCorruption("external file properties have the wrong size");
   uint32_t v = DecodeFixed32(version->second.data());
   if (v < 2) {
-    if (seqno != up.end() || v != 1) return Status::Corruption("UihTable: bad external file version");
+    if (seqno != up.end() || v != 1) return TableCorruption("bad external file version");
     return Status::OK();
   }
   SequenceNumber g = seqno != up.end() ? DecodeFixed64(seqno->second.data()) : 0;
   if (largest_seqno < kMaxSequenceNumber) {
     if (g == 0) g = largest_seqno;
     if (g != largest_seqno)
-      return Status::Corruption("UihTable: global seqno ", std::to_string(g) + " differs from the file's " +
-                                                               std::to_string(largest_seqno));
+      return TableCorruption("global seqno " + std::to_string(g) + " differs from the file's " +
+                             std::to_string(largest_seqno));
   }
-  if (g > kMaxSequenceNumber) return Status::Corruption("UihTable: global seqno out of range");
+  if (g > kMaxSequenceNumber) return TableCorruption("global seqno out of range");
   *out = g;
   return Status::OK();
 }
@@ -78,9 +78,10 @@ uih_io* ThreadIo(bool use_uring) {
 IOStatus ReadExact(RandomAccessFileReader* file, uint64_t offset, size_t n, char* scratch, Slice* out) {
   IOStatus s = file->Read(IOOptions(), offset, n, out, scratch, /*aligned_buf=*/nullptr, Env::IO_TOTAL);
   if (s.ok() && out->size() != n)
-    return IOStatus::Corruption("UihTable: " + file->file_name() + ": the file ends at byte " +
-                                std::to_string(offset + out->size()) + ", before bytes [" + std::to_string(offset) +
-                                ", " + std::to_string(offset + n) + ") (truncated?)");
+    return status_to_io_status(TableCorruption(file->file_name() + ": the file ends at byte " +
+                                           std::to_string(offset + out->size()) + ", before bytes [" +
+                                           std::to_string(offset) + ", " + std::to_string(offset + n) +
+                                           ") (truncated?)"));
   return s;
 }
 
@@ -122,7 +123,7 @@ Status UihTableReader::CheckValue(const char* bytes, uint32_t vlen, uint64_t vof
   uih_error err{};
   if (uih_table_value_check(reinterpret_cast<const uint8_t*>(bytes), vlen, voff, &err) == UIH_OK)
     return Status::OK();
-  return Status::Corruption("UihTable: " + file_->file_name() + ": " + err.msg);
+  return TableCorruption(file_->file_name() + ": " + err.msg);
 }
 
 // Reads a whole block into `buf` and returns it.
@@ -135,7 +136,7 @@ Status UihTableReader::Open(const TableReaderOptions& tro, uint64_t file_size) {
   if (tro.internal_comparator.user_comparator()->GetId() != BytewiseComparator()->GetId())
     return Status::NotSupported("UihTable stores keys in bytewise order only");
   const std::string& name = file_->file_name();
-  auto corrupt = [&](const std::string& what) { return Status::Corruption("UihTable: " + name + ": " + what); };
+  auto corrupt = [&](const std::string& what) { return TableCorruption(name + ": " + what); };
 
   // Layout from the end: footer, tail, metaindex, properties, index, data.
   // Each block is checked before RocksDB's parsers see it.

@@ -1,5 +1,7 @@
 #include "tail.h"
 
+#include "uih_plugin/status.h"
+
 #include <xxhash.h>
 
 #include <cstring>
@@ -32,9 +34,9 @@ std::string EncodeTableTail(const TableTail& t) {
 
 Status DecodeTableTail(const Slice& b, TableTail* t) {
   if (b.size() != kTableTailSize || DecodeFixed32(b.data()) != kTailMagic)
-    return Status::Corruption("UihTable: the checksum tail before the footer is missing");
+    return TableCorruption("the checksum tail before the footer is missing");
   if (DecodeFixed64(b.data() + 32) != XXH3_64bits(b.data(), 32))
-    return Status::Corruption("UihTable: the checksum tail before the footer is damaged");
+    return TableCorruption("the checksum tail before the footer is damaged");
   if (DecodeFixed32(b.data() + 4) != 1)
     return Status::NotSupported("UihTable: tail version ", std::to_string(DecodeFixed32(b.data() + 4)));
   t->metaindex_sum = DecodeFixed64(b.data() + 8);

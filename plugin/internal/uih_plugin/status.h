@@ -4,6 +4,8 @@
 
 #include <rocksdb/status.h>
 
+#include <string>
+
 #include "uih/error.h"
 
 namespace uih {
@@ -17,6 +19,14 @@ rocksdb::Status ToStatus(int code, const char* msg);
 inline rocksdb::Status ToStatus(const uih_error& e) {
   return ToStatus(e.code, uih_error_message(&e));
 }
+
+// Every corruption the plugin finds becomes an error here: a Status
+// "UihTable: WHAT", or UIH_ERR_CORRUPTION in `err` for callers of the
+// engine's style. A debugger stops on `break uih::TableCorruption` as on the
+// engine's uih_corruption, which the plugin cannot call: built inside
+// RocksDB's tree too, it sees only the installed engine.
+rocksdb::Status TableCorruption(const std::string& what);
+int TableCorruption(uih_error* err, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // The other way, for the C API over RocksDB: Corruption, NotFound,
 // NotSupported, MemoryLimit and InvalidArgument map to their codes, every
