@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "files.h"
+#include "check.h"
 #include "rocksdb/db.h"
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
@@ -74,24 +75,14 @@
 
 namespace {
 
+using bench::Check;
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 constexpr int64_t kDay = 86400000;
 constexpr int64_t kStart = INT64_C(1700000000000);
 const char* const kGroups[2] = {"engagement", "search"};
 
-void Check(int rc, const uih_error& err, const char* what) {
-  if (rc != UIH_OK) {
-    fprintf(stderr, "fatrow_bench: %s: %s\n", what, uih_error_message(&err));
-    exit(1);
-  }
-}
-void Check(const rocksdb::Status& st, const char* what) {
-  if (!st.ok()) {
-    fprintf(stderr, "fatrow_bench: %s: %s\n", what, st.ToString().c_str());
-    exit(1);
-  }
-}
 double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 double Pct(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());

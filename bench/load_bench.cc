@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "check.h"
 #include "rocksdb/db.h"
 #include "rocksdb/statistics.h"
 #include "rocksdb/table.h"
@@ -49,23 +50,12 @@
 
 namespace {
 
+using bench::Check;
+
 namespace fs = std::filesystem;
 constexpr int64_t kDay = 86400000;
 constexpr int64_t kStart = INT64_C(1700000000000);
 
-void Check(int rc, const uih_error& err, const char* what) {
-  if (rc != UIH_OK) {
-    fprintf(stderr, "load_bench: %s: %s\n", what, uih_error_message(&err));
-    exit(1);
-  }
-}
-
-void CheckS(const rocksdb::Status& s, const char* what) {
-  if (!s.ok()) {
-    fprintf(stderr, "load_bench: %s: %s\n", what, s.ToString().c_str());
-    exit(1);
-  }
-}
 
 // Bytes this process passed to write(2) and friends so far.
 uint64_t Wchar() {
@@ -186,7 +176,7 @@ struct Lsm {
     o.statistics = stats;
     o.compression = rocksdb::kLZ4Compression;
     o.max_background_jobs = 2;
-    CheckS(rocksdb::DB::Open(o, path, &db), "lsm open");
+    Check(rocksdb::DB::Open(o, path, &db), "lsm open");
   }
   ~Lsm() { delete db; }
   uint64_t Written() const {
@@ -194,7 +184,7 @@ struct Lsm {
            stats->getTickerCount(rocksdb::COMPACT_WRITE_BYTES);
   }
   void Settle() {
-    CheckS(db->Flush(rocksdb::FlushOptions()), "flush");
+    Check(db->Flush(rocksdb::FlushOptions()), "flush");
     for (;;) {
       uint64_t pending = 0, running = 0, flushes = 0;
       db->GetIntProperty("rocksdb.compaction-pending", &pending);
@@ -231,10 +221,10 @@ LsmRun Apply(Lsm& lsm, const Stripes& before, const Stripes& after, uint64_t see
   uint64_t w0 = lsm.Written(), c0 = Wchar();
   rocksdb::WriteOptions wo;
   for (auto* kv : puts) {
-    CheckS(lsm.db->Put(wo, kv->first, kv->second), "put");
+    Check(lsm.db->Put(wo, kv->first, kv->second), "put");
     r.put_bytes += kv->first.size() + kv->second.size();
   }
-  for (auto* k : deletes) CheckS(lsm.db->Delete(wo, *k), "delete");
+  for (auto* k : deletes) Check(lsm.db->Delete(wo, *k), "delete");
   lsm.Settle();
   r.written = lsm.Written() - w0;
   r.wchar = Wchar() - c0;

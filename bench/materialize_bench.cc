@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "files.h"
+#include "check.h"
 #include "rocksdb/db.h"
 #include "rocksdb/table.h"
 #include "uih/csv.h"
@@ -67,16 +68,12 @@
 
 namespace {
 
+using bench::Check;
+
 namespace fs = std::filesystem;
 constexpr int64_t kDay = 86400000;
 constexpr int64_t kStart = INT64_C(1700000000000);
 
-void Check(int rc, const uih_error& err, const char* what) {
-  if (rc != UIH_OK) {
-    fprintf(stderr, "materialize_bench: %s: %s\n", what, uih_error_message(&err));
-    exit(1);
-  }
-}
 
 double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "check.h"
 #include "rocksdb/db.h"
 #include "rocksdb/statistics.h"
 #include "uih/events.h"
@@ -38,14 +39,10 @@
 
 namespace {
 
+using bench::Check;
+
 using Clock = std::chrono::steady_clock;
 
-void Check(int rc, const uih_error& err, const char* what) {
-  if (rc != UIH_OK) {
-    fprintf(stderr, "mutable_bench: %s: %s\n", what, uih_error_message(&err));
-    exit(1);
-  }
-}
 
 struct Event {
   uint64_t user;

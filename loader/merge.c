@@ -392,111 +392,145 @@ static int has_dropped(const uih_group *g) {
   return 0;
 }
 
-int ld_merge_shard(ld_merge *m, uih_error *err) {
-  state s = {.m = m, .generation = uih_store_writer_generation(m->writer), .version = uih_schema_version(m->schema)};
-  uih_store_scan *scan = NULL;
-  ld_stream *stream = NULL;
-  /* UihTable keeps a checksum with every value: the stripes need none of their own. */
-  uih_stripe_encoder_opts eo = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
-  eo.no_checksum = 1;
-  int rc = uih_stripe_encoder_create(&eo, &s.enc, err);
-  if (rc == UIH_OK) rc = uih_stripe_decoder_create(&s.dec, err);
-  if (rc == UIH_OK) rc = uih_store_scan_open(m->store, m->shard, 0, &scan, err);
-  /* The dictionaries: the scanned generation's decode its stripes; they and
-   * those built for traits without one encode the new ones (a rebuild: the
-   * new ones alone). */
+/* The generation's stripes and the load's rows, each read one ahead. */
+typedef struct inputs {
+  uih_store_scan *scan;
+  ld_stream *stream;
+  const uint8_t *key, *val, *rec; /* the next stripe (NULL: none left) and row */
+  size_t klen, vlen;
+  uint32_t rlen;
+} inputs;
+
+/* The value dictionaries of the new generation: the scanned generation's
+ * decode its stripes; they and those built for traits without one encode
+ * the new ones (a rebuild: the new ones alone, from a count of every value
+ * of the generation in a scan of its own, of the current generation as the
+ * merge's: the writer is the shard's only one, nothing publishes in
+ * between). */
+static int build_dicts(state *s, uih_store_scan *scan, uih_error *err) {
+  ld_merge *m = s->m;
   const uint8_t *base = NULL;
   size_t base_len = 0;
-  if (rc == UIH_OK) rc = uih_store_scan_dicts(scan, &base, &base_len, err);
-  /* A rebuild counts the values of the whole generation in a scan of its
-   * own, of the current generation as the merge's (the writer is the
-   * shard's only one: nothing publishes in between). */
   uih_store_scan *whole = NULL;
+  int rc = uih_store_scan_dicts(scan, &base, &base_len, err);
   if (rc == UIH_OK && m->rebuild_dicts) {
-    rc = uih_stripe_context_parse(base, base_len, 0, &s.base_ctx, err);
+    rc = uih_stripe_context_parse(base, base_len, 0, &s->base_ctx, err);
     if (rc != UIH_OK) uih_error_prefix(err, "the base generation's ");
     else rc = uih_store_scan_open(m->store, m->shard, 0, &whole, err);
   }
   const ld_dicts_in from = {.schema = m->schema, .shard = m->shard, .base = base, .base_len = base_len,
                            .sorter = m->sorter, .horizon = m->horizon, .deletes = m->deletes,
-                           .stored = whole, .stored_ctx = s.base_ctx, .tick = m->tick, .tick_arg = m->tick_arg};
-  if (rc == UIH_OK) rc = ld_dicts_build(&from, &s.ctx, &m->dicts, err);
+                           .stored = whole, .stored_ctx = s->base_ctx, .tick = m->tick, .tick_arg = m->tick_arg};
+  if (rc == UIH_OK) rc = ld_dicts_build(&from, &s->ctx, &m->dicts, err);
   uih_store_scan_close(whole);
+  uih_stripe_encoder_set_context(s->enc, s->ctx);
+  uih_stripe_decoder_set_context(s->dec, s->base_ctx ? s->base_ctx : s->ctx);
+  return rc;
+}
+
+/* The next history: the smaller (user, group) of the next stripe's and the
+ * next row's, as a key prefix in hist and decoded in *hk. */
+static int next_history(state *s, const inputs *in, uint8_t hist[UIH_KEY_GROUP_PREFIX_SIZE], uih_key *hk,
+                        uih_error *err) {
+  if (in->key && in->klen != UIH_KEY_SIZE)
+    return uih_corruption(err, "generation key of %zu bytes, expected %d", in->klen, UIH_KEY_SIZE);
+  if (in->key && (!in->rec || memcmp(in->key, ld_row_history(in->rec), UIH_KEY_GROUP_PREFIX_SIZE) <= 0))
+    memcpy(hist, in->key, UIH_KEY_GROUP_PREFIX_SIZE);
+  else
+    memcpy(hist, ld_row_history(in->rec), UIH_KEY_GROUP_PREFIX_SIZE);
+  uint8_t full[UIH_KEY_SIZE] = {0};
+  memcpy(full, hist, UIH_KEY_GROUP_PREFIX_SIZE);
+  uih_key_decode(full, sizeof full, hk, NULL);
+  const uih_group *g = uih_schema_group_by_id(s->m->schema, hk->group);
+  if (g != s->group) s->group_dropped = g && has_dropped(g); /* once per group, not per history */
+  s->group = g;
+  s->user = hk->user_id;
+  if (!g) return uih_corruption(err, "the generation holds group %u, which the schema does not have", hk->group);
+  s->nstripes = s->nnews = 0;
+  s->old.n = s->fresh.n = 0;
+  return UIH_OK;
+}
+
+/* The history's stored stripes, from the scan, into s->stripes (bytes in
+ * s->old), each checked against its key. */
+static int take_stripes(state *s, inputs *in, const uint8_t *hist, const uih_key *hk, uih_error *err) {
+  int rc = UIH_OK;
+  while (rc == UIH_OK && in->key && in->klen == UIH_KEY_SIZE && memcmp(in->key, hist, UIH_KEY_GROUP_PREFIX_SIZE) == 0) {
+    GROW(s->stripes, s->nstripes, s->scap, err);
+    stored *st = &s->stripes[s->nstripes];
+    uih_key sk;
+    rc = uih_key_decode(in->key, in->klen, &sk, err);
+    if (rc == UIH_OK) rc = uih_stripe_read_info(in->val, in->vlen, &st->info, err);
+    if (rc == UIH_OK && (st->info.group != hk->group || st->info.count == 0 || st->info.min_ts != sk.ts))
+      rc = uih_corruption(err, "stripe at ts %" PRId64 " holds %u events of group %u from ts %" PRId64, sk.ts,
+                          st->info.count, st->info.group, st->info.min_ts);
+    if (rc == UIH_OK) rc = bytes_put(&s->old, in->val, in->vlen, &st->off, err);
+    if (rc != UIH_OK) break;
+    st->start = sk.ts;
+    st->len = in->vlen;
+    s->nstripes++;
+    rc = uih_store_scan_next(in->scan, &in->key, &in->klen, &in->val, &in->vlen, err);
+  }
+  return rc;
+}
+
+/* The history's new rows, from the stream, into s->news (bytes in s->fresh). */
+static int take_rows(state *s, inputs *in, const uint8_t *hist, uih_error *err) {
+  int rc = UIH_OK;
+  while (rc == UIH_OK && in->rec && memcmp(ld_row_history(in->rec), hist, UIH_KEY_GROUP_PREFIX_SIZE) == 0) {
+    GROW(s->news, s->nnews, s->ncap, err);
+    size_t at;
+    rc = bytes_put(&s->fresh, in->rec, in->rlen, &at, err);
+    if (rc != UIH_OK) break;
+    s->news[s->nnews++] = (row){at, in->rlen, 0};
+    rc = ld_stream_next(in->stream, &in->rec, &in->rlen, err);
+  }
+  return rc;
+}
+
+/* The dictionaries go with the generation's record, and the last table
+ * file ends: a full disk fails here, before any shard publishes. */
+static int finish(state *s, uih_error *err) {
+  uint8_t *dicts = NULL;
+  size_t dicts_len = 0;
+  int rc = uih_stripe_context_serialize(s->ctx, &dicts, &dicts_len, err);
+  if (rc == UIH_OK) rc = uih_store_writer_set_dicts(s->m->writer, dicts, dicts_len, err);
+  free(dicts);
+  return rc == UIH_OK ? uih_store_writer_finish(s->m->writer, err) : rc;
+}
+
+int ld_merge_shard(ld_merge *m, uih_error *err) {
+  state s = {.m = m, .generation = uih_store_writer_generation(m->writer), .version = uih_schema_version(m->schema)};
+  inputs in = {0};
+  /* UihTable keeps a checksum with every value: the stripes need none of their own. */
+  uih_stripe_encoder_opts eo = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
+  eo.no_checksum = 1;
+  int rc = uih_stripe_encoder_create(&eo, &s.enc, err);
+  if (rc == UIH_OK) rc = uih_stripe_decoder_create(&s.dec, err);
+  if (rc == UIH_OK) rc = uih_store_scan_open(m->store, m->shard, 0, &in.scan, err);
+  if (rc == UIH_OK) rc = build_dicts(&s, in.scan, err);
+  if (rc == UIH_OK) rc = ld_stream_open(m->sorter, m->shard, &in.stream, err);
+  if (rc == UIH_OK) rc = uih_store_scan_next(in.scan, &in.key, &in.klen, &in.val, &in.vlen, err);
+  if (rc == UIH_OK) rc = ld_stream_next(in.stream, &in.rec, &in.rlen, err);
   if (rc != UIH_OK) uih_error_prefix(err, "shard %u: ", m->shard);
-  uih_stripe_encoder_set_context(s.enc, s.ctx);
-  uih_stripe_decoder_set_context(s.dec, s.base_ctx ? s.base_ctx : s.ctx);
-  if (rc == UIH_OK) rc = ld_stream_open(m->sorter, m->shard, &stream, err);
-  const uint8_t *key = NULL, *val = NULL, *rec = NULL;
-  size_t klen = 0, vlen = 0;
-  uint32_t rlen = 0;
-  if (rc == UIH_OK) rc = uih_store_scan_next(scan, &key, &klen, &val, &vlen, err);
-  if (rc == UIH_OK) rc = ld_stream_next(stream, &rec, &rlen, err);
-  while (rc == UIH_OK && (key || rec)) {
-    /* The next history: the smaller (user, group) of the two. */
+  while (rc == UIH_OK && (in.key || in.rec)) {
     uint8_t hist[UIH_KEY_GROUP_PREFIX_SIZE];
-    if (key && klen != UIH_KEY_SIZE) {
-      rc = uih_corruption(err, "generation key of %zu bytes, expected %d", klen, UIH_KEY_SIZE);
-      break;
-    }
-    if (key && (!rec || memcmp(key, ld_row_history(rec), sizeof hist) <= 0)) memcpy(hist, key, sizeof hist);
-    else memcpy(hist, ld_row_history(rec), sizeof hist);
     uih_key hk;
-    uint8_t full[UIH_KEY_SIZE] = {0};
-    memcpy(full, hist, sizeof hist);
-    uih_key_decode(full, sizeof full, &hk, NULL);
-    s.user = hk.user_id;
-    const uih_group *g = uih_schema_group_by_id(m->schema, hk.group);
-    if (g != s.group) s.group_dropped = g && has_dropped(g); /* once per group, not per history */
-    s.group = g;
-    if (!s.group) {
-      rc = uih_corruption(err, "the generation holds group %u, which the schema does not have",
-                          hk.group);
+    rc = next_history(&s, &in, hist, &hk, err);
+    if (rc != UIH_OK) {
+      uih_error_prefix(err, "shard %u: ", m->shard);
       break;
     }
-    s.nstripes = s.nnews = 0;
-    s.old.n = s.fresh.n = 0;
-    while (rc == UIH_OK && key && klen == UIH_KEY_SIZE && memcmp(key, hist, sizeof hist) == 0) {
-      GROW(s.stripes, s.nstripes, s.scap, err);
-      stored *st = &s.stripes[s.nstripes];
-      uih_key sk;
-      rc = uih_key_decode(key, klen, &sk, err);
-      if (rc == UIH_OK) rc = uih_stripe_read_info(val, vlen, &st->info, err);
-      if (rc == UIH_OK && (st->info.group != hk.group || st->info.count == 0 || st->info.min_ts != sk.ts))
-        rc = uih_error_set(err, UIH_ERR_CORRUPTION,
-                           "stripe at ts %" PRId64 " holds %u events of group %u from ts %" PRId64, sk.ts,
-                           st->info.count, st->info.group, st->info.min_ts);
-      if (rc == UIH_OK) rc = bytes_put(&s.old, val, vlen, &st->off, err);
-      if (rc != UIH_OK) break;
-      st->start = sk.ts;
-      st->len = vlen;
-      s.nstripes++;
-      rc = uih_store_scan_next(scan, &key, &klen, &val, &vlen, err);
-    }
-    while (rc == UIH_OK && rec && memcmp(ld_row_history(rec), hist, sizeof hist) == 0) {
-      GROW(s.news, s.nnews, s.ncap, err);
-      size_t at;
-      rc = bytes_put(&s.fresh, rec, rlen, &at, err);
-      if (rc != UIH_OK) break;
-      s.news[s.nnews++] = (row){at, rlen, 0};
-      rc = ld_stream_next(stream, &rec, &rlen, err);
-    }
+    rc = take_stripes(&s, &in, hist, &hk, err);
+    if (rc == UIH_OK) rc = take_rows(&s, &in, hist, err);
     if (rc == UIH_OK) rc = history(&s, err);
     if (rc != UIH_OK)
       uih_error_prefix(err, "shard %u: user %" PRIu64 " group '%s': ", m->shard, s.user, s.group->name);
   }
-  if (rc == UIH_OK) { /* the dictionaries go with the generation's record */
-    uint8_t *dicts = NULL;
-    size_t dicts_len = 0;
-    rc = uih_stripe_context_serialize(s.ctx, &dicts, &dicts_len, err);
-    if (rc == UIH_OK) rc = uih_store_writer_set_dicts(m->writer, dicts, dicts_len, err);
-    free(dicts);
-    if (rc != UIH_OK) uih_error_prefix(err, "shard %u: ", m->shard);
-  }
-  if (rc == UIH_OK && (rc = uih_store_writer_finish(m->writer, err)) != UIH_OK) /* a full disk fails here, */
-    uih_error_prefix(err, "shard %u: ", m->shard);                              /* before any shard publishes */
-  if (stream) m->record.duplicates += ld_stream_repeats(stream);
-  ld_stream_close(stream);
-  uih_store_scan_close(scan);
+  if (rc == UIH_OK && (rc = finish(&s, err)) != UIH_OK) uih_error_prefix(err, "shard %u: ", m->shard);
+  if (in.stream) m->record.duplicates += ld_stream_repeats(in.stream);
+  ld_stream_close(in.stream);
+  uih_store_scan_close(in.scan);
   state_free(&s);
   return rc;
 }

@@ -76,11 +76,11 @@ ColumnFamilyOptions MutableCfOptions(const uih_mutable_opts& o) {
 
 int ReadWatermark(uih_mutable* m, int64_t* wm, int* has, uih_error* err) {
   std::string v;
-  Status s = m->db->Get(ReadOptions(), m->meta, kWatermarkKey, &v);
+  bool found;
   *has = 0;
-  if (s.IsNotFound()) return UIH_OK;
-  if (!s.ok()) return StatusError(err, m->path, s, "reading the watermark");
-  int rc = ParseI64Value(v, m->format, kWatermarkKey, wm, err);
+  int rc = GetMeta(m->db, m->meta, m->path, kWatermarkKey, &v, &found, err);
+  if (rc != UIH_OK || !found) return rc;
+  rc = ParseI64Value(v, m->format, kWatermarkKey, wm, err);
   if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "mutable store %s: ", m->path.c_str());
   *has = 1;
   return UIH_OK;
@@ -94,11 +94,11 @@ namespace {
 // absent; a newer one than this build reads is refused.
 int ReadFormat(uih_mutable* m, uih_error* err) {
   std::string v;
-  Status s = m->db->Get(ReadOptions(), m->meta, uih::kFormatKey, &v);
+  bool found;
   m->format = 1;
-  if (s.IsNotFound()) return UIH_OK;
-  if (!s.ok()) return StatusError(err, m->path, s, "reading its format");
-  int rc = uih::ParseU32Value(v, uih::kFormatKey, &m->format, err);
+  int rc = uih::GetMeta(m->db, m->meta, m->path, uih::kFormatKey, &v, &found, err);
+  if (rc != UIH_OK || !found) return rc;
+  rc = uih::ParseU32Value(v, uih::kFormatKey, &m->format, err);
   if (rc == UIH_OK && (m->format < 2 || m->format > uih::kStoreFormat))
     rc = uih_error_set(err, UIH_ERR_NOT_SUPPORTED, "its format is %u; this build reads formats 1 to %u", m->format,
                        uih::kStoreFormat);
@@ -108,12 +108,12 @@ int ReadFormat(uih_mutable* m, uih_error* err) {
 // The chunk span: absent in stores made before chunks (span 0).
 int ReadChunkSpan(uih_mutable* m, uih_error* err) {
   std::string v;
-  Status s = m->db->Get(ReadOptions(), m->meta, uih::kChunkSpanKey, &v);
+  bool found;
   m->span = 0;
-  if (s.IsNotFound()) return UIH_OK;
-  if (!s.ok()) return StatusError(err, m->path, s, "reading the chunk span");
+  int rc = uih::GetMeta(m->db, m->meta, m->path, uih::kChunkSpanKey, &v, &found, err);
+  if (rc != UIH_OK || !found) return rc;
   int64_t span = 0;
-  int rc = uih::ParseI64Value(v, m->format, uih::kChunkSpanKey, &span, err);
+  rc = uih::ParseI64Value(v, m->format, uih::kChunkSpanKey, &span, err);
   if (rc == UIH_OK && span <= 0)
     rc = uih_corruption(err, "metadata key '%s' holds span %" PRId64 ", expected > 0", uih::kChunkSpanKey, span);
   if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "mutable store %s: ", m->path.c_str());

@@ -56,11 +56,11 @@ using uih::StatusError;
 
 int ReadCurrent(Shard* sh, uih_error* err) {
   std::string v;
-  Status s = sh->db->Get(ReadOptions(), sh->meta, uih::kCurrentKey, &v);
+  bool found;
   sh->current = 0;
-  if (s.IsNotFound()) return UIH_OK;
-  if (!s.ok()) return StatusError(err, sh->path, s, "reading the current generation");
-  int rc = uih::ParseU32Value(v, uih::kCurrentKey, &sh->current, err);
+  int rc = uih::GetMeta(sh->db, sh->meta, sh->path, uih::kCurrentKey, &v, &found, err);
+  if (rc != UIH_OK || !found) return rc;
+  rc = uih::ParseU32Value(v, uih::kCurrentKey, &sh->current, err);
   return rc == UIH_OK ? UIH_OK : UIH_PREFIXED(rc, err, "store %s: ", sh->path.c_str());
 }
 
@@ -141,10 +141,9 @@ int AddGeneration(Shard* sh, const uih_generation& record, ColumnFamilyHandle* h
   sh->others.erase(std::find(sh->others.begin(), sh->others.end(), h));
   sh->gens[record.generation] = gen;
   std::string dicts;
-  Status st = sh->db->Get(ReadOptions(), sh->meta, uih::DictsKey(record.generation), &dicts);
-  if (!st.ok() && !st.IsNotFound())
-    return StatusError(err, sh->path, st, "reading generation %u's value dictionaries", record.generation);
-  int rc = gen->SetDicts(dicts, err);
+  bool found;
+  int rc = uih::GetMeta(sh->db, sh->meta, sh->path, uih::DictsKey(record.generation), &dicts, &found, err);
+  if (rc == UIH_OK) rc = gen->SetDicts(dicts, err);
   return rc == UIH_OK ? UIH_OK : UIH_PREFIXED(rc, err, "store %s: ", sh->path.c_str());
 }
 
@@ -173,12 +172,7 @@ int PairGenerations(Shard* sh, bool ro, const std::map<uint32_t, ColumnFamilyHan
       return uih_corruption(err, "store %s: the current generation %u has no column family %s", sh->path.c_str(), g,
                             uih::GenerationCfName(g).c_str());
     if (ro) continue;
-    WriteOptions wo;
-    wo.sync = true;
-    WriteBatch wb;  // the record and its dictionaries go together
-    Status st = wb.Delete(sh->meta, uih::GenerationKey(g));
-    if (st.ok()) st = wb.Delete(sh->meta, uih::DictsKey(g));
-    if (st.ok()) st = sh->db->Write(wo, &wb);
+    Status st = uih::DeleteGenerationRecord(sh, g);
     if (!st.ok()) return StatusError(err, sh->path, st, "removing the record of retired generation %u", g);
   }
   if (sh->current != 0 && !sh->gens.count(sh->current))

@@ -44,12 +44,7 @@ int Retire(uih_store* s, Shard* sh, uih_error* err) {
     int rc = s->pins.Pinned(sh->index, g, &pinned, err);
     if (rc != UIH_OK) return rc;
     if (pinned) continue;
-    WriteOptions wo;
-    wo.sync = true;
-    WriteBatch wb;  // the record and its dictionaries go together
-    Status st = wb.Delete(sh->meta, uih::GenerationKey(g));
-    if (st.ok()) st = wb.Delete(sh->meta, uih::DictsKey(g));
-    if (st.ok()) st = sh->db->Write(wo, &wb);
+    Status st = uih::DeleteGenerationRecord(sh, g);
     if (st.ok()) st = sh->db->DropColumnFamily(old->cf());
     if (!st.ok()) return StatusError(err, sh->path, st, "retiring generation %u", g);
     std::lock_guard<std::mutex> lock(sh->mu);

@@ -6,6 +6,7 @@
 #include <cstdarg>
 #include <cstring>
 
+#include "rocksdb/write_batch.h"
 #include "store_internal.h"
 #include "uih/key.h"
 #include "uih_plugin/c_api.h"
@@ -28,6 +29,14 @@ int StatusError(uih_error* err, const std::string& where, const rocksdb::Status&
   if (code == UIH_ERR_CORRUPTION)
     return uih_corruption(err, "store %s: %s: %s", where.c_str(), msg, s.ToString().c_str());
   return uih_error_set(err, code, "store %s: %s: %s", where.c_str(), msg, s.ToString().c_str());
+}
+
+int GetMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, const std::string& where, const std::string& key,
+            std::string* v, bool* found, uih_error* err) {
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, key, v);
+  *found = s.ok();
+  if (s.ok() || s.IsNotFound()) return UIH_OK;
+  return StatusError(err, where, s, "reading metadata key '%s'", key.c_str());
 }
 
 int NotAStore(uih_error* err, const char* path, const char* why) {
@@ -61,6 +70,15 @@ int Generation::Files(const std::string& shard, const GenerationFiles** out, uih
   }
   *out = files_.get();
   return UIH_OK;
+}
+
+rocksdb::Status DeleteGenerationRecord(Shard* sh, uint32_t g) {
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  rocksdb::WriteBatch wb;
+  rocksdb::Status st = wb.Delete(sh->meta, GenerationKey(g));
+  if (st.ok()) st = wb.Delete(sh->meta, DictsKey(g));
+  return st.ok() ? sh->db->Write(wo, &wb) : st;
 }
 
 Shard::~Shard() {

@@ -76,6 +76,11 @@ inline rocksdb::Slice S(const uint8_t* p, size_t n) { return rocksdb::Slice(rein
 int StatusError(uih_error* err, const std::string& where, const rocksdb::Status& s, const char* what, ...)
     __attribute__((format(printf, 4, 5)));
 
+// The value of metadata key `key` (column family `meta` of the database at
+// `where`) into *v; *found false, and UIH_OK, when there is none.
+int GetMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, const std::string& where, const std::string& key,
+            std::string* v, bool* found, uih_error* err);
+
 // UIH_ERR_NOT_FOUND for a path that holds no store (a store, or a mutable
 // store), saying why: "not a uihstore store: PATH: why".
 int NotAStore(uih_error* err, const char* path, const char* why);
@@ -133,6 +138,9 @@ int ShardOfUser(uih_store* s, uint64_t user, Shard** out, uih_error* err);
 // A watermark behind the shard's current generation (a load killed
 // between publishing and advancing it) catches up.
 int CatchUpWatermark(Shard* sh, uih_error* err);
+// Removes generation g's record and its dictionaries from the shard's
+// metadata, together, in one synced write.
+rocksdb::Status DeleteGenerationRecord(Shard* sh, uint32_t g);
 // Ends the writer's table file being written, if any.
 int FinishFile(uih_store_writer* w, uih_error* err);
 // The newest schema version the shard holds, its text in *json.
