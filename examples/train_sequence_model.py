@@ -3,7 +3,7 @@ snapshots on day 2 (logging only their records), load day 2, then train a
 tiny next-item model from the snapshot log, each batch rebuilt exactly as
 inference saw it.
 
-    PYTHONPATH=python python3 examples/train_sequence_model.py [--users 400] [--epochs 4] [--dir DIR]
+    PYTHONPATH=python python3 examples/train_sequence_model.py [--users 400] [--epochs 5] [--dir DIR]
 
 Needs the built libraries and `uih` (scripts/build), numpy and torch.
 """

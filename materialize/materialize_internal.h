@@ -1,4 +1,4 @@
-// What the materializer object (materializer.cc) calls of materialize.cc.
+// What the materializer object (materializer.cc) calls of the rebuild (rebuild.cc).
 #pragma once
 
 #include <cstddef>

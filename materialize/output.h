@@ -1,6 +1,6 @@
 // The materializer's output (uih/materialize.h's results): where each
 // record's sequence comes from — runs of rows of decoded stripes, kept
-// while the batch is read and decoded (materialize.cc) — and the writer
+// while the batch is read and decoded (rebuild_read.cc) — and the writer
 // that lays them out in the projection's layout, one array per trait.
 #pragma once
 

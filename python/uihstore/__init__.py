@@ -1,11 +1,10 @@
 """uihstore for Python: a thin layer over the C API of libuih_rocksdb and
-libuihstore (ctypes; nothing reimplemented). See the README's "Python"
-section.
+libuihstore (ctypes; nothing reimplemented). See python/README.md.
 
     import uihstore
     with uihstore.Store.open("st") as st:
         seqs, record = st.snapshot(42, 1700000000000, {"engagement": 256})
-        res = st.materialize([record], {"engagement": (128, ["ts", "item_id"])})
+        res = st.materialize([record], {"engagement": (128, ["event_ts", "item_id"])})
         res["engagement"].values["item_id"]      # numpy, the C buffer itself
 """
 

@@ -2,7 +2,7 @@
 per shard, and the materialization of snapshot logs in partitions of one
 shard each. The tasks are plain functions of (store path, shard, ...), so
 any engine that runs one task per shard partition runs them the same way
-(README, "Scale-out").
+(python/README.md, "Scale-out").
 
 A shard's task opens the store for that shard alone (`Store.open(path,
 shard=k)`): each shard's database is opened by the one process writing it,

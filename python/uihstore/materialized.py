@@ -22,7 +22,7 @@ class Projection:
     "jagged": each record's rows on their own, values + lengths).
 
         Projection({"engagement": 256})
-        Projection({"engagement": (128, ["ts", "item_id"])}, on_mismatch="flag", layout="jagged")
+        Projection({"engagement": (128, ["event_ts", "item_id"])}, on_mismatch="flag", layout="jagged")
         Projection.parse(["engagement:128"], traits="ts,item_id")   # as the CLI's flags
     """
 

@@ -1,5 +1,5 @@
 // Online to offline, model-based: what inference saw is what training
-// rebuilds. Six days of a store's life: each day, in time order, events are
+// rebuilds. Eight days of a store's life: each day, in time order, events are
 // appended to the mutable tier (some of them late, below the watermark),
 // snapshots are taken at random moments with random specs and their
 // records logged, and at the day's end the day is loaded; on the way, one

@@ -1,4 +1,4 @@
-// Inference snapshots (uih_snapshot, uih/store.h), model-based: a store
+// Inference snapshots (uih_snapshot, uih/materialize.h), model-based: a store
 // loaded with a day and a mutable tier holding the next (with late events
 // below the watermark, which a snapshot must not see); for random users and
 // request times, every group's sequence is the newest max_length events of

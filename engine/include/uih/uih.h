@@ -11,10 +11,11 @@
  *   uih/csv.h     loader-input CSV: reading and writing
  *   uih/gen.h     a deterministic generator of realistic histories
  *   uih/generation.h  a store's metadata: generation records, its descriptor
+ *   uih/snapshot.h  snapshot records, their logs and identity checksums
  *
  * What needs a RocksDB database (stores, uih/store.h; the mutable tier,
- * uih/mutable.h; the loader, uih/loader.h) is libuih_rocksdb's, installed
- * with it.
+ * uih/mutable.h; the loader, uih/loader.h; snapshots and rebuilds,
+ * uih/materialize.h) is libuih_rocksdb's, installed with it.
  */
 #ifndef UIH_UIH_H
 #define UIH_UIH_H
