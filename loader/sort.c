@@ -214,7 +214,8 @@ typedef struct source {
   FILE *f;            /* a run, or NULL: memory */
   const char *path;   /* the run's, for messages */
   uint64_t left;      /* run bytes of this shard not yet read into buf */
-  uint64_t at;        /* offset in the run of buf's first byte */
+  uint64_t at;        /* offset in the run of the next record */
+  size_t block;       /* bytes read at once */
   size_t next, end;   /* memory: entries [next, end) */
   const uint8_t *rec; /* the current record, NULL when done */
   uint32_t len;
@@ -235,7 +236,15 @@ struct ld_stream {
   uint64_t repeats;
 };
 
-#define RUN_BLOCK (256u << 10)
+/* A stream reads each run in blocks of memory / (8 * runs), 16 to 256 KiB,
+ * and no more than the run's part holds: the buffers of every stream of a
+ * load together stay near a small share of its memory budget. */
+static size_t block_of(const ld_sorter *s, uint64_t part) {
+  size_t b = s->nruns ? s->memory / (8 * s->nruns) : 0;
+  if (b < (16u << 10)) b = 16u << 10;
+  if (b > (256u << 10)) b = 256u << 10;
+  return part < b ? (size_t)part : b;
+}
 
 /* Makes at least `want` bytes of the run's part available to x->c (fewer
  * when the part ends first): what is left of buf moves to its front, then
@@ -243,7 +252,7 @@ struct ld_stream {
 static int fill(source *x, size_t want, uih_error *err) {
   size_t have = uih_cursor_left(&x->c);
   if (have >= want || x->left == 0) return UIH_OK;
-  size_t cap = want > RUN_BLOCK ? want : RUN_BLOCK;
+  size_t cap = want > x->block ? want : x->block;
   if (cap > x->cap) {
     uint8_t *b = malloc(cap);
     if (!b) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
@@ -256,9 +265,10 @@ static int fill(source *x, size_t want, uih_error *err) {
   }
   size_t n = x->cap - have;
   if (n > x->left) n = (size_t)x->left;
-  if (fread(x->buf + have, 1, n, x->f) != n)
-    return uih_error_set(err, UIH_ERR_IO, "sort: %s: the run ends %" PRIu64 " bytes early (%s)", x->path, x->left,
-                         ferror(x->f) ? strerror(errno) : "end of file");
+  const size_t got = fread(x->buf + have, 1, n, x->f);
+  if (got != n)
+    return uih_error_set(err, UIH_ERR_IO, "sort: %s: the run ends %" PRIu64 " bytes early (%s)", x->path,
+                         x->left - got, ferror(x->f) ? strerror(errno) : "end of file");
   x->left -= n;
   x->c = uih_cursor_make(x->buf, have + n);
   return UIH_OK;
@@ -275,18 +285,20 @@ static int advance(ld_stream *st, source *x, uih_error *err) {
     x->len = e->len;
     return UIH_OK;
   }
+  x->rec = NULL;  /* until a whole record is there */
   int rc = fill(x, 4, err);
   if (rc != UIH_OK) return rc;
-  if (uih_cursor_left(&x->c) == 0) {
-    x->rec = NULL;
-    return UIH_OK;
-  }
+  if (uih_cursor_left(&x->c) == 0) return UIH_OK;
   const uint64_t at = x->at;
+  if (uih_cursor_left(&x->c) < 4)
+    return uih_corruption(err,
+                          "sort: %s: at offset %" PRIu64 ": the shard's part ends inside a record's length (%zu bytes)",
+                          x->path, at, uih_cursor_left(&x->c));
   const uint32_t len = uih_cursor_u32(&x->c);
-  if (x->c.bad || len < st->s->min_len || len > uih_cursor_left(&x->c) + x->left)
+  if (len < st->s->min_len || len > uih_cursor_left(&x->c) + x->left)
     return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": a record of %u bytes, expected %u..%" PRIu64
-                          " (what the shard's part of the run holds)", x->path, at, x->c.bad ? 0 : len,
-                          st->s->min_len, x->c.bad ? 0 : uih_cursor_left(&x->c) + x->left);
+                          " (what the shard's part of the run holds)", x->path, at, len, st->s->min_len,
+                          uih_cursor_left(&x->c) + x->left);
   rc = fill(x, len, err);
   if (rc != UIH_OK) return rc;
   x->rec = uih_cursor_take(&x->c, len);
@@ -332,6 +344,7 @@ int ld_stream_open(ld_sorter *s, uint32_t shard, ld_stream **out, uih_error *err
     x->path = s->runs[i].path;
     x->at = s->runs[i].starts[shard];
     x->left = s->runs[i].starts[shard + 1] - s->runs[i].starts[shard];
+    x->block = block_of(s, x->left);
     rc = advance(st, x, err);
   }
   if (rc == UIH_OK) {

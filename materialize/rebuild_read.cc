@@ -89,19 +89,14 @@ int Rebuild::Collect(Job& job, std::vector<std::unique_ptr<BatchPtr>>* decoded, 
     const uih_column* arr = &sb->columns[uih_batch_column_index(sb, UIH_TRAIT_ARRIVAL)];
     const uint32_t slot = static_cast<uint32_t>(decoded->size());
     // The stripe's arrivals read once; whether its rows are in time order,
-    // once: then each window's rows are found by bisection.
+    // once: then each window's rows are found by bisection (else every row
+    // is looked at: the chain decides).
     arrival_.resize(sb->count);
-    bool ordered = true;
-    for (uint32_t r = 0; r < sb->count; r++) {
-      arrival_[r] = uih_column_get_bits(arr, r);
-      ordered = ordered && (r == 0 || ts[r - 1] <= ts[r]);
-    }
+    for (uint32_t r = 0; r < sb->count; r++) arrival_[r] = uih_column_get_bits(arr, r);
+    const bool ordered = InTimeOrder(sb);
     for (Need& nd : job.needs) {
       uint32_t first = 0, last = sb->count;
-      if (ordered) {
-        last = static_cast<uint32_t>(std::upper_bound(ts, ts + sb->count, nd.rg->end_ts) - ts);
-        first = static_cast<uint32_t>(std::lower_bound(ts, ts + last, nd.rg->start_ts) - ts);
-      }
+      if (ordered) RowsWithin(sb, nd.rg->start_ts, nd.rg->end_ts, &first, &last);
       for (uint32_t r = last; r-- > first && nd.found.size() < nd.check;)
         if (ts[r] >= nd.rg->start_ts && ts[r] <= nd.rg->end_ts && arrival_[r] <= nd.rg->generation)
           nd.found.push_back({slot, r});
@@ -140,6 +135,12 @@ bool Rebuild::Verify(const Job& job, const Need& nd, const std::vector<std::uniq
   }
   if (*rc != UIH_OK) return false;
   const uih_group* vg = uih_schema_group_by_id(version, groups_[job.gi]->id);
+  if (vg == nullptr) {  // a record can name only its schema's groups: a bug, or the store's schema is another's
+    char why[160];
+    snprintf(why, sizeof why, "its schema version %u has no group %s", r.schema_version, groups_[job.gi]->name);
+    Mismatch(nd.rec, job.gi, why);
+    return true;
+  }
   // A record newer than what this store opened (a read-only store sees
   // the generations it opened with) may need events it does not have.
   char newer[160] = "";
@@ -174,7 +175,7 @@ bool Rebuild::Verify(const Job& job, const Need& nd, const std::vector<std::uniq
     chain_h_.push_back(c.h);
     chain_rows_.push_back(nd.found[j]);
   }
-  if (vg != nullptr && uih_snapshot_chain_verify(&c, nd.rg)) return true;
+  if (uih_snapshot_chain_verify(&c, nd.rg)) return true;
   char why[448];
   const uint32_t expected = uih_snapshot_group_check(nd.rg, nd.check);
   const uih_trait* dropped = DroppedIdTrait(vg, job.gi);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "error_internal.h"
 #include "mem.h"
 #include "uih/materialize.h"
 #include "uih/snapshot.h"
@@ -29,6 +30,7 @@ struct GroupWork {
   BatchPtr window;    // the immutable part (+ arrival)
   uih::Gather part;   // its stripes, decoded newest first
   BatchPtr mut;       // the mutable tier's events
+  uih::Gather chunks; // their chunks, decoded newest first
   BatchPtr chunk;     // mutable events being encoded, one stripe's worth
   std::string blob;   // the record's mutable stripes
 };
@@ -70,11 +72,12 @@ int ReadPart(uih_snapshotter* sn, const ShardView& v, uint64_t user, const uih_g
     rc = sn->reader.Next(want - w->part.count(), sn->ids.data(), nids, b, &more, err);
     if (rc != UIH_OK) return rc;
     if (!more) break;
-    // Rows are in time order; those after `end` (a stripe straddling it)
-    // are not the model's.
-    const int64_t* ts = uih_batch_timestamps(*b);
-    uint32_t below = (*b)->count;
-    while (below > 0 && ts[below - 1] > end) below--;
+    // Those after `end` (a stripe straddling it) are not the model's.
+    if (!uih::InTimeOrder(*b))
+      return uih_corruption(err, "store %s: generation %u: a stripe of user %" PRIu64 " group %u out of time order",
+                            v.path->c_str(), v.gen->number(), user, g->id);
+    uint32_t first, below;
+    uih::RowsWithin(*b, INT64_MIN, end, &first, &below);
     w->part.Take(0, below);
   }
   *n = std::min(w->part.count(), want);
@@ -138,7 +141,8 @@ int SnapshotGroup(uih_snapshotter* sn, const ShardView& v, const uih_schema* sch
   const uih::Split split = v.split;
   int rc = uih_batch_prepare(&w->mut.b, g, nullptr, 0, 64, err);
   if (rc == UIH_OK && split.at <= request_ts)
-    rc = uih::ReadMutableNewest(v.mut, user, g->id, split.at, request_ts, spec.max_length, &w->mut.b, err);
+    rc = uih::ReadMutableNewest(v.mut, user, g->id, split.at, request_ts, spec.max_length, &w->mut.b, &w->chunks,
+                                err);
   if (rc != UIH_OK) return rc;
   const uint32_t m = w->mut.b->count, keep_m = std::min(m, spec.max_length), want = spec.max_length - keep_m;
   // The immutable tier's newest `want` events below the split.

@@ -85,7 +85,8 @@ int ParseI64Value(const rocksdb::Slice& v, uint32_t format, const char* key, int
   if (p == nullptr || uih_cursor_left(&c) != 0)
     return uih_corruption(err, "metadata key '%s' holds %zu bytes, expected 8 (i64, %s)", key, v.size(),
                           format >= 2 ? "big-endian, sign bit flipped" : "little-endian: format 1");
-  *out = format >= 2 ? uih_order_i64(uih_load_be64(p)) : static_cast<int64_t>(uih_load_le64(p));
+  if (format >= 2) *out = uih_order_i64(uih_load_be64(p));
+  else memcpy(out, p, sizeof *out);  // two's complement, little-endian, as format 1 wrote it
   return UIH_OK;
 }
 

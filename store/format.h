@@ -52,7 +52,10 @@
 // Format 1 (stores written before uih.format) held the watermark and the
 // chunk span as 8 bytes little-endian, two's complement. A writable open
 // rewrites them in format 2 and writes uih.format, in one synced write; a
-// read-only open reads them as they are (reading never writes).
+// read-only open reads them as they are (reading never writes). There is
+// no way back: a build from before uih.format does not look for it, and
+// would read format 2's values as little-endian. A format newer than this
+// build's is refused.
 #pragma once
 
 #include <cstdint>

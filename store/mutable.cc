@@ -75,15 +75,10 @@ ColumnFamilyOptions MutableCfOptions(const uih_mutable_opts& o) {
 }
 
 int ReadWatermark(uih_mutable* m, int64_t* wm, int* has, uih_error* err) {
-  std::string v;
-  bool found;
-  *has = 0;
-  int rc = GetMeta(m->db, m->meta, m->path, kWatermarkKey, &v, &found, err);
-  if (rc != UIH_OK || !found) return rc;
-  rc = ParseI64Value(v, m->format, kWatermarkKey, wm, err);
-  if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "mutable store %s: ", m->path.c_str());
-  *has = 1;
-  return UIH_OK;
+  bool found = false;
+  int rc = ReadMetaI64(m->db, m->meta, m->path, m->format, kWatermarkKey, wm, &found, err);
+  *has = found;
+  return rc;
 }
 
 }  // namespace uih
@@ -93,30 +88,26 @@ namespace {
 // The format of the metadata values (format.h): uih.format, or 1 when it is
 // absent; a newer one than this build reads is refused.
 int ReadFormat(uih_mutable* m, uih_error* err) {
-  std::string v;
   bool found;
   m->format = 1;
-  int rc = uih::GetMeta(m->db, m->meta, m->path, uih::kFormatKey, &v, &found, err);
+  int rc = uih::ReadMetaU32(m->db, m->meta, m->path, uih::kFormatKey, &m->format, &found, err);
   if (rc != UIH_OK || !found) return rc;
-  rc = uih::ParseU32Value(v, uih::kFormatKey, &m->format, err);
-  if (rc == UIH_OK && (m->format < 2 || m->format > uih::kStoreFormat))
-    rc = uih_error_set(err, UIH_ERR_NOT_SUPPORTED, "its format is %u; this build reads formats 1 to %u", m->format,
-                       uih::kStoreFormat);
-  return rc == UIH_OK ? UIH_OK : UIH_PREFIXED(rc, err, "mutable store %s: ", m->path.c_str());
+  if (m->format < 2 || m->format > uih::kStoreFormat)
+    rc = uih_error_set(err, UIH_ERR_NOT_SUPPORTED, "store %s: its format is %u; this build reads formats 1 to %u",
+                       m->path.c_str(), m->format, uih::kStoreFormat);
+  return rc;
 }
 
 // The chunk span: absent in stores made before chunks (span 0).
 int ReadChunkSpan(uih_mutable* m, uih_error* err) {
-  std::string v;
   bool found;
-  m->span = 0;
-  int rc = uih::GetMeta(m->db, m->meta, m->path, uih::kChunkSpanKey, &v, &found, err);
-  if (rc != UIH_OK || !found) return rc;
   int64_t span = 0;
-  rc = uih::ParseI64Value(v, m->format, uih::kChunkSpanKey, &span, err);
-  if (rc == UIH_OK && span <= 0)
-    rc = uih_corruption(err, "metadata key '%s' holds span %" PRId64 ", expected > 0", uih::kChunkSpanKey, span);
-  if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "mutable store %s: ", m->path.c_str());
+  m->span = 0;
+  int rc = uih::ReadMetaI64(m->db, m->meta, m->path, m->format, uih::kChunkSpanKey, &span, &found, err);
+  if (rc != UIH_OK || !found) return rc;
+  if (span <= 0)
+    return uih_corruption(err, "store %s: metadata key '%s' holds span %" PRId64 ", expected > 0", m->path.c_str(),
+                          uih::kChunkSpanKey, span);
   m->span = span;
   return UIH_OK;
 }
@@ -311,8 +302,7 @@ int MergeChunks(uih_mutable* m, WriteBatch* wb, uint64_t user, const uih_batch* 
   rows.clear();
   for (uint32_t i = 0; i < b->count; i++) rows.push_back({chunk_of(i), i});
   std::sort(rows.begin(), rows.end());
-  std::vector<uint16_t> ids(b->ncolumns);
-  for (uint32_t c = 0; c < b->ncolumns; c++) ids[c] = b->columns[c].trait->id;
+  const std::vector<uint16_t> ids = uih::ColumnIds(b);
   uih::BatchPtr part;
   int rc = uih_batch_create(b->group, b->count, ids.data(), b->ncolumns, &part.b, err);
   for (size_t i = 0; rc == UIH_OK && i < rows.size();) {

@@ -38,6 +38,8 @@ struct uih_mutable {
 
 namespace uih {
 
+class Gather;
+
 // For C++ embedders and tests: the database and column family of a store.
 rocksdb::DB* MutableDB(uih_mutable* m);
 rocksdb::ColumnFamilyHandle* MutableColumnFamily(uih_mutable* m);
@@ -65,8 +67,9 @@ void FreeMutable(uih_mutable* m);
 void SetMutableSchema(uih_mutable* m, const uih_schema* schema);
 // The durable watermark (*has 0: never set).
 int ReadWatermark(uih_mutable* m, int64_t* wm, int* has, uih_error* err);
-// uih_mutable_read, for every event (newest UINT32_MAX) or the newest ones.
+// uih_mutable_read, for every event (newest UINT32_MAX) or the newest ones,
+// the chunks decoded into `scratch`'s batches.
 int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts, uint32_t newest,
-               uih_batch** batch, uih_error* err);
+               uih_batch** batch, Gather* scratch, uih_error* err);
 
 }  // namespace uih

@@ -66,7 +66,7 @@ int ReadWindow(uih_mutable* m, Iterator* it, uint64_t user, uint16_t group, int6
     if (rc != UIH_OK) return rc;
     (*chunks)[(*n)++].second.assign(it->value().data(), it->value().size());
   }
-  return it->status().ok() ? UIH_OK : StatusError(err, m->path, it->status(), "reading");
+  return it->status().ok() ? UIH_OK : StatusError(err, "", it->status(), "reading");
 }
 
 // What comes before a window: no chunk of (user, group), the chunk at
@@ -82,7 +82,7 @@ int ChunkBefore(uih_mutable* m, Iterator* it, uint64_t user, uint16_t group, int
   uih::MutableKey(m->span, user, group, start, lo);
   *what = Before::kNone;
   it->SeekForPrev(uih::S(lo, UIH_KEY_SIZE));
-  if (!it->status().ok()) return StatusError(err, m->path, it->status(), "reading");
+  if (!it->status().ok()) return StatusError(err, "", it->status(), "reading");
   if (!it->Valid() || it->key().size() < UIH_KEY_GROUP_PREFIX_SIZE ||
       memcmp(it->key().data(), lo, UIH_KEY_GROUP_PREFIX_SIZE) != 0)
     return UIH_OK;
@@ -99,15 +99,13 @@ int ChunkBefore(uih_mutable* m, Iterator* it, uint64_t user, uint16_t group, int
 // UIH_STRIPE_EVENTS_MAX). A read of a user's newest events reads about as
 // many chunks as hold them.
 int ReadChunks(uih_mutable* m, uint64_t user_id, const uih_group* g, int64_t min_ts, int64_t max_ts, uint32_t newest,
-               uih_batch** out, uih_error* err) {
-  thread_local Chunks chunks;
-  thread_local uih::Gather gather;
+               uih_batch** out, uih::Gather& gather, uih_error* err) {
+  thread_local Chunks chunks;  // bytes only: nothing in it outlives what it names
   gather.Clear();
   ReadOptions ro;
   ro.prefix_same_as_start = true;
   std::unique_ptr<Iterator> it(m->db->NewIterator(ro, m->events));
-  std::vector<uint16_t> ids;
-  for (uint32_t k = 0; k < (*out)->ncolumns; k++) ids.push_back((*out)->columns[k].trait->id);
+  const std::vector<uint16_t> ids = uih::ColumnIds(*out);
   const int64_t first = uih_key_chunk_start(min_ts, m->span), top = uih_key_chunk_start(max_ts, m->span);
   int64_t end = top;  // the newest chunk not read yet
   // No more than one past what a batch holds: that many is refused anyway.
@@ -172,7 +170,7 @@ int ReadList(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, i
     uih_batch_clear(*batch);
     return UIH_OK;
   }
-  if (!s.ok()) return StatusError(err, m->path, s, "reading");
+  if (!s.ok()) return StatusError(err, "", s, "reading");
   return DecodeList(uih::U8(value), value.size(), min_ts, max_ts, newest, batch, err);
 }
 
@@ -181,7 +179,7 @@ int ReadList(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, i
 namespace uih {
 
 int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts, uint32_t newest,
-               uih_batch** batch, uih_error* err) {
+               uih_batch** batch, Gather* scratch, uih_error* err) {
   if (m == nullptr || batch == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "mutable_read: NULL argument");
   const uih_group* g = uih_schema_group_by_id(m->schema, group);
   if (g == nullptr) return uih_error_set(err, UIH_ERR_NOT_FOUND, "mutable_read: the schema has no group with id %u", group);
@@ -194,7 +192,7 @@ int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
     uih_batch_clear(*batch);
     return UIH_OK;
   }
-  rc = m->span > 0 ? ReadChunks(m, user_id, g, min_ts, max_ts, newest, batch, err)
+  rc = m->span > 0 ? ReadChunks(m, user_id, g, min_ts, max_ts, newest, batch, *scratch, err)
                    : ReadList(m, user_id, group, min_ts, max_ts, newest, batch, err);
   if (rc != UIH_OK)
     return UIH_PREFIXED(rc, err, "mutable store %s: user %" PRIu64 " group %u: ", m->path.c_str(), user_id, group);
@@ -202,8 +200,8 @@ int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
 }
 
 int ReadMutableNewest(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts,
-                      uint32_t newest, uih_batch** batch, uih_error* err) {
-  return ReadEvents(m, user_id, group, min_ts, max_ts, newest, batch, err);
+                      uint32_t newest, uih_batch** batch, Gather* scratch, uih_error* err) {
+  return ReadEvents(m, user_id, group, min_ts, max_ts, newest, batch, scratch, err);
 }
 
 }  // namespace uih
@@ -212,8 +210,12 @@ extern "C" {
 
 int uih_mutable_read(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts,
                      uih_batch** batch, uih_error* err) {
-  return uih::CallC(err, "uih_mutable_read",
-                    [&] { return uih::ReadEvents(m, user_id, group, min_ts, max_ts, UINT32_MAX, batch, err); });
+  return uih::CallC(err, "uih_mutable_read", [&] {
+    // The caller's batch may be of a schema it frees after the call: no
+    // batch of this read outlives it.
+    uih::Gather scratch;
+    return uih::ReadEvents(m, user_id, group, min_ts, max_ts, UINT32_MAX, batch, &scratch, err);
+  });
 }
 
 }  // extern "C"

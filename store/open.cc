@@ -55,13 +55,9 @@ using uih::StatusError;
 // ---- a shard --------------------------------------------------------------------
 
 int ReadCurrent(Shard* sh, uih_error* err) {
-  std::string v;
   bool found;
   sh->current = 0;
-  int rc = uih::GetMeta(sh->db, sh->meta, sh->path, uih::kCurrentKey, &v, &found, err);
-  if (rc != UIH_OK || !found) return rc;
-  rc = uih::ParseU32Value(v, uih::kCurrentKey, &sh->current, err);
-  return rc == UIH_OK ? UIH_OK : UIH_PREFIXED(rc, err, "store %s: ", sh->path.c_str());
+  return uih::ReadMetaU32(sh->db, sh->meta, sh->path, uih::kCurrentKey, &sh->current, &found, err);
 }
 
 int ReadRecords(Shard* sh, std::map<uint32_t, uih_generation>* records, uih_error* err) {
@@ -142,8 +138,11 @@ int AddGeneration(Shard* sh, const uih_generation& record, ColumnFamilyHandle* h
   sh->gens[record.generation] = gen;
   std::string dicts;
   bool found;
-  int rc = uih::GetMeta(sh->db, sh->meta, sh->path, uih::DictsKey(record.generation), &dicts, &found, err);
-  if (rc == UIH_OK) rc = gen->SetDicts(dicts, err);
+  char what[64];
+  snprintf(what, sizeof what, "generation %u's value dictionaries", record.generation);
+  int rc = uih::GetMeta(sh->db, sh->meta, sh->path, uih::DictsKey(record.generation), what, &dicts, &found, err);
+  if (rc != UIH_OK) return rc;
+  rc = gen->SetDicts(dicts, err);
   return rc == UIH_OK ? UIH_OK : UIH_PREFIXED(rc, err, "store %s: ", sh->path.c_str());
 }
 

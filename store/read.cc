@@ -17,14 +17,6 @@ using uih::Shard;
 
 namespace {
 
-// The traits of `b`'s columns, but `skip`.
-std::vector<uint16_t> ColumnsOf(const uih_batch* b, uint16_t skip) {
-  std::vector<uint16_t> ids;
-  for (uint32_t c = 0; c < b->ncolumns; c++)
-    if (b->columns[c].trait->id != skip) ids.push_back(b->columns[c].trait->id);
-  return ids;
-}
-
 // Makes room in *out for `more` events: it grows up to
 // UIH_STRIPE_EVENTS_MAX, past which the window is UIH_ERR_OUT_OF_RANGE.
 int Room(uih_batch** out, uint64_t more, uih_error* err) {
@@ -33,13 +25,6 @@ int Room(uih_batch** out, uint64_t more, uih_error* err) {
     return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "more than %d events in the window: read a narrower one",
                          UIH_STRIPE_EVENTS_MAX);
   return uih_batch_reserve(out, std::max<uint32_t>(static_cast<uint32_t>(total), 1), err);
-}
-
-// The rows of `b` (in time order) with ts in [from, to]: [*first, *last).
-void RowsWithin(const uih_batch* b, int64_t from, int64_t to, uint32_t* first, uint32_t* last) {
-  const int64_t* ts = uih_batch_timestamps(b);
-  *last = static_cast<uint32_t>(std::upper_bound(ts, ts + b->count, to) - ts);
-  *first = static_cast<uint32_t>(std::lower_bound(ts, ts + *last, from) - ts);
 }
 
 // The events of `user` in group `g` with ts in [from, to] from generation
@@ -51,12 +36,14 @@ int ReadImmutable(Shard* sh, Generation& gen, uint64_t user, const uih_group* g,
   const uih::GenerationFiles* files = nullptr;
   int rc = gen.Files(sh->path, &files, err);
   if (rc != UIH_OK) return rc;
-  thread_local std::vector<uih::GenerationFiles::Extent> plan;
-  thread_local uih::WindowReader reader;
-  thread_local uih::Gather gather;
+  // Per call: the caller's batch, whose columns these take, may be of a
+  // schema it frees after the call.
+  std::vector<uih::GenerationFiles::Extent> plan;
+  uih::WindowReader reader;
+  uih::Gather gather;
   rc = files->Plan(user, g->id, from, to, &plan, err);
   if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "store %s: generation %u: ", sh->path.c_str(), gen.number());
-  const std::vector<uint16_t> ids = ColumnsOf(*out, 0);
+  const std::vector<uint16_t> ids = uih::ColumnIds(*out);
   reader.Start(&sh->path, &gen, files, user, g, plan.data(), plan.size());
   gather.Clear();
   for (bool more = true; gather.count() <= UIH_STRIPE_EVENTS_MAX;) {
@@ -66,8 +53,11 @@ int ReadImmutable(Shard* sh, Generation& gen, uint64_t user, const uih_group* g,
     rc = reader.Next(missing, ids.data(), static_cast<uint32_t>(ids.size()), b, &more, err);
     if (rc != UIH_OK) return rc;
     if (!more) break;
+    if (!uih::InTimeOrder(*b))
+      return uih_corruption(err, "store %s: generation %u: a stripe of user %" PRIu64 " group %u out of time order",
+                            sh->path.c_str(), gen.number(), user, g->id);
     uint32_t first, last;
-    RowsWithin(*b, from, to, &first, &last);
+    uih::RowsWithin(*b, from, to, &first, &last);
     gather.Take(first, last);
   }
   rc = Room(out, gather.count(), err);
@@ -118,7 +108,7 @@ int Read(uih_store* s, uint64_t user, uint16_t group, int64_t from, int64_t to, 
   if (tier & UIH_TIER_MUTABLE) {
     const int64_t lo = split ? std::max(from, at.at) : from;
     if (lo > to) return UIH_OK;
-    const std::vector<uint16_t> ids = ColumnsOf(*batch, UIH_TRAIT_ARRIVAL);  // mutable events have none
+    const std::vector<uint16_t> ids = uih::ColumnIds(*batch, UIH_TRAIT_ARRIVAL);  // mutable events have none
     uih::BatchPtr tmp;
     rc = uih_batch_prepare(&tmp.b, g, ids.data(), static_cast<uint32_t>(ids.size()), 64, err);
     if (rc == UIH_OK) rc = uih_mutable_read(sh->mut, user, group, lo, to, &tmp.b, err);

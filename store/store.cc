@@ -26,17 +26,44 @@ int StatusError(uih_error* err, const std::string& where, const rocksdb::Status&
   vsnprintf(msg, sizeof msg, what, ap);
   va_end(ap);
   const int code = FromStatus(s);
+  const char* store = where.empty() ? "" : "store ";
+  const char* sep = where.empty() ? "" : ": ";
   if (code == UIH_ERR_CORRUPTION)
-    return uih_corruption(err, "store %s: %s: %s", where.c_str(), msg, s.ToString().c_str());
-  return uih_error_set(err, code, "store %s: %s: %s", where.c_str(), msg, s.ToString().c_str());
+    return uih_corruption(err, "%s%s%s%s: %s", store, where.c_str(), sep, msg, s.ToString().c_str());
+  return uih_error_set(err, code, "%s%s%s%s: %s", store, where.c_str(), sep, msg, s.ToString().c_str());
 }
 
 int GetMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, const std::string& where, const std::string& key,
-            std::string* v, bool* found, uih_error* err) {
+            const char* what, std::string* v, bool* found, uih_error* err) {
   rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, key, v);
   *found = s.ok();
   if (s.ok() || s.IsNotFound()) return UIH_OK;
-  return StatusError(err, where, s, "reading metadata key '%s'", key.c_str());
+  return StatusError(err, where, s, "reading %s", what);
+}
+
+int ReadMetaU32(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, const std::string& where, const char* key,
+                uint32_t* out, bool* found, uih_error* err) {
+  std::string v;
+  int rc = GetMeta(db, meta, where, key, key, &v, found, err);
+  if (rc != UIH_OK || !*found) return rc;
+  rc = ParseU32Value(v, key, out, err);
+  return rc == UIH_OK ? UIH_OK : UIH_PREFIXED(rc, err, "store %s: ", where.c_str());
+}
+
+int ReadMetaI64(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, const std::string& where, uint32_t format,
+                const char* key, int64_t* out, bool* found, uih_error* err) {
+  std::string v;
+  int rc = GetMeta(db, meta, where, key, key, &v, found, err);
+  if (rc != UIH_OK || !*found) return rc;
+  rc = ParseI64Value(v, format, key, out, err);
+  return rc == UIH_OK ? UIH_OK : UIH_PREFIXED(rc, err, "store %s: ", where.c_str());
+}
+
+std::vector<uint16_t> ColumnIds(const uih_batch* b, uint16_t skip) {
+  std::vector<uint16_t> ids;
+  for (uint32_t c = 0; c < b->ncolumns; c++)
+    if (b->columns[c].trait->id != skip || skip == 0) ids.push_back(b->columns[c].trait->id);
+  return ids;
 }
 
 int NotAStore(uih_error* err, const char* path, const char* why) {

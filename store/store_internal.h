@@ -71,15 +71,28 @@ inline const uint8_t* U8(const rocksdb::Slice& s) { return reinterpret_cast<cons
 inline rocksdb::Slice S(const uint8_t* p, size_t n) { return rocksdb::Slice(reinterpret_cast<const char*>(p), n); }
 
 // Sets `err` from a failed RocksDB call on `where` (a shard's folder, a
-// file): the code FromStatus gives and "store WHERE: WHAT: <RocksDB's
-// message>", WHAT printf-formatted. Returns the code.
+// file; empty when the caller's prefix names it): the code FromStatus gives
+// and "store WHERE: WHAT: <RocksDB's message>", WHAT printf-formatted.
+// Returns the code.
 int StatusError(uih_error* err, const std::string& where, const rocksdb::Status& s, const char* what, ...)
     __attribute__((format(printf, 4, 5)));
 
 // The value of metadata key `key` (column family `meta` of the database at
-// `where`) into *v; *found false, and UIH_OK, when there is none.
+// `where`) into *v; *found false, and UIH_OK, when there is none. `what`
+// names the value in an error ("the watermark").
 int GetMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, const std::string& where, const std::string& key,
-            std::string* v, bool* found, uih_error* err);
+            const char* what, std::string* v, bool* found, uih_error* err);
+
+// A metadata value of format.h's integers, parsed (an i64 in the store's
+// `format`): *found false, *out untouched, when the key is absent; a value
+// that does not parse is a corruption naming the key and `where`.
+int ReadMetaU32(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, const std::string& where, const char* key,
+                uint32_t* out, bool* found, uih_error* err);
+int ReadMetaI64(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, const std::string& where, uint32_t format,
+                const char* key, int64_t* out, bool* found, uih_error* err);
+
+// The traits of `b`'s columns, in their order, but `skip` (0: none).
+std::vector<uint16_t> ColumnIds(const uih_batch* b, uint16_t skip = 0);
 
 // UIH_ERR_NOT_FOUND for a path that holds no store (a store, or a mutable
 // store), saying why: "not a uihstore store: PATH: why".

@@ -76,6 +76,19 @@ int WindowReader::Next(uint32_t missing, const uint16_t* ids, uint32_t nids, uih
   return UIH_OK;
 }
 
+bool InTimeOrder(const uih_batch* b) {
+  const int64_t* ts = uih_batch_timestamps(b);
+  for (uint32_t r = 1; r < b->count; r++)
+    if (ts[r - 1] > ts[r]) return false;
+  return true;
+}
+
+void RowsWithin(const uih_batch* b, int64_t from, int64_t to, uint32_t* first, uint32_t* last) {
+  const int64_t* ts = uih_batch_timestamps(b);
+  *last = static_cast<uint32_t>(std::upper_bound(ts, ts + b->count, to) - ts);
+  *first = static_cast<uint32_t>(std::lower_bound(ts, ts + *last, from) - ts);
+}
+
 Gather::~Gather() {
   for (Part& p : parts_) uih_batch_free(p.b);
 }

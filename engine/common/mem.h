@@ -2,9 +2,10 @@
  * loader, store and materializer through uih::internal): loads and stores of
  * fixed-width integers at any alignment and in either byte order, and LEB128
  * varints. memcpy keeps the fixed-width ones legal on unaligned pointers;
- * compilers turn each into a single (byte-swapped) move. Formats whose bytes
- * must sort as their numbers (keys, metadata keys) are big-endian; the rest
- * are little-endian. */
+ * compilers turn each into a single (byte-swapped) move. Which order a
+ * format uses is drawn with it: keys, whose bytes must sort as their
+ * numbers, and the store's metadata (store/format.h) are big-endian; the
+ * stripe, table and record formats are little-endian. */
 #ifndef UIH_MEM_H
 #define UIH_MEM_H
 

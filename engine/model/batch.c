@@ -185,8 +185,11 @@ static int same_columns(const uih_batch *b, const uih_group *g, const uint16_t *
     return 1;
   }
   if (b->ncolumns != nids) return 0;
-  for (uint32_t i = 0; i < nids; i++)
+  for (uint32_t i = 0; i < nids; i++) {
     if (uih_batch_column_index(b, ids[i]) < 0) return 0;
+    for (uint32_t j = 0; j < i; j++)
+      if (ids[j] == ids[i]) return 0; /* not a selection uih_batch_create takes */
+  }
   return 1; /* as many distinct ids as columns, each found: the same set */
 }
 
@@ -199,9 +202,11 @@ int uih_batch_prepare(uih_batch **batch, const uih_group *group, const uint16_t 
     uih_batch_clear(b);
     return uih_batch_reserve(batch, capacity, err);
   }
+  uih_batch *made = NULL;
+  UIH_FORWARD(uih_batch_create(group, capacity, trait_ids, ntrait_ids, &made, err));
   uih_batch_free(b);
-  *batch = NULL;
-  return uih_batch_create(group, capacity, trait_ids, ntrait_ids, batch, err);
+  *batch = made;
+  return UIH_OK;
 }
 
 void uih_column_set_bits(uih_column *c, uint32_t row, uint64_t bits) {

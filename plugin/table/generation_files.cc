@@ -205,23 +205,4 @@ int GenerationFiles::Finish(const Extent* ex, size_t n, StripeSet* out, const ui
   return UIH_OK;
 }
 
-int GenerationFiles::Collect(uint64_t user, uint16_t group, int64_t from, int64_t to, StripeSet* out,
-                             uih_error* err) const {
-  thread_local std::vector<Extent> plan;
-  int rc = Plan(user, group, from, to, &plan, err);
-  return rc == UIH_OK ? Read(plan.data(), plan.size(), out, err) : rc;
-}
-
-int GenerationFiles::Stripes(uint64_t user, uint16_t group, int64_t from, int64_t to, const Visit& visit,
-                             uih_error* err) const {
-  thread_local StripeSet set;
-  int rc = Collect(user, group, from, to, &set, err);
-  for (size_t i = 0; rc == UIH_OK && i < set.stripes.size(); i++) {
-    const auto& st = set.stripes[i];
-    uih_key k{user, group, st.start};
-    rc = visit(k, set.at(st), st.len);
-  }
-  return rc;
-}
-
 }  // namespace uih

@@ -90,8 +90,13 @@ TEST_F(Batch, PrepareReusesOnlyTheSameGroupAndColumns) {
   ASSERT_EQ(UIH_OK, uih_batch_prepare(&b, group_, nullptr, 0, 1, &err));
   EXPECT_EQ(was, b) << "every active trait, kept";
   const uint16_t bad[] = {77};
+  was = b;
   EXPECT_EQ(UIH_ERR_NOT_FOUND, uih_batch_prepare(&b, group_, bad, 1, 8, &err));
-  EXPECT_EQ(nullptr, b) << "the old batch freed, no new one";
+  EXPECT_EQ(was, b) << "an error leaves the batch as it was";
+  const uint16_t twice[] = {1, 1};
+  ASSERT_EQ(UIH_OK, uih_batch_prepare(&b, group_, two, 2, 1, &err));
+  EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_batch_prepare(&b, group_, twice, 2, 1, &err))
+      << "a repeated id is refused, not taken for the batch's two columns";
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_batch_prepare(nullptr, group_, nullptr, 0, 8, &err));
   uih_batch_free(b);
 }

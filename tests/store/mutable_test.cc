@@ -32,6 +32,7 @@
 #include "uih/mutable.h"
 #include "format.h"
 #include "mutable_internal.h"
+#include "uih_store/window.h"
 
 namespace {
 
@@ -573,6 +574,7 @@ TEST_F(Mutable, ChunkedHistoriesReadLikeOneList) {
   }
   EXPECT_EQ(kUsers, (int)StoredUsers().size());
   EXPECT_LT(20u, Stored().size()) << "the histories span many chunks";
+  uih::Gather scratch;  // kept from read to read, as a snapshotter keeps its own
   for (int q = 0; q < 400; q++) {
     uint64_t user = rng() % kUsers;
     int64_t lo = q % 10 == 0 ? INT64_MIN : (int64_t)(rng() % 50000) - 25000;
@@ -585,7 +587,7 @@ TEST_F(Mutable, ChunkedHistoriesReadLikeOneList) {
     if (want.size() > newest) want.erase(want.begin(), want.end() - newest);
     BatchPtr b;
     uih_error err{};
-    ASSERT_EQ(UIH_OK, uih::ReadMutableNewest(m_, user, g_->id, lo, hi, newest, &b.b, &err)) << err.msg;
+    ASSERT_EQ(UIH_OK, uih::ReadMutableNewest(m_, user, g_->id, lo, hi, newest, &b.b, &scratch, &err)) << err.msg;
     EXPECT_EQ(want, uih_test::EventsOf(b.b)) << "user " << user << " [" << lo << ", " << hi << "] newest " << newest;
     if (newest == UINT32_MAX) {
       EXPECT_EQ(want, Read(user, lo, hi));
@@ -660,10 +662,11 @@ TEST_F(Mutable, NewestReadsSeekAcrossGapsAndNameBadKeys) {
   Append(9, recent);
   std::vector<Event> want = uih_test::EventsOf(old.b), more = uih_test::EventsOf(recent.b);
   want.insert(want.end(), more.begin(), more.end());
+  uih::Gather scratch;  // the snapshotter's way: one kept from read to read
   for (uint32_t newest : {2u, 5u, UINT32_MAX}) {
     BatchPtr b;
     uih_error err{};
-    ASSERT_EQ(UIH_OK, uih::ReadMutableNewest(m_, 9, g_->id, INT64_MIN, INT64_MAX, newest, &b.b, &err)) << err.msg;
+    ASSERT_EQ(UIH_OK, uih::ReadMutableNewest(m_, 9, g_->id, INT64_MIN, INT64_MAX, newest, &b.b, &scratch, &err)) << err.msg;
     EXPECT_EQ(want, uih_test::EventsOf(b.b)) << newest;
   }
   rocksdb::DB* db = uih::MutableDB(m_);
@@ -677,7 +680,7 @@ TEST_F(Mutable, NewestReadsSeekAcrossGapsAndNameBadKeys) {
     for (uint32_t newest : {2u, UINT32_MAX}) {
       BatchPtr b;
       uih_error err{};
-      EXPECT_EQ(UIH_ERR_CORRUPTION, uih::ReadMutableNewest(m_, 9, g_->id, INT64_MIN, INT64_MAX, newest, &b.b, &err))
+      EXPECT_EQ(UIH_ERR_CORRUPTION, uih::ReadMutableNewest(m_, 9, g_->id, INT64_MIN, INT64_MAX, newest, &b.b, &scratch, &err))
           << at << " " << newest;
       EXPECT_NE(nullptr, strstr(err.msg, "expected 18 bytes naming a chunk start")) << err.msg;
     }

@@ -90,9 +90,9 @@ int uih_batch_copy_rows(uih_batch *dst, const uih_batch *src, uint32_t from, uin
  * (as uih_batch_create takes them; NULL: every active trait) for at least
  * `capacity` events: the batch there is kept (cleared, grown if need be)
  * when it is of that group with exactly those columns, else it is freed
- * (NULL is fine) and a new one made. For callers that decode into the same
- * batches call after call: once grown, a batch allocates nothing. On an
- * error *batch is a valid batch or NULL. */
+ * (NULL is fine) once a new one is made. For callers that decode into the
+ * same batches call after call: once grown, a batch allocates nothing. On an
+ * error *batch is as it was. */
 int uih_batch_prepare(uih_batch **batch, const uih_group *group, const uint16_t *trait_ids, uint32_t ntrait_ids,
                       uint32_t capacity, uih_error *err);
 
@@ -102,8 +102,8 @@ int uih_batch_column_index(const uih_batch *batch, uint16_t trait_id);
 /* The column of the group's timestamp trait, or NULL if not selected. */
 uih_column *uih_batch_ts_column(uih_batch *batch);
 /* The batch's timestamps (the values of its group's timestamp trait, one
- * per event), or NULL if the batch does not hold that trait. Valid while
- * the batch is. */
+ * per event), or NULL if the batch does not hold that trait. Valid until
+ * the batch is grown, replaced or freed. */
 const int64_t *uih_batch_timestamps(const uih_batch *batch);
 
 /* ---- per-value access: inline, no checks beyond what the types give ----- */

@@ -9,7 +9,6 @@
 // table cache: about 7 bytes per stripe.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,14 +65,6 @@ class GenerationFiles {
   // index names the file) and each value's checksum, and lists the stripes.
   bool Prepare(const Extent* extents, size_t n, StripeSet* out, std::vector<uih_io_req>* reqs) const;
   int Finish(const Extent* extents, size_t n, StripeSet* out, const uih_io_req* reqs, uih_error* err) const;
-
-  // Plan, then Read of all of it.
-  int Collect(uint64_t user, uint16_t group, int64_t from, int64_t to, StripeSet* out, uih_error* err) const;
-
-  // Calls visit(key, value, length) for each stripe Collect would give, in
-  // key order; stops at the first return other than UIH_OK and returns it.
-  using Visit = std::function<int(const uih_key& key, const uint8_t* value, size_t len)>;
-  int Stripes(uint64_t user, uint16_t group, int64_t from, int64_t to, const Visit& visit, uih_error* err) const;
 
   size_t count() const { return files_.size(); }
   ~GenerationFiles();

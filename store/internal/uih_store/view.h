@@ -87,9 +87,12 @@ int ViewUser(uih_store* s, uint64_t user, bool with_split, ShardView* out, uih_e
 
 // uih_mutable_read of only the newest `newest` events in [min_ts, max_ts]
 // (the older ones are not decoded): what a snapshot of max_length needs.
+// `scratch` (window.h) keeps the chunks' batches from call to call: one per
+// caller, used by one thread at a time, freed before the store closes.
 // Not behind the exception firewall: for callers already behind it.
+class Gather;
 int ReadMutableNewest(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts,
-                      uint32_t newest, uih_batch** batch, uih_error* err);
+                      uint32_t newest, uih_batch** batch, Gather* scratch, uih_error* err);
 
 // Schema version `version` of the store (kept until close): parsed from the
 // first shard that holds it. UIH_ERR_NOT_FOUND when none does.

@@ -79,6 +79,13 @@ class WindowReader {
   uint64_t reads_ = 0, bytes_ = 0, stripes_ = 0;
 };
 
+// Whether `b`'s timestamps are in time order, as the loader writes a
+// stripe's (checked: decoded bytes are untrusted).
+bool InTimeOrder(const uih_batch* b);
+// The rows [*first, *last) of `b` (in time order) with from <= ts <= to,
+// by bisection.
+void RowsWithin(const uih_batch* b, int64_t from, int64_t to, uint32_t* first, uint32_t* last);
+
 class Gather {
  public:
   Gather() = default;
