@@ -184,13 +184,17 @@ static int same_columns(const uih_batch *b, const uih_group *g, const uint16_t *
       if (!uih_trait_active(b->columns[i].trait)) return 0;
     return 1;
   }
-  if (b->ncolumns != nids) return 0;
+  if (b->ncolumns != nids || nids > UIH_TRAITS_MAX + 1) return 0;
+  uint32_t same = 0; /* ids in the batch's own order (ascending), as callers mostly give them */
+  while (same < nids && b->columns[same].trait->id == ids[same]) same++;
+  if (same == nids) return 1;
+  uint64_t seen[(UIH_TRAITS_MAX + 1 + 63) / 64] = {0};
   for (uint32_t i = 0; i < nids; i++) {
-    if (uih_batch_column_index(b, ids[i]) < 0) return 0;
-    for (uint32_t j = 0; j < i; j++)
-      if (ids[j] == ids[i]) return 0; /* not a selection uih_batch_create takes */
+    const int c = uih_batch_column_index(b, ids[i]);
+    if (c < 0 || (seen[c >> 6] >> (c & 63) & 1)) return 0; /* not a column, or an id named twice */
+    seen[c >> 6] |= UINT64_C(1) << (c & 63);
   }
-  return 1; /* as many distinct ids as columns, each found: the same set */
+  return 1; /* each column named once: the same set */
 }
 
 int uih_batch_prepare(uih_batch **batch, const uih_group *group, const uint16_t *trait_ids, uint32_t ntrait_ids,

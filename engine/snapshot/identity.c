@@ -45,11 +45,7 @@ void uih_snapshot_chain_start(uih_snapshot_chain *c, const uih_group *version, c
   c->ncols = uih_snapshot_identity_columns(version, like, c->cols, 1 + UIH_TRAITS_MAX);
   c->n = 0;
   c->h = 0;
-}
-
-void uih_snapshot_chain_push(uih_snapshot_chain *c, const uih_batch *b, uint32_t row) {
-  c->h = uih_snapshot_identity_next(c->h, b, c->cols, c->ncols, row);
-  c->n++;
+  c->cp_length = c->next = 0; /* a part of 0 events has no checkpoint */
 }
 
 /* Which of g's checks is at checkpoint n, or -1. */
@@ -59,11 +55,6 @@ static int check_at(const uih_snapshot_group *g, uint32_t n) {
   for (uint32_t i = 0; i < ncp; i++)
     if (cp[i] == n) return (int)i;
   return -1;
-}
-
-void uih_snapshot_chain_mark(const uih_snapshot_chain *c, uih_snapshot_group *g) {
-  const int at = check_at(g, c->n);
-  if (at >= 0) g->check[at] = (uint32_t)c->h;
 }
 
 int uih_snapshot_chain_verify(const uih_snapshot_chain *c, const uih_snapshot_group *g) {

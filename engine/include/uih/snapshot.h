@@ -212,17 +212,30 @@ typedef struct uih_snapshot_chain {
   uint32_t ncols;
   uint32_t n; /* events pushed */
   uint64_t h; /* h(n) */
+  uint32_t cp_length, next;     /* marking: the checkpoints of a part of cp_length events, */
+  uint32_t cp[UIH_SNAPSHOT_CHECKS_MAX]; /* cp[next - 1] the next one the chain reaches */
 } uih_snapshot_chain;
 
 /* A chain over batches with the columns of `like`, identities as the
  * group `version` (the record's schema version's; NULL: like's group)
  * defines them. */
 void uih_snapshot_chain_start(uih_snapshot_chain *c, const uih_group *version, const uih_batch *like);
-/* The next older event: row `row` of `b` (a batch with like's columns). */
-void uih_snapshot_chain_push(uih_snapshot_chain *c, const uih_batch *b, uint32_t row);
+/* The next older event: row `row` of `b` (a batch with like's columns).
+ * Inline, as mark: they run once per event. */
+static inline void uih_snapshot_chain_push(uih_snapshot_chain *c, const uih_batch *b, uint32_t row) {
+  c->h = uih_snapshot_identity_next(c->h, b, c->cols, c->ncols, row);
+  c->n++;
+}
 /* Inference: records the chain in g->check when c->n is one of the
  * checkpoints of g->length. */
-void uih_snapshot_chain_mark(const uih_snapshot_chain *c, uih_snapshot_group *g);
+static inline void uih_snapshot_chain_mark(uih_snapshot_chain *c, uih_snapshot_group *g) {
+  if (c->cp_length != g->length) {
+    c->next = uih_snapshot_checkpoints(g->length, c->cp); /* largest first: the smallest is reached first */
+    c->cp_length = g->length;
+  }
+  while (c->next > 0 && c->cp[c->next - 1] < c->n) c->next--; /* passed without a mark */
+  if (c->next > 0 && c->cp[c->next - 1] == c->n) g->check[--c->next] = (uint32_t)c->h;
+}
 /* Training: 1 when c->n is one of the checkpoints of g->length and the
  * chain is what g records there, else 0. */
 int uih_snapshot_chain_verify(const uih_snapshot_chain *c, const uih_snapshot_group *g);
