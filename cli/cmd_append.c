@@ -156,7 +156,10 @@ int cmd_append(int argc, char **argv) {
   int ok;
   const uih_schema *use = NULL;
   if (store_path) { /* the store's schema is needed to read the inputs: open it first */
-    ok = uih_store_open(store_path, NULL, &store, &err) == UIH_OK;
+    uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
+    so.role = UIH_STORE_ROLE_SERVE; /* the mutable tiers alone: a load may run meanwhile */
+    so.follow_ms = 0;
+    ok = uih_store_open(store_path, &so, &store, &err) == UIH_OK;
     if (ok) use = uih_store_schema(store), nshards = uih_store_shards(store);
   } else {
     ok = uih_schema_load(schema_path, &schema, &err) == UIH_OK;

@@ -257,6 +257,7 @@ int cmd_load(int argc, char **argv) {
   const char *dir = NULL, *schema_path = NULL;
   uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
   uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
+  so.role = UIH_STORE_ROLE_LOAD; /* a serving process may own the mutable tiers meanwhile */
   int json = 0;
   const char **files = calloc((size_t)argc + 1, sizeof *files);
   size_t nfiles = 0;

@@ -137,10 +137,11 @@ int SnapshotGroup(uih_snapshotter* sn, const ShardView& v, const uih_schema* sch
                          spec.max_length, UIH_STRIPE_EVENTS_MAX);
   *rg = uih_snapshot_group{};
   rg->group = g->id;
-  // The mutable tier's events from the split up to the request.
+  // The mutable tier's events from the split up to the request (none of a
+  // user erased by a generation the tier has not applied).
   const uih::Split split = v.split;
   int rc = uih_batch_prepare(&w->mut.b, g, nullptr, 0, 64, err);
-  if (rc == UIH_OK && split.at <= request_ts)
+  if (rc == UIH_OK && split.at <= request_ts && !v.mutable_erased)
     rc = uih::ReadMutableNewest(v.mut, user, g->id, split.at, request_ts, spec.max_length, &w->mut.b, &w->chunks,
                                 err);
   if (rc != UIH_OK) return rc;

@@ -1,6 +1,7 @@
 // The C API of uih/store.h: creating a store. Its shards' databases first,
-// each with the schema, the chunk span and the format in one synced write;
-// the descriptor last, so that nothing is a store until it is whole.
+// each with the schema and the format in one synced write, and their
+// mutable tiers with the chunk span; the descriptor last, so that nothing
+// is a store until it is whole.
 #include <fcntl.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -44,15 +45,11 @@ int WriteFileDurably(const std::string& dir, const std::string& name, const std:
   return UIH_OK;
 }
 
-int CreateShard(const std::string& path, const uih_schema* schema, const char* json, size_t len, int64_t span,
-                uih_error* err) {
+int CreateShard(const std::string& path, const uih_schema* schema, const char* json, size_t len, uih_error* err) {
   DBOptions dbo;
   dbo.create_if_missing = true;
-  dbo.create_missing_column_families = true;
   dbo.error_if_exists = true;
-  uih_mutable_opts mo = UIH_MUTABLE_OPTS_DEFAULT;
-  std::vector<ColumnFamilyDescriptor> cfs = {{kDefaultColumnFamilyName, ColumnFamilyOptions()},
-                                             {UIH_MUTABLE_CF, uih::MutableCfOptions(mo)}};
+  std::vector<ColumnFamilyDescriptor> cfs = {{kDefaultColumnFamilyName, ColumnFamilyOptions()}};
   std::vector<ColumnFamilyHandle*> handles;
   DB* db = nullptr;
   Status s = DB::Open(dbo, path, cfs, &handles, &db);
@@ -61,7 +58,6 @@ int CreateShard(const std::string& path, const uih_schema* schema, const char* j
   wo.sync = true;
   WriteBatch wb;
   s = wb.Put(handles[0], uih::SchemaKey(uih_schema_version(schema)), Slice(json, len));
-  if (s.ok()) s = wb.Put(handles[0], uih::kChunkSpanKey, uih::I64Value(span));
   if (s.ok()) s = wb.Put(handles[0], uih::kFormatKey, uih::U32Value(uih::kStoreFormat));
   if (s.ok()) s = db->Write(wo, &wb);
   for (ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
@@ -111,13 +107,18 @@ int Init(const char* dir, const char* json, size_t len, const char* origin, cons
   if (!existed && !fs::create_directories(dir, ec))
     return uih_error_set(err, UIH_ERR_IO, "store_init: creating %s: %s", dir, ec.message().c_str());
   const std::string root = dir;
-  for (uint32_t i = 0; i < shards && rc == UIH_OK; i++)
-    rc = CreateShard(root + "/" + uih::ShardName(i), schema, json, len, o.chunk_span, err);
+  for (uint32_t i = 0; i < shards && rc == UIH_OK; i++) {
+    rc = CreateShard(root + "/" + uih::ShardName(i), schema, json, len, err);
+    if (rc == UIH_OK) rc = uih::CreateStoreMutable(root + "/" + uih::MutableName(i), o.chunk_span, err);
+  }
   std::string text;
   if (rc == UIH_OK) rc = Descriptor(shards, &text, err);
   if (rc == UIH_OK) rc = WriteFileDurably(root, uih::kDescriptorFile, text, err);
   if (rc != UIH_OK) {  // leave the directory as it was found
-    for (uint32_t i = 0; i < shards; i++) fs::remove_all(root + "/" + uih::ShardName(i), ec);
+    for (uint32_t i = 0; i < shards; i++) {
+      fs::remove_all(root + "/" + uih::ShardName(i), ec);
+      fs::remove_all(root + "/" + uih::MutableName(i), ec);
+    }
     if (!existed) fs::remove(dir, ec);
   }
   return rc;

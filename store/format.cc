@@ -111,6 +111,29 @@ std::string ShardName(uint32_t shard) {
   return name;
 }
 
+std::string MutableName(uint32_t shard) {
+  char name[32];
+  snprintf(name, sizeof name, "mutable-%04u", shard);
+  return name;
+}
+
+std::string PublishedName(uint32_t shard) { return ShardName(shard) + ".published"; }
+
+std::string PublishedText(uint32_t shard, uint32_t generation) {
+  char text[80];
+  snprintf(text, sizeof text, "uihstore published shard %u generation %u\n", shard, generation);
+  return text;
+}
+
+bool ParsePublished(const std::string& text, uint32_t shard, uint32_t* generation) {
+  unsigned s = 0, g = 0;
+  int end = 0;
+  if (sscanf(text.c_str(), "uihstore published shard %u generation %u\n%n", &s, &g, &end) != 2) return false;
+  if (s != shard || static_cast<size_t>(end) != text.size()) return false;
+  *generation = g;
+  return true;
+}
+
 std::string GenerationCfName(uint32_t generation) {
   char name[32];
   snprintf(name, sizeof name, "%s%08u", kGenerationCfPrefix, generation);

@@ -9,27 +9,55 @@
 //
 //   DIR/
 //     UIHSTORE              the descriptor (text: format, shard count, the
-//                           store's id); written last by init
-//     shard-%04u/           one RocksDB database per shard
+//                           store's id); written last by init; also the
+//                           file readers' pins lock (pins.h)
+//     shard-%04u/           the shard's immutable side: one RocksDB database
+//                           (its metadata and its generations)
+//     shard-%04u.published  "uihstore published shard S generation G\n": a
+//                           hint that followers poll (written after every
+//                           publish, by rename; the truth is uih.current)
+//     mutable-%04u/         the shard's mutable tier: a mutable store
+//                           (uih_mutable_open's layout, below), format 3 on
 //     tmp/                  a running load's files (tmp/shard-%04u/ for a
 //                           store opened for one shard); what a killed load
 //                           left is removed by the next writable open
 //
-//   A shard's column families
+//   Who writes which file (format 3). Three roles run at once on one
+//   directory, in any processes, on any machines that share it:
+//     loading  (UIH_STORE_ROLE_LOAD, `uih load`): writes shard-%04u/ (it
+//              holds that database's LOCK for the load), tmp/, and the
+//              .published hint; never opens mutable-%04u/. One per shard.
+//     serving  (UIH_STORE_ROLE_SERVE): writes mutable-%04u/ (it holds that
+//              database's LOCK for its life: one serving process per shard);
+//              opens shard-%04u/ read-only, and again at each publish it
+//              notices (the hint, every follow_ms), pinning what it serves.
+//              It applies what a publish brings to its mutable tier —
+//              the erased users' events deleted, the watermark advanced to
+//              the generation's through — in one synced write that records
+//              uih.applied, after it serves the generation.
+//     training (read_only): writes nothing, pins what it opened.
+//   A store opened with UIH_STORE_ROLE_ALL (the default) is loader and
+//   server at once, holding both LOCKs: one process does everything.
+//   Crashes: a killed loader leaves the previous generation current (the
+//   publish is one synced write) and files the next writable open removes;
+//   a killed server loses the appends it had not synced (UIH_APPEND_SYNC)
+//   and, at its next open, applies what it had not; a killed reader's pins
+//   go with its file descriptor. No role waits for another, except that a
+//   loader's retirement skips generations a server or a reader pins.
+//
+//   A shard's column families (shard-%04u/)
 //     default               its metadata: the keys below
-//     uih.mutable           the mutable tier: key (user, group, chunk start)
-//                           (uih_key_encode; the 10-byte uih_key_group_prefix
-//                           in stores made before chunks), value an event
-//                           list (uih/events.h), appended by merges
 //     uih.gen.%08u          live generation g: key (user, group, first ts of
 //                           the stripe), value a stripe (uih/stripe.h);
 //                           UihTable files, ingested whole, never written
 //                           again, never compacted
+//     uih.mutable           formats 1 and 2 only: the mutable tier, before it
+//                           moved to mutable-%04u/
 //
 //   Metadata (column family default)
 //     key                     value
-//     uih.format              u32: the format of the values below (2);
-//                             absent in format 1
+//     uih.format              u32: the format of the store (3); absent in
+//                             format 1
 //     uih.schema/<v:u32>      schema version v: its JSON text as given
 //     uih.gen/<g:u32>         generation g's record (UIH_GENERATION_SIZE
 //                             bytes, uih/generation.h)
@@ -40,22 +68,39 @@
 //     uih.erased/<user:u64>   u32 the generation whose load erased the user,
 //                             i64 that load's through (the last erasure);
 //                             kept for good, so that no record logged before
-//                             it is rebuilt
-//     uih.watermark           i64: the mutable tier's watermark
-//     uih.chunk_span          i64 > 0: the mutable tier's chunk span; absent
-//                             in stores made before chunks (span 0)
+//                             it is rebuilt, and so that a mutable tier that
+//                             has not applied it yet hides the user's events
+//     uih.watermark           formats 1 and 2: the mutable tier's watermark
+//     uih.chunk_span          formats 1 and 2: the mutable tier's chunk span
 //
-//   A standalone mutable store (uih_mutable_open) is a database with the
-//   column families default and uih.mutable and the keys uih.format,
-//   uih.watermark and uih.chunk_span.
+//   A mutable store (uih_mutable_open; a store's mutable-%04u/) is a
+//   database with the column families default and uih.mutable:
+//     uih.mutable             key (user, group, chunk start) (uih_key_encode;
+//                             the 10-byte uih_key_group_prefix in stores made
+//                             before chunks), value an event list
+//                             (uih/events.h), appended by merges
+//     default: uih.format     u32 (3)
+//              uih.watermark  i64: events at or below it are the immutable
+//                             tier's; compactions drop them
+//              uih.chunk_span i64 > 0; absent in stores made before chunks
+//              uih.applied    u32: in a store's mutable tier, the newest
+//                             generation of its shard whose erasures and
+//                             through it has applied (absent: 0)
 //
 // Format 1 (stores written before uih.format) held the watermark and the
-// chunk span as 8 bytes little-endian, two's complement. A writable open
-// rewrites them in format 2 and writes uih.format, in one synced write; a
-// read-only open reads them as they are (reading never writes). There is
-// no way back: a build from before uih.format does not look for it, and
-// would read format 2's values as little-endian. A format newer than this
-// build's is refused.
+// chunk span as 8 bytes little-endian, two's complement. Format 2 wrote
+// them big-endian. Format 3 moved a store's mutable tier out of the
+// shard's database into mutable-%04u/, so that a serving process and a
+// loading one each hold a LOCK of their own. A writable open of an older
+// shard (loading, or a serving open, which takes the shard's LOCK for the
+// move alone) moves it: the mutable events, watermark and chunk span
+// copied into a new mutable-%04u/ (uih.applied the current generation)
+// and synced, then uih.format 3 written to the shard in one synced write
+// (the commit: a mutable-%04u/ beside an older shard is a move that did
+// not finish and is made again), then the shard's uih.mutable and its
+// keys dropped. A read-only open reads an older store as it is (reading
+// never writes). There is no way back: a build from before a format does
+// not read it. A format newer than this build's is refused.
 #pragma once
 
 #include <cstdint>
@@ -67,7 +112,9 @@
 
 namespace uih {
 
-inline constexpr uint32_t kStoreFormat = 2;
+inline constexpr uint32_t kStoreFormat = 3;
+// The first format whose mutable tier has a database of its own.
+inline constexpr uint32_t kFormatOwnMutable = 3;
 
 inline constexpr const char kDescriptorFile[] = "UIHSTORE";
 inline constexpr const char kGenerationCfPrefix[] = "uih.gen.";
@@ -80,6 +127,7 @@ inline constexpr const char kCurrentKey[] = "uih.current";
 inline constexpr const char kErasedKeyPrefix[] = "uih.erased/";
 inline constexpr const char kWatermarkKey[] = "uih.watermark";
 inline constexpr const char kChunkSpanKey[] = "uih.chunk_span";
+inline constexpr const char kAppliedKey[] = "uih.applied";
 
 // ---- keys --------------------------------------------------------------------
 
@@ -106,8 +154,14 @@ int ParseErasedValue(const rocksdb::Slice& v, const rocksdb::Slice& key, Erasure
 
 // ---- names -------------------------------------------------------------------
 
-// "shard-%04u"
+// "shard-%04u", "mutable-%04u", "shard-%04u.published"
 std::string ShardName(uint32_t shard);
+std::string MutableName(uint32_t shard);
+std::string PublishedName(uint32_t shard);
+// The hint's text for (shard, generation), and back: false when `text` is
+// not one.
+std::string PublishedText(uint32_t shard, uint32_t generation);
+bool ParsePublished(const std::string& text, uint32_t shard, uint32_t* generation);
 // "uih.gen.%08u", and back (false for any other name, and for generation 0).
 std::string GenerationCfName(uint32_t generation);
 bool ParseGenerationCfName(const std::string& name, uint32_t* generation);

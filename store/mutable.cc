@@ -139,10 +139,18 @@ int LoadMeta(uih_mutable* m, bool read_only, uih_error* err) {
   if (rc == UIH_OK && m->format < uih::kStoreFormat && !read_only) rc = Upgrade(m, err);
   int64_t wm;
   int has;
+  uint32_t applied = 0;
+  bool found;
   if (rc == UIH_OK) rc = uih::ReadWatermark(m, &wm, &has, err);
   if (rc == UIH_OK) rc = ReadChunkSpan(m, err);
+  if (rc == UIH_OK) rc = uih::ReadMetaU32(m->db, m->meta, m->path, uih::kAppliedKey, &applied, &found, err);
   if (rc != UIH_OK) return rc;
-  if (has && m->retention) m->retention->SetWatermark(wm);
+  if (has) {
+    m->wm.store(wm, std::memory_order_release);
+    m->has_wm.store(true, std::memory_order_release);
+    if (m->retention) m->retention->SetWatermark(wm);
+  }
+  m->applied.store(applied, std::memory_order_release);
   return UIH_OK;
 }
 
@@ -210,9 +218,11 @@ int Probe(const char* path, const DBOptions& dbo, std::vector<std::string>* name
   return UIH_OK;
 }
 
+// Opens the mutable store at `path`; `schema` may be null for a store's
+// own mutable tier, whose schema is set once the store has read it.
 int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts* opts, uih_mutable** out,
               uih_error* err) {
-  if (path == nullptr || schema == nullptr || out == nullptr)
+  if (path == nullptr || out == nullptr)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "mutable_open: NULL argument");
   *out = nullptr;
   uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
@@ -350,6 +360,8 @@ int SetWatermark(uih_mutable* m, int64_t watermark, uih_error* err) {
   wo.sync = true;
   Status s = m->db->Put(wo, m->meta, uih::kWatermarkKey, uih::I64Value(watermark));
   if (!s.ok()) return StatusError(err, m->path, s, "writing the watermark");
+  m->wm.store(watermark, std::memory_order_release);
+  m->has_wm.store(true, std::memory_order_release);
   if (m->retention) m->retention->SetWatermark(watermark);
   return UIH_OK;
 }
@@ -378,6 +390,53 @@ int Compact(uih_mutable* m, uih_error* err) {
 
 namespace uih {
 
+int ApplyToMutable(uih_mutable* m, const std::vector<uint64_t>& erased, int64_t through, uint32_t generation,
+                   bool retention, uih_error* err) {
+  std::lock_guard<std::mutex> lock(m->watermark_mu);
+  const uih_schema* schema = m->schema.load();
+  WriteBatch wb;
+  Status s;
+  for (size_t i = 0; s.ok() && i < erased.size(); i++)
+    for (uint32_t k = 0; s.ok() && k < uih_schema_group_count(schema); k++) {
+      uint8_t begin[UIH_KEY_GROUP_PREFIX_SIZE], end[UIH_KEY_SIZE];  // every chunk of the history
+      MutableKeyRange(erased[i], uih_schema_group_at(schema, k)->id, begin, end);
+      s = wb.DeleteRange(m->events, S(begin, sizeof begin), S(end, sizeof end));
+    }
+  const bool advance = !m->has_wm.load() || through > m->wm.load();
+  if (s.ok() && advance) s = wb.Put(m->meta, kWatermarkKey, I64Value(through));
+  if (s.ok()) s = wb.Put(m->meta, kAppliedKey, U32Value(generation));
+  WriteOptions wo;
+  wo.sync = true;
+  if (s.ok()) s = m->db->Write(wo, &wb);
+  if (!s.ok()) return StatusError(err, m->path, s, "applying generation %u (%zu erased users, through %" PRId64 ")",
+                                  generation, erased.size(), through);
+  if (advance) {
+    m->wm.store(through, std::memory_order_release);
+    m->has_wm.store(true, std::memory_order_release);
+    if (retention) SetRetention(m, through);
+  }
+  m->applied.store(generation, std::memory_order_release);
+  return UIH_OK;
+}
+
+void SetRetention(uih_mutable* m, int64_t watermark) {
+  if (m->retention) m->retention->SetWatermark(watermark);
+}
+
+int CreateStoreMutable(const std::string& path, int64_t span, uih_error* err) {
+  uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
+  o.create_if_missing = 1;
+  o.chunk_span = span;
+  uih_mutable* m = nullptr;
+  int rc = OpenStore(path.c_str(), nullptr, &o, &m, err);
+  delete m;
+  return rc;
+}
+
+int OpenStoreMutable(const std::string& path, const uih_mutable_opts& o, uih_mutable** out, uih_error* err) {
+  return OpenStore(path.c_str(), nullptr, &o, out, err);
+}
+
 int AdoptMutable(const std::string& path, const uih_schema* schema, DB* db, ColumnFamilyHandle* events,
                  ColumnFamilyHandle* meta, bool read_only, uih_mutable** out, uih_error* err) {
   auto m = std::make_unique<uih_mutable>();
@@ -393,6 +452,7 @@ int AdoptMutable(const std::string& path, const uih_schema* schema, DB* db, Colu
   m->retention = std::dynamic_pointer_cast<UihRetentionFactory>(d.options.compaction_filter_factory);
   int rc = LoadMeta(m.get(), read_only, err);
   if (rc != UIH_OK) return rc;
+  m->applied.store(UINT32_MAX, std::memory_order_release);  // its publishes erased from it themselves
   *out = m.release();
   return UIH_OK;
 }
@@ -409,7 +469,10 @@ extern "C" {
 
 int uih_mutable_open(const char* path, const uih_schema* schema, const uih_mutable_opts* opts, uih_mutable** out,
                      uih_error* err) {
-  return uih::CallC(err, "uih_mutable_open", [&] { return OpenStore(path, schema, opts, out, err); });
+  return uih::CallC(err, "uih_mutable_open", [&] {
+    if (schema == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "mutable_open: NULL schema");
+    return OpenStore(path, schema, opts, out, err);
+  });
 }
 
 void uih_mutable_close(uih_mutable* m) {

@@ -21,6 +21,11 @@
 // `watermark_mu`; nothing else changes after open.
 struct uih_mutable {
   std::string path;
+  // The watermark and uih.applied as last read or written (what reads
+  // split at; the durable values are the database's).
+  std::atomic<int64_t> wm{INT64_MIN};
+  std::atomic<bool> has_wm{false};
+  std::atomic<uint32_t> applied{0};
   std::atomic<const uih_schema*> schema{nullptr};  // a store's load may publish a newer one
   rocksdb::DB* db = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
@@ -67,6 +72,32 @@ void FreeMutable(uih_mutable* m);
 void SetMutableSchema(uih_mutable* m, const uih_schema* schema);
 // The durable watermark (*has 0: never set).
 int ReadWatermark(uih_mutable* m, int64_t* wm, int* has, uih_error* err);
+// The watermark as of the last read or write of it, without I/O.
+inline void MutableWatermark(const uih_mutable* m, int64_t* wm, int* has) {
+  *has = m->has_wm.load(std::memory_order_acquire);
+  *wm = m->wm.load(std::memory_order_acquire);
+}
+// The newest generation of its shard whose erasures and through the
+// mutable tier has applied (UINT32_MAX: a mutable tier of an older format,
+// which the publish itself erased from).
+inline uint32_t MutableApplied(const uih_mutable* m) { return m->applied.load(std::memory_order_acquire); }
+// Applies generation `generation` of its shard to a store's mutable tier,
+// in one synced write: every event of `erased` deleted (in every group of
+// its schema), the watermark advanced to `through` (never back), and
+// uih.applied set. With `retention`, compactions drop what is below the
+// new watermark from now on; without, the caller tells the filter later
+// (SetRetention), once no read that split at the old one is under way.
+int ApplyToMutable(uih_mutable* m, const std::vector<uint64_t>& erased, int64_t through, uint32_t generation,
+                   bool retention, uih_error* err);
+// The retention filter's watermark (never back).
+void SetRetention(uih_mutable* m, int64_t watermark);
+// A store's mutable tier, mutable-%04u/, opened with the settings `o`
+// (its schema set later, with SetMutableSchema).
+int OpenStoreMutable(const std::string& path, const uih_mutable_opts& o, uih_mutable** out, uih_error* err);
+// A store's new mutable tier, mutable-%04u/: created with its chunk span
+// (uih.applied 0, no watermark), nothing else in it.
+int CreateStoreMutable(const std::string& path, int64_t span, uih_error* err);
+
 // uih_mutable_read, for every event (newest UINT32_MAX) or the newest ones,
 // the chunks decoded into `scratch`'s batches.
 int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts, uint32_t newest,

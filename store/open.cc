@@ -1,8 +1,9 @@
 // The C API of uih/store.h: opening a store. The descriptor, then each
 // shard's database (its column families, its metadata, its generations
-// paired with their records), then the schema; a writable open also
-// finishes what a killed load left. Read-only opens pin what they open
-// (pins.h).
+// paired with their records) and mutable tier, as the role wants them
+// (format.h), then the schema; a writable open also finishes what a
+// killed load or server left. Read-only and serving opens pin what they
+// open (pins.h); a serving open starts its follower (follow.cc).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -47,154 +48,246 @@ ColumnFamilyOptions GenerationCfOptions() {
 
 namespace {
 
+using uih::Database;
 using uih::Generation;
 using uih::SchemaVersion;
 using uih::Shard;
+using uih::ShardState;
 using uih::StatusError;
 
 // ---- a shard --------------------------------------------------------------------
 
-int ReadCurrent(Shard* sh, uih_error* err) {
+int ReadCurrent(Database* im, uint32_t* current, uih_error* err) {
   bool found;
-  sh->current = 0;
-  return uih::ReadMetaU32(sh->db, sh->meta, sh->path, uih::kCurrentKey, &sh->current, &found, err);
+  *current = 0;
+  return uih::ReadMetaU32(im->db, im->meta, im->path, uih::kCurrentKey, current, &found, err);
 }
 
-int ReadRecords(Shard* sh, std::map<uint32_t, uih_generation>* records, uih_error* err) {
-  std::unique_ptr<Iterator> it(sh->db->NewIterator(ReadOptions(), sh->meta));
+int ReadFormat(Database* im, uih_error* err) {
+  bool found;
+  im->format = 1;
+  int rc = uih::ReadMetaU32(im->db, im->meta, im->path, uih::kFormatKey, &im->format, &found, err);
+  if (rc == UIH_OK && found && (im->format < 2 || im->format > uih::kStoreFormat))
+    rc = uih_error_set(err, UIH_ERR_NOT_SUPPORTED, "store %s: its format is %u; this build reads formats 1 to %u",
+                       im->path.c_str(), im->format, uih::kStoreFormat);
+  return rc;
+}
+
+int ReadRecords(Database* im, uint32_t shard, std::map<uint32_t, uih_generation>* records, uih_error* err) {
+  std::unique_ptr<Iterator> it(im->db->NewIterator(ReadOptions(), im->meta));
   const std::string prefix = uih::kGenerationKeyPrefix;
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     uih_generation g;
     uint32_t key = 0;
     int rc = uih::ParseKeyU32(it->key(), uih::kGenerationKeyPrefix, &key, err);
     if (rc == UIH_OK) rc = uih_generation_decode(uih::U8(it->value()), it->value().size(), &g, err);
-    if (rc == UIH_OK && (key != g.generation || g.shard != sh->index))
+    if (rc == UIH_OK && (key != g.generation || g.shard != shard))
       rc = uih_corruption(err, "generation record %u of shard %u is stored under key %s", g.generation, g.shard,
                           it->key().ToString(true).c_str());
-    if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "store %s: ", sh->path.c_str());
+    if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "store %s: ", im->path.c_str());
     (*records)[g.generation] = g;
   }
-  if (!it->status().ok()) return StatusError(err, sh->path, it->status(), "reading the generation records");
+  if (!it->status().ok()) return StatusError(err, im->path, it->status(), "reading the generation records");
   return UIH_OK;
 }
 
-int ReadErased(Shard* sh, uih_error* err) {
-  std::unique_ptr<Iterator> it(sh->db->NewIterator(ReadOptions(), sh->meta));
+int ReadErased(Database* im, std::map<uint64_t, uih::Erasure>* erased, uih_error* err) {
+  std::unique_ptr<Iterator> it(im->db->NewIterator(ReadOptions(), im->meta));
   const std::string prefix = uih::kErasedKeyPrefix;
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     uint64_t user = 0;
     uih::Erasure e;
     int rc = uih::ParseKeyU64(it->key(), uih::kErasedKeyPrefix, &user, err);
     if (rc == UIH_OK) rc = uih::ParseErasedValue(it->value(), it->key(), &e, err);
-    if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "store %s: ", sh->path.c_str());
-    sh->erased[user] = e;
-    sh->any_erased.store(true, std::memory_order_release);
+    if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "store %s: ", im->path.c_str());
+    (*erased)[user] = e;
   }
-  if (!it->status().ok()) return StatusError(err, sh->path, it->status(), "reading the erased users");
+  if (!it->status().ok()) return StatusError(err, im->path, it->status(), "reading the erased users");
   return UIH_OK;
+}
+
+// The options each column family of a shard's database is opened with.
+ColumnFamilyOptions CfOptions(const uih_store* s, const std::string& name) {
+  if (uih::IsGenerationCf(name)) return uih::GenerationCfOptions();
+  if (name == UIH_MUTABLE_CF) {
+    uih_mutable_opts mo = UIH_MUTABLE_OPTS_DEFAULT;
+    mo.block_cache_bytes = s->opts.block_cache_bytes;
+    return uih::MutableCfOptions(mo);
+  }
+  return ColumnFamilyOptions();
 }
 
 // Opens the shard's database with every column family it has, each with
 // its options; the generations' handles are returned by number.
-int OpenDatabase(uih_store* s, Shard* sh, std::map<uint32_t, ColumnFamilyHandle*>* gen_cfs, uih_error* err) {
-  const bool ro = s->opts.read_only != 0;
+int OpenDatabase(uih_store* s, Shard* sh, bool ro, Database* im,
+                 std::map<uint32_t, ColumnFamilyHandle*>* gen_cfs, uih_error* err) {
+  im->path = sh->path;
   DBOptions dbo;
   if (ro) dbo.info_log = std::make_shared<uih::SilentLogger>();
   else dbo.info_log = std::make_shared<uih::LogFile>(sh->path);
   std::vector<std::string> names;
   Status st = DB::ListColumnFamilies(dbo, sh->path, &names);
   if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u", sh->index);
-  if (std::find(names.begin(), names.end(), UIH_MUTABLE_CF) == names.end())
-    return uih_corruption(err, "store %s: the shard has no column family %s", sh->path.c_str(), UIH_MUTABLE_CF);
-  uih_mutable_opts mo = UIH_MUTABLE_OPTS_DEFAULT;
-  mo.block_cache_bytes = s->opts.block_cache_bytes;
   std::vector<ColumnFamilyDescriptor> cfs;
-  for (const std::string& name : names)
-    cfs.emplace_back(name, name == UIH_MUTABLE_CF        ? uih::MutableCfOptions(mo)
-                           : uih::IsGenerationCf(name)   ? uih::GenerationCfOptions()
-                                                          : ColumnFamilyOptions());
+  for (const std::string& name : names) cfs.emplace_back(name, CfOptions(s, name));
   std::vector<ColumnFamilyHandle*> handles;
-  st = ro ? DB::OpenForReadOnly(dbo, sh->path, cfs, &handles, &sh->db)
-          : DB::Open(dbo, sh->path, cfs, &handles, &sh->db);
+  st = ro ? DB::OpenForReadOnly(dbo, sh->path, cfs, &handles, &im->db)
+          : DB::Open(dbo, sh->path, cfs, &handles, &im->db);
   if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u", sh->index);
-  // Generations' handles wait in `others` (closed with the shard) until
+  // Generations' handles wait in `others` (closed with the database) until
   // they are paired with their records.
   for (ColumnFamilyHandle* h : handles) {
     uint32_t g;
-    if (h->GetName() == kDefaultColumnFamilyName) sh->meta = h;
-    else if (h->GetName() == UIH_MUTABLE_CF) sh->events = h;
-    else sh->others.push_back(h);
+    if (h->GetName() == kDefaultColumnFamilyName) im->meta = h;
+    else if (h->GetName() == UIH_MUTABLE_CF) im->legacy_mutable = h;
+    else im->others.push_back(h);
     if (uih::ParseGenerationCfName(h->GetName(), &g)) (*gen_cfs)[g] = h;
   }
-  return UIH_OK;
+  return ReadFormat(im, err);
 }
 
 // A live generation: its record and column family paired, its dictionaries
 // read.
-int AddGeneration(Shard* sh, const uih_generation& record, ColumnFamilyHandle* h, uih_error* err) {
-  auto gen = std::make_shared<Generation>(record, sh->db);
+int AddGeneration(const std::shared_ptr<Database>& im, const uih_generation& record, ColumnFamilyHandle* h,
+                  ShardState* out, uih_error* err) {
+  auto gen = std::make_shared<Generation>(record, im);
   gen->set_cf(h);
-  sh->others.erase(std::find(sh->others.begin(), sh->others.end(), h));
-  sh->gens[record.generation] = gen;
+  im->others.erase(std::find(im->others.begin(), im->others.end(), h));
+  out->gens[record.generation] = gen;
   std::string dicts;
   bool found;
   char what[64];
   snprintf(what, sizeof what, "generation %u's value dictionaries", record.generation);
-  int rc = uih::GetMeta(sh->db, sh->meta, sh->path, uih::DictsKey(record.generation), what, &dicts, &found, err);
+  int rc = uih::GetMeta(im->db, im->meta, im->path, uih::DictsKey(record.generation), what, &dicts, &found, err);
   if (rc != UIH_OK) return rc;
   rc = gen->SetDicts(dicts, err);
-  return rc == UIH_OK ? UIH_OK : UIH_PREFIXED(rc, err, "store %s: ", sh->path.c_str());
+  return rc == UIH_OK ? UIH_OK : UIH_PREFIXED(rc, err, "store %s: ", im->path.c_str());
 }
 
 // Pairs records with column families. A column family without a record (a
 // load killed before it published, or a retirement half done) is dropped; a
 // record without one is removed, unless it is the current generation's,
 // which cannot be. A read-only open leaves both as they are.
-int PairGenerations(Shard* sh, bool ro, const std::map<uint32_t, ColumnFamilyHandle*>& gen_cfs,
-                    const std::map<uint32_t, uih_generation>& records, uih_error* err) {
+int PairGenerations(bool ro, const std::map<uint32_t, ColumnFamilyHandle*>& gen_cfs,
+                    const std::map<uint32_t, uih_generation>& records, ShardState* out, uih_error* err) {
+  const std::shared_ptr<Database>& im = out->im;
   for (auto& [g, h] : gen_cfs) {
     auto rec = records.find(g);
     if (rec != records.end()) {
-      int rc = AddGeneration(sh, rec->second, h, err);
+      int rc = AddGeneration(im, rec->second, h, out, err);
       if (rc != UIH_OK) return rc;
       continue;
     }
-    sh->others.erase(std::find(sh->others.begin(), sh->others.end(), h));
+    im->others.erase(std::find(im->others.begin(), im->others.end(), h));
     Status st;
-    if (!ro) st = sh->db->DropColumnFamily(h);
-    sh->db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
-    if (!st.ok()) return StatusError(err, sh->path, st, "dropping the unpublished generation %u", g);
+    if (!ro) st = im->db->DropColumnFamily(h);
+    im->db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    if (!st.ok()) return StatusError(err, im->path, st, "dropping the unpublished generation %u", g);
   }
   for (auto& [g, rec] : records) {
-    if (sh->gens.count(g)) continue;
-    if (g == sh->current)
-      return uih_corruption(err, "store %s: the current generation %u has no column family %s", sh->path.c_str(), g,
+    if (out->gens.count(g)) continue;
+    if (g == out->current)
+      return uih_corruption(err, "store %s: the current generation %u has no column family %s", im->path.c_str(), g,
                             uih::GenerationCfName(g).c_str());
     if (ro) continue;
-    Status st = uih::DeleteGenerationRecord(sh, g);
-    if (!st.ok()) return StatusError(err, sh->path, st, "removing the record of retired generation %u", g);
+    Status st = uih::DeleteGenerationRecord(im.get(), g);
+    if (!st.ok()) return StatusError(err, im->path, st, "removing the record of retired generation %u", g);
   }
-  if (sh->current != 0 && !sh->gens.count(sh->current))
-    return uih_corruption(err, "store %s: the current generation %u has no record", sh->path.c_str(), sh->current);
+  if (out->current != 0 && !out->gens.count(out->current))
+    return uih_corruption(err, "store %s: the current generation %u has no record", im->path.c_str(), out->current);
   return UIH_OK;
 }
 
+// A shard of format 3 that still has uih.mutable (a move killed after its
+// commit) drops it.
+int DropMovedMutable(Database* im, bool ro, uih_error* err) {
+  if (im->legacy_mutable == nullptr || im->format < uih::kFormatOwnMutable || ro) return UIH_OK;
+  Status st = im->db->DropColumnFamily(im->legacy_mutable);
+  im->db->DestroyColumnFamilyHandle(im->legacy_mutable).PermitUncheckedError();
+  im->legacy_mutable = nullptr;
+  return st.ok() ? UIH_OK : StatusError(err, im->path, st, "dropping the mutable tier it moved to its own database");
+}
+
+// The shard's mutable tier, as the role wants it: its own database (format
+// 3), or, read-only, the column family of an older shard.
+int OpenMutable(uih_store* s, Shard* sh, bool ro, uih_error* err) {
+  if (!ro && s->opts.role == UIH_STORE_ROLE_LOAD) return UIH_OK;  // a serving process owns it
+  Database* im = sh->im.get();
+  if (im->format < uih::kFormatOwnMutable) {
+    if (im->legacy_mutable == nullptr)
+      return uih_corruption(err, "store %s: the shard (format %u) has no column family %s", sh->path.c_str(),
+                            im->format, UIH_MUTABLE_CF);
+    return uih::AdoptMutable(sh->path, nullptr, im->db, im->legacy_mutable, im->meta, true, &sh->mut, err);
+  }
+  struct stat st;
+  if (stat(sh->mutable_path.c_str(), &st) != 0)
+    return uih_corruption(err, "store %s: shard %u's mutable tier %s is missing (%s)", s->dir.c_str(), sh->index,
+                          sh->mutable_path.c_str(), strerror(errno));
+  uih_mutable_opts mo = UIH_MUTABLE_OPTS_DEFAULT;
+  mo.create_if_missing = 0;
+  mo.read_only = ro;
+  mo.block_cache_bytes = s->opts.block_cache_bytes;
+  int rc = uih::OpenStoreMutable(sh->mutable_path, mo, &sh->mut, err);
+  if (rc != UIH_OK && !ro && strstr(uih_error_message(err), "/LOCK") != nullptr) {
+    const std::string why = uih_error_message(err);
+    return uih_error_set(err, rc,
+                         "store %s: shard %u's mutable tier is owned by another process (a serving store holds "
+                         "%s/LOCK; one serves each shard): %s",
+                         s->dir.c_str(), sh->index, sh->mutable_path.c_str(), why.c_str());
+  }
+  return rc;
+}
+
+}  // namespace
+
+namespace uih {
+
+int ReadShard(uih_store* s, Shard* sh, bool ro, ShardState* out, uih_error* err) {
+  out->im = std::make_shared<Database>();
+  std::map<uint32_t, ColumnFamilyHandle*> gen_cfs;
+  std::map<uint32_t, uih_generation> records;
+  int rc = OpenDatabase(s, sh, ro, out->im.get(), &gen_cfs, err);
+  if (rc == UIH_OK) rc = DropMovedMutable(out->im.get(), ro, err);
+  if (rc == UIH_OK) rc = ReadCurrent(out->im.get(), &out->current, err);
+  if (rc == UIH_OK) rc = ReadRecords(out->im.get(), sh->index, &records, err);
+  if (rc == UIH_OK) rc = ReadErased(out->im.get(), &out->erased, err);
+  if (rc == UIH_OK) rc = PairGenerations(ro, gen_cfs, records, out, err);
+  return rc;
+}
+
+}  // namespace uih
+
+namespace {
+
+// The database of the shard as the role opens it: read-only for readers
+// and servers, which then pin what they hold (inside the gate, pins.h:
+// PinShard);
+// writable for loaders. A shard of an older format is first brought to
+// format 3 by any open but a reader's (format.h).
 int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
   auto owned = std::make_unique<Shard>();
   Shard* sh = owned.get();
   sh->index = index;
   sh->path = s->dir + "/" + uih::ShardName(index);
+  sh->mutable_path = s->dir + "/" + uih::MutableName(index);
   s->shards[index] = std::move(owned);  // closed with the store from here on
-  std::map<uint32_t, ColumnFamilyHandle*> gen_cfs;
-  std::map<uint32_t, uih_generation> records;
-  int rc = OpenDatabase(s, sh, &gen_cfs, err);
-  if (rc == UIH_OK) rc = ReadCurrent(sh, err);
-  if (rc == UIH_OK) rc = ReadRecords(sh, &records, err);
-  if (rc == UIH_OK) rc = ReadErased(sh, err);
-  if (rc == UIH_OK) rc = PairGenerations(sh, s->opts.read_only != 0, gen_cfs, records, err);
-  if (rc == UIH_OK)
-    rc = uih::AdoptMutable(sh->path, nullptr, sh->db, sh->events, sh->meta, s->opts.read_only != 0, &sh->mut, err);
-  return rc;
+  const bool ro = s->opts.read_only || s->opts.role == UIH_STORE_ROLE_SERVE;
+  ShardState state;
+  int rc = uih::ReadShard(s, sh, ro, &state, err);
+  if (rc == UIH_OK && !s->opts.read_only && state.im->format < uih::kFormatOwnMutable) {
+    state = ShardState{};  // closed: the move opens it writable
+    rc = uih::MoveMutable(s, sh, err);
+    if (rc == UIH_OK) rc = uih::ReadShard(s, sh, ro, &state, err);
+  }
+  if (rc != UIH_OK) return rc;
+  if (ro) rc = uih::PinShard(s, index, &state, err);
+  if (rc != UIH_OK) return rc;
+  sh->im = std::move(state.im);
+  sh->gens = std::move(state.gens);
+  sh->current = state.current;
+  sh->erased = std::move(state.erased);
+  sh->any_erased.store(!sh->erased.empty(), std::memory_order_release);
+  return OpenMutable(s, sh, s->opts.read_only != 0, err);
 }
 
 // ---- the store ----------------------------------------------------------------
@@ -216,13 +309,14 @@ int ReadDescriptor(uih_store* s, const char* dir, uint32_t* nshards, uih_error* 
   return rc == UIH_OK ? UIH_OK : UIH_PREFIXED(rc, err, "%s: ", path.c_str());
 }
 
-// Opens the shards; a read-only store pins the generations it opens, and
-// opens them inside the gate: no writer retires them in between (pins.h).
+// Opens the shards; a read-only or serving store opens them inside the
+// gate, so that no writer retires what it pins in between (pins.h).
 int OpenShards(uih_store* s, uint32_t nshards, uih_error* err) {
+  const bool pins = s->opts.read_only || s->opts.role == UIH_STORE_ROLE_SERVE;
   int rc = s->pins.Open(s->dir + "/" + uih::kDescriptorFile, !s->opts.read_only, err);
   if (rc != UIH_OK) return rc;
   std::optional<uih::PinGate> gate;
-  if (s->opts.read_only) {
+  if (pins) {
     gate.emplace(&s->pins, false, err);
     if (gate->rc() != UIH_OK) return gate->rc();
   }
@@ -230,11 +324,6 @@ int OpenShards(uih_store* s, uint32_t nshards, uih_error* err) {
     if (s->opts.one_shard && i != s->opts.shard) continue;
     rc = OpenShard(s, i, err);
     if (rc != UIH_OK) return rc;
-    if (!s->opts.read_only) continue;
-    for (auto& [g, gen] : s->shards[i]->gens) {
-      rc = s->pins.Pin(i, g, err);
-      if (rc != UIH_OK) return rc;
-    }
   }
   return UIH_OK;
 }
@@ -247,7 +336,7 @@ int ReadSchema(uih_store* s, uih_error* err) {
   for (auto& sh : s->shards) {
     if (!sh) continue;
     std::string j;
-    int rc = uih::ReadNewestSchema(sh.get(), &sh->schema_version, &j, err);
+    int rc = uih::ReadNewestSchema(sh->im.get(), &sh->schema_version, &j, err);
     if (rc != UIH_OK) return rc;
     if (sh->schema_version > best) best = sh->schema_version, json = j;
   }
@@ -258,18 +347,22 @@ int ReadSchema(uih_store* s, uih_error* err) {
   if (rc != UIH_OK) return rc;
   s->schema = newest.schema;
   for (auto& sh : s->shards)
-    if (sh) uih::SetMutableSchema(sh->mut, s->schema);
+    if (sh && sh->mut) uih::SetMutableSchema(sh->mut, s->schema);
   return UIH_OK;
 }
 
-// What a killed load left: a watermark behind the current generation
-// catches up, temporary files go.
+// What a killed load or server left: the mutable tier catches up with
+// the current generation (its owner's job), the .published hints are
+// rewritten (a loader's; one killed before writing its hint), and a
+// loader's temporary files go.
 int Recover(uih_store* s, uih_error* err) {
   for (auto& sh : s->shards) {
     if (!sh) continue;
-    int rc = uih::CatchUpWatermark(sh.get(), err);
+    int rc = sh->mut ? uih::ApplyPublished(sh.get(), true, err) : UIH_OK;
+    if (rc == UIH_OK && s->opts.role != UIH_STORE_ROLE_SERVE) rc = uih::WritePublished(s, sh.get(), err);
     if (rc != UIH_OK) return rc;
   }
+  if (s->opts.role == UIH_STORE_ROLE_SERVE) return UIH_OK;
   std::error_code ec;
   fs::remove_all(s->tmp, ec);
   if (s->opts.one_shard) fs::create_directory(s->dir + "/tmp", ec);  // the parent of this shard's
@@ -290,6 +383,9 @@ int Open(const char* dir, const uih_store_opts* opts, uih_store** out, uih_error
   s->tmp = s->dir + "/tmp";
   if (s->opts.one_shard) s->tmp += "/" + uih::ShardName(s->opts.shard);
   if (s->opts.keep == 0) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_open: keep must be at least 1");
+  if (s->opts.role > UIH_STORE_ROLE_SERVE)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_open: role %u, expected 0 (all), 1 (load) or 2 (serve)",
+                         s->opts.role);
   uint32_t nshards = 0;
   int rc = ReadDescriptor(s.get(), dir, &nshards, err);
   if (rc != UIH_OK) return rc;
@@ -300,6 +396,8 @@ int Open(const char* dir, const uih_store_opts* opts, uih_store** out, uih_error
   rc = OpenShards(s.get(), nshards, err);
   if (rc == UIH_OK) rc = ReadSchema(s.get(), err);
   if (rc == UIH_OK && !s->opts.read_only) rc = Recover(s.get(), err);
+  if (rc == UIH_OK && !s->opts.read_only && s->opts.role == UIH_STORE_ROLE_SERVE && s->opts.follow_ms > 0)
+    s->follower = std::make_unique<uih::Follower>(s.get(), s->opts.follow_ms);
   if (rc != UIH_OK) return rc;
   *out = s.release();
   return UIH_OK;

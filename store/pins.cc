@@ -59,14 +59,29 @@ void Pins::Leave() {
 }
 
 int Pins::Pin(uint32_t shard, uint32_t generation, uih_error* err) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint32_t& n = held_[(uint64_t{shard} << 32) | generation];
+  if (n++ > 0) return UIH_OK;
   struct flock l = Range(F_RDLCK, PinByte(shard, generation));
   int r;
   do r = fcntl(fd_, F_OFD_SETLKW, &l);
   while (r != 0 && errno == EINTR);
-  if (r != 0)
+  if (r != 0) {
+    const int e = errno;
+    held_.erase((uint64_t{shard} << 32) | generation);
     return uih_error_set(err, UIH_ERR_IO, "store: %s: pinning shard %u's generation %u: %s", path_.c_str(), shard,
-                         generation, strerror(errno));
+                         generation, strerror(e));
+  }
   return UIH_OK;
+}
+
+void Pins::Unpin(uint32_t shard, uint32_t generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = held_.find((uint64_t{shard} << 32) | generation);
+  if (it == held_.end() || --it->second > 0) return;
+  held_.erase(it);
+  struct flock l = Range(F_UNLCK, PinByte(shard, generation));
+  (void)fcntl(fd_, F_OFD_SETLK, &l);
 }
 
 int Pins::Pinned(uint32_t shard, uint32_t generation, bool* pinned, uih_error* err) const {

@@ -18,10 +18,15 @@
 //   byte 1 + shard * 2^32 + generation  pinned: a reader holds it shared
 //
 // A writer tests a pin by asking whether an exclusive lock of its byte
-// would conflict (F_OFD_GETLK).
+// would conflict (F_OFD_GETLK). A serving store pins the generations it
+// serves and lets each go when the last of its readers does; one store
+// may pin a generation twice (two openings of its shard), so a byte is
+// unlocked when its last pin goes.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "uih/error.h"
@@ -42,14 +47,18 @@ class Pins {
   // retiring).
   int Enter(bool exclusive, uih_error* err);
   void Leave();
-  // This store holds the generation (a reader), until it closes.
+  // This store holds the generation (a reader), until it closes or lets
+  // go as many times as it pinned it.
   int Pin(uint32_t shard, uint32_t generation, uih_error* err);
+  void Unpin(uint32_t shard, uint32_t generation);
   // Whether another store, in this process or another, holds it.
   int Pinned(uint32_t shard, uint32_t generation, bool* pinned, uih_error* err) const;
 
  private:
   int fd_ = -1;
   std::string path_;
+  std::mutex mu_;  // held_
+  std::map<uint64_t, uint32_t> held_;  // (shard << 32 | generation) -> pins
 };
 
 // The gate held for a scope.

@@ -1,9 +1,10 @@
 // The C API of uih/store.h: publishing a writer's generation and retiring
 // old ones. A publish ingests the generation's files into a column family of
 // their own, then makes it current in one synced write (its record, its
-// dictionaries, the current pointer, a new schema version, the erasures and
-// the erased users' mutable events), then advances the mutable tier's
-// watermark to its through and retires the generations beyond `keep`.
+// dictionaries, the current pointer, a new schema version, the erasures),
+// then writes the .published hint serving processes poll, applies the
+// generation to the mutable tier when this store owns it (follow.h), and
+// retires the generations beyond `keep` that no other store pins.
 // Killed at any point, the shard opens on the previous generation or on
 // the new one, complete.
 #include <memory>
@@ -44,8 +45,8 @@ int Retire(uih_store* s, Shard* sh, uih_error* err) {
     int rc = s->pins.Pinned(sh->index, g, &pinned, err);
     if (rc != UIH_OK) return rc;
     if (pinned) continue;
-    Status st = uih::DeleteGenerationRecord(sh, g);
-    if (st.ok()) st = sh->db->DropColumnFamily(old->cf());
+    Status st = uih::DeleteGenerationRecord(sh->im.get(), g);
+    if (st.ok()) st = sh->im->db->DropColumnFamily(old->cf());
     if (!st.ok()) return StatusError(err, sh->path, st, "retiring generation %u", g);
     std::lock_guard<std::mutex> lock(sh->mu);
     sh->gens.erase(g);  // its handle goes with the last reader
@@ -76,15 +77,16 @@ int VersionOf(uih_store_writer* w, const uih_generation* g, const uih::SchemaVer
 int Ingest(uih_store_writer* w, ColumnFamilyHandle** out, uih_error* err) {
   Shard* sh = w->sh;
   ColumnFamilyHandle* cf = nullptr;
-  Status st = sh->db->CreateColumnFamily(uih::GenerationCfOptions(), uih::GenerationCfName(w->generation), &cf);
+  DB* db = sh->im->db;
+  Status st = db->CreateColumnFamily(uih::GenerationCfOptions(), uih::GenerationCfName(w->generation), &cf);
   if (!st.ok()) return StatusError(err, sh->path, st, "creating its column family");
   if (!w->files.empty()) {
     IngestExternalFileOptions io;
     io.move_files = true;
-    st = sh->db->IngestExternalFile(cf, w->files, io);
+    st = db->IngestExternalFile(cf, w->files, io);
     if (!st.ok()) {
-      sh->db->DropColumnFamily(cf).PermitUncheckedError();
-      sh->db->DestroyColumnFamilyHandle(cf).PermitUncheckedError();
+      db->DropColumnFamily(cf).PermitUncheckedError();
+      db->DestroyColumnFamilyHandle(cf).PermitUncheckedError();
       return StatusError(err, sh->path, st, "ingesting its files");
     }
   }
@@ -96,24 +98,21 @@ int Ingest(uih_store_writer* w, ColumnFamilyHandle** out, uih_error* err) {
 Status WriteSwitch(uih_store_writer* w, const uih_generation& g, const uint8_t* rec,
                    const uih::SchemaVersion& version) {
   Shard* sh = w->sh;
+  ColumnFamilyHandle* meta = sh->im->meta;
   WriteBatch wb;
-  Status st = wb.Put(sh->meta, uih::GenerationKey(w->generation), uih::S(rec, UIH_GENERATION_SIZE));
-  if (st.ok() && !w->dicts.empty()) st = wb.Put(sh->meta, uih::DictsKey(w->generation), w->dicts);
-  if (st.ok()) st = wb.Put(sh->meta, uih::kCurrentKey, uih::U32Value(w->generation));
+  Status st = wb.Put(meta, uih::GenerationKey(w->generation), uih::S(rec, UIH_GENERATION_SIZE));
+  if (st.ok() && !w->dicts.empty()) st = wb.Put(meta, uih::DictsKey(w->generation), w->dicts);
+  if (st.ok()) st = wb.Put(meta, uih::kCurrentKey, uih::U32Value(w->generation));
   if (st.ok() && g.schema_version > sh->schema_version)  // a schema change comes with its first generation
-    st = wb.Put(sh->meta, uih::SchemaKey(g.schema_version), version.json);
+    st = wb.Put(meta, uih::SchemaKey(g.schema_version), version.json);
+  // Records logged before it are never rebuilt; the mutable tier's owner
+  // deletes the user's events when it applies the generation.
   const std::string erasure = uih::ErasedValue({w->generation, g.through});
-  for (size_t i = 0; st.ok() && i < w->erased_users.size(); i++) {
-    st = wb.Put(sh->meta, uih::ErasedKey(w->erased_users[i]), erasure);  // records logged before it: never rebuilt
-    for (uint32_t k = 0; st.ok() && k < uih_schema_group_count(version.schema); k++) {
-      uint8_t begin[UIH_KEY_GROUP_PREFIX_SIZE], end[UIH_KEY_SIZE];  // every chunk of the history
-      uih::MutableKeyRange(w->erased_users[i], uih_schema_group_at(version.schema, k)->id, begin, end);
-      st = wb.DeleteRange(sh->events, uih::S(begin, sizeof begin), uih::S(end, sizeof end));
-    }
-  }
+  for (size_t i = 0; st.ok() && i < w->erased_users.size(); i++)
+    st = wb.Put(meta, uih::ErasedKey(w->erased_users[i]), erasure);
   WriteOptions wo;
   wo.sync = true;
-  if (st.ok()) st = sh->db->Write(wo, &wb);
+  if (st.ok()) st = sh->im->db->Write(wo, &wb);
   return st;
 }
 
@@ -133,7 +132,7 @@ void Install(uih_store_writer* w, const uih_generation& g, std::shared_ptr<Gener
   std::lock_guard<std::mutex> lock(w->s->schemas_mu);
   if (g.schema_version > uih_schema_version(w->s->schema)) {
     for (auto& shard : w->s->shards)
-      if (shard) uih::SetMutableSchema(shard->mut, version.schema);
+      if (shard && shard->mut) uih::SetMutableSchema(shard->mut, version.schema);
     w->s->schema = version.schema;
   }
 }
@@ -162,7 +161,7 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
   uih_generation check;
   rc = uih_generation_decode(rec, sizeof rec, &check, err);  // what a reader would refuse is not written
   if (rc != UIH_OK) return failed(rc);
-  auto gen = std::make_shared<Generation>(*g, sh->db);  // its dictionaries parsed before anything is written
+  auto gen = std::make_shared<Generation>(*g, sh->im);  // its dictionaries parsed before anything is written
   rc = gen->SetDicts(w->dicts, err);
   if (rc != UIH_OK) return failed(rc);
   ColumnFamilyHandle* cf = nullptr;
@@ -170,13 +169,14 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
   if (rc != UIH_OK) return failed(rc);
   Status st = WriteSwitch(w, *g, rec, *version);
   if (!st.ok()) {
-    sh->db->DropColumnFamily(cf).PermitUncheckedError();
-    sh->db->DestroyColumnFamilyHandle(cf).PermitUncheckedError();
+    sh->im->db->DropColumnFamily(cf).PermitUncheckedError();
+    sh->im->db->DestroyColumnFamilyHandle(cf).PermitUncheckedError();
     return failed(StatusError(err, sh->path, st, "writing its record"));
   }
   gen->set_cf(cf);
   Install(w, *g, std::move(gen), *version);
-  rc = uih::CatchUpWatermark(sh, err);
+  rc = uih::WritePublished(w->s, sh, err);
+  if (rc == UIH_OK) rc = uih::ApplyPublished(sh, true, err);
   if (rc == UIH_OK) rc = Retire(w->s, sh, err);
   if (rc != UIH_OK)
     return UIH_PREFIXED(rc, err, "shard %u: generation %u is published and current, but: ", sh->index, w->generation);

@@ -85,11 +85,15 @@ int Read(uih_store* s, uint64_t user, uint16_t group, int64_t from, int64_t to, 
   if (uih_batch_timestamps(*batch) == nullptr)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_read: the batch has no column of the timestamp, %s",
                          g->ts->name);
+  if ((tier & UIH_TIER_MUTABLE) && sh->mut == nullptr)
+    return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
+                         "store_read: %s is open to load (UIH_STORE_ROLE_LOAD): its mutable tier is a serving "
+                         "process's; read the immutable tier, or open the store read-only",
+                         s->dir.c_str());
   // The watermark first, then the generation (see uih::SplitOf).
   int64_t wm = INT64_MIN;
   int has = 0;
-  rc = uih_mutable_watermark(sh->mut, &wm, &has, err);
-  if (rc != UIH_OK) return rc;
+  if (sh->mut) uih::MutableWatermark(sh->mut, &wm, &has);
   std::shared_ptr<Generation> gen;
   if (tier & UIH_TIER_IMMUTABLE) {
     gen = sh->Get(generation);
@@ -108,6 +112,9 @@ int Read(uih_store* s, uint64_t user, uint16_t group, int64_t from, int64_t to, 
   if (tier & UIH_TIER_MUTABLE) {
     const int64_t lo = split ? std::max(from, at.at) : from;
     if (lo > to) return UIH_OK;
+    // A user erased by a generation the mutable tier has not applied yet.
+    std::shared_ptr<Generation> current = sh->Get(0);
+    if (current && uih::MutableErased(sh, user, current->number())) return UIH_OK;
     const std::vector<uint16_t> ids = uih::ColumnIds(*batch, UIH_TRAIT_ARRIVAL);  // mutable events have none
     uih::BatchPtr tmp;
     rc = uih_batch_prepare(&tmp.b, g, ids.data(), static_cast<uint32_t>(ids.size()), 64, err);

@@ -26,7 +26,7 @@ int ScanOpen(uih_store* s, uint32_t shard, uint32_t generation, uih_store_scan**
     ReadOptions ro;
     ro.fill_cache = false;
     ro.readahead_size = 4 << 20;  // a sequential pass
-    sc->it.reset(sh->db->NewIterator(ro, sc->gen->cf()));
+    sc->it.reset(sc->gen->db()->NewIterator(ro, sc->gen->cf()));
     sc->shard = &sh->path;
   }
   *out = sc.release();

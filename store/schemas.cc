@@ -11,18 +11,18 @@ using namespace rocksdb;
 
 namespace uih {
 
-int ReadNewestSchema(Shard* sh, uint32_t* version, std::string* json, uih_error* err) {
-  std::unique_ptr<Iterator> it(sh->db->NewIterator(ReadOptions(), sh->meta));
+int ReadNewestSchema(Database* im, uint32_t* version, std::string* json, uih_error* err) {
+  std::unique_ptr<Iterator> it(im->db->NewIterator(ReadOptions(), im->meta));
   *version = 0;
   const std::string prefix = kSchemaKeyPrefix;
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     int rc = ParseKeyU32(it->key(), kSchemaKeyPrefix, version, err);
-    if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "store %s: ", sh->path.c_str());
+    if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "store %s: ", im->path.c_str());
     *json = it->value().ToString();
   }
-  if (!it->status().ok()) return StatusError(err, sh->path, it->status(), "reading the schema");
+  if (!it->status().ok()) return StatusError(err, im->path, it->status(), "reading the schema");
   if (*version == 0)
-    return uih_corruption(err, "store %s: the shard holds no schema (key %s...)", sh->path.c_str(), kSchemaKeyPrefix);
+    return uih_corruption(err, "store %s: the shard holds no schema (key %s...)", im->path.c_str(), kSchemaKeyPrefix);
   return UIH_OK;
 }
 
@@ -36,7 +36,8 @@ int SchemaAt(uih_store* s, uint32_t version, const uih_schema** out, uih_error* 
   for (auto& sh : s->shards) {
     if (!sh) continue;
     std::string json;
-    Status st = sh->db->Get(ReadOptions(), sh->meta, SchemaKey(version), &json);
+    std::shared_ptr<Database> im = sh->Db();
+    Status st = im->db->Get(ReadOptions(), im->meta, SchemaKey(version), &json);
     if (st.IsNotFound()) continue;
     if (!st.ok()) return StatusError(err, sh->path, st, "reading schema version %u", version);
     std::string origin = sh->path + ": schema version " + std::to_string(version);

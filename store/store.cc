@@ -72,11 +72,23 @@ int NotAStore(uih_error* err, const char* path, const char* why) {
 
 // ---- generations and shards ----------------------------------------------------
 
+Database::~Database() {
+  if (db == nullptr) return;
+  for (ColumnFamilyHandle* h : others) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+  for (ColumnFamilyHandle* h : {meta, legacy_mutable})
+    if (h) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+  db->Close().PermitUncheckedError();
+  delete db;
+}
+
 Generation::~Generation() {
   files_.reset();
-  if (cf_) db_->DestroyColumnFamilyHandle(cf_).PermitUncheckedError();
+  if (cf_) db_->db->DestroyColumnFamilyHandle(cf_).PermitUncheckedError();
   uih_stripe_context_free(dicts_);
+  if (on_release_) on_release_();
 }
+
+rocksdb::DB* Generation::db() const { return db_->db; }
 
 int Generation::SetDicts(const std::string& bytes, uih_error* err) {
   uih_stripe_context* parsed = nullptr;
@@ -92,31 +104,26 @@ int Generation::SetDicts(const std::string& bytes, uih_error* err) {
 int Generation::Files(const std::string& shard, const GenerationFiles** out, uih_error* err) {
   std::lock_guard<std::mutex> lock(files_mu_);
   if (!files_) {
-    rocksdb::Status s = GenerationFiles::Open(db_, cf_, &files_);
+    rocksdb::Status s = GenerationFiles::Open(db_->db, cf_, &files_);
     if (!s.ok()) return StatusError(err, shard, s, "opening generation %u's files", number());
   }
   *out = files_.get();
   return UIH_OK;
 }
 
-rocksdb::Status DeleteGenerationRecord(Shard* sh, uint32_t g) {
+rocksdb::Status DeleteGenerationRecord(Database* im, uint32_t g) {
   rocksdb::WriteOptions wo;
   wo.sync = true;
   rocksdb::WriteBatch wb;
-  rocksdb::Status st = wb.Delete(sh->meta, GenerationKey(g));
-  if (st.ok()) st = wb.Delete(sh->meta, DictsKey(g));
-  return st.ok() ? sh->db->Write(wo, &wb) : st;
+  rocksdb::Status st = wb.Delete(im->meta, GenerationKey(g));
+  if (st.ok()) st = wb.Delete(im->meta, DictsKey(g));
+  return st.ok() ? im->db->Write(wo, &wb) : st;
 }
 
 Shard::~Shard() {
-  FreeMutable(mut);
+  FreeMutable(mut);  // before the database a mutable tier of an older format borrows
   gens.clear();
-  if (db == nullptr) return;
-  for (ColumnFamilyHandle* h : others) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
-  for (ColumnFamilyHandle* h : {meta, events})
-    if (h) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
-  db->Close().PermitUncheckedError();
-  delete db;
+  im.reset();
 }
 
 int ShardAt(uih_store* s, uint32_t shard, Shard** out, uih_error* err) {
@@ -148,19 +155,32 @@ int ViewUser(uih_store* s, uint64_t user, bool with_split, ShardView* out, uih_e
   out->path = &sh->path;
   out->mut = sh->mut;
   out->split = Split{};
+  out->mutable_erased = false;
   if (!with_split) {
     out->gen = sh->Get(0);
     return UIH_OK;
   }
+  if (sh->mut == nullptr)
+    return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
+                         "store %s: opened to load (UIH_STORE_ROLE_LOAD), it has no mutable tier to read",
+                         s->dir.c_str());
   // The watermark first, then the generation: a publish in between makes
   // the generation newer than the watermark, never older (see Split).
-  int64_t wm = INT64_MIN;
-  int has = 0;
-  rc = uih_mutable_watermark(sh->mut, &wm, &has, err);
-  if (rc != UIH_OK) return rc;
+  int64_t wm;
+  int has;
+  MutableWatermark(sh->mut, &wm, &has);
   out->gen = sh->Get(0);
   out->split = SplitOf(wm, has, out->gen.get());
+  out->mutable_erased = out->gen && MutableErased(sh, user, out->gen->number());
   return UIH_OK;
+}
+
+bool MutableErased(Shard* sh, uint64_t user, uint32_t generation) {
+  if (sh->mut == nullptr || !sh->any_erased.load(std::memory_order_acquire)) return false;
+  const uint32_t applied = MutableApplied(sh->mut);
+  std::lock_guard<std::mutex> lock(sh->mu);
+  auto it = sh->erased.find(user);
+  return it != sh->erased.end() && it->second.generation > applied && it->second.generation <= generation;
 }
 
 bool ErasedSince(uih_store* s, uint64_t user, uint32_t generation, bool exact, int64_t request_ts, Erasure* by) {
@@ -171,17 +191,6 @@ bool ErasedSince(uih_store* s, uint64_t user, uint32_t generation, bool exact, i
   if (it == sh->erased.end()) return false;
   *by = it->second;
   return exact || generation ? generation < by->generation : request_ts < by->through;
-}
-
-int CatchUpWatermark(Shard* sh, uih_error* err) {
-  auto gen = sh->Get(0);
-  if (!gen) return UIH_OK;
-  int64_t wm;
-  int has;
-  int rc = uih_mutable_watermark(sh->mut, &wm, &has, err);
-  if (rc == UIH_OK && (!has || wm < gen->record().through))
-    rc = uih_mutable_set_watermark(sh->mut, gen->record().through, err);
-  return rc;
 }
 
 }  // namespace uih
@@ -223,14 +232,17 @@ int Sizes(uih_store* s, uint32_t shard, uint64_t* imm, uint64_t* mut, uih_error*
   int rc = ShardAt(s, shard, &sh, err);
   if (rc != UIH_OK) return rc;
   rocksdb::ColumnFamilyMetaData md;
-  uint64_t i = 0;
+  uint64_t i = 0, m = 0;
   if (auto gen = sh->Get(0)) {
-    sh->db->GetColumnFamilyMetaData(gen->cf(), &md);
+    gen->db()->GetColumnFamilyMetaData(gen->cf(), &md);
     i = md.size;
   }
-  sh->db->GetColumnFamilyMetaData(sh->events, &md);
+  if (sh->mut) {
+    uih::MutableDB(sh->mut)->GetColumnFamilyMetaData(uih::MutableColumnFamily(sh->mut), &md);
+    m = md.size;
+  }
   if (imm) *imm = i;
-  if (mut) *mut = md.size;
+  if (mut) *mut = m;
   return UIH_OK;
 }
 
@@ -239,6 +251,11 @@ int Mutable(uih_store* s, uint32_t shard, uih_mutable** out, uih_error* err) {
   *out = nullptr;
   Shard* sh;
   int rc = ShardAt(s, shard, &sh, err);
+  if (rc == UIH_OK && sh->mut == nullptr)
+    rc = uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
+                       "store %s: opened to load (UIH_STORE_ROLE_LOAD), it has no mutable tier: a serving "
+                       "process owns it",
+                       s->dir.c_str());
   if (rc == UIH_OK) *out = sh->mut;
   return rc;
 }

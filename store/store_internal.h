@@ -1,13 +1,15 @@
 // The store's objects (uih/store.h) and what its files share: open.cc and
-// create.cc make them, store.cc answers what they hold, schemas.cc keeps
-// their schema versions, scan.cc, writer.cc and publish.cc read and write
-// generations, read.cc reads events. What the materializer may see of them
-// is internal/uih_store/view.h.
+// create.cc make them (move.cc brings older shards to format 3), store.cc
+// answers what they hold, schemas.cc keeps their schema versions, scan.cc,
+// writer.cc and publish.cc read and write generations, follow.cc follows
+// other processes' publishes, read.cc reads events. What the materializer
+// may see of them is internal/uih_store/view.h.
 //
 // Who may touch what: a store is shared by any number of threads. A
-// shard's `mu` guards its generations, its current one and its erasures;
-// `writer_mu` its one writer; the store's `schemas_mu` its schema versions.
-// Nothing else changes after open.
+// shard's `mu` guards its database, generations, current one and erasures
+// (only a serving store's follower replaces them after open); `writer_mu`
+// its one writer; `refresh_mu` its follower's state; the store's
+// `schemas_mu` its schema versions. Nothing else changes after open.
 #pragma once
 
 #include <atomic>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "error_internal.h"
+#include "follow.h"
 #include "format.h"
 #include "mutable_internal.h"
 #include "pins.h"
@@ -31,16 +34,31 @@
 
 namespace uih {
 
-struct Shard {
-  uint32_t index = 0;
-  std::string path;
+// A shard's database (shard-%04u/) as this process opened it, read-only or
+// writable. Its generations hold it: a serving store that reopened the
+// shard at a publish closes the old one when the last reader of its
+// generations lets go.
+struct Database {
+  std::string path;  // its folder, for messages
   rocksdb::DB* db = nullptr;
   rocksdb::ColumnFamilyHandle* meta = nullptr;
-  rocksdb::ColumnFamilyHandle* events = nullptr;
+  rocksdb::ColumnFamilyHandle* legacy_mutable = nullptr;  // uih.mutable of a shard before format 3
   std::vector<rocksdb::ColumnFamilyHandle*> others;  // column families the store does not know: left alone
-  uih_mutable* mut = nullptr;
+  uint32_t format = 1;                               // uih.format (format.h)
+  Database() = default;
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+  ~Database();
+};
 
-  std::mutex mu;  // gens, current, erased
+struct Shard {
+  uint32_t index = 0;
+  std::string path;          // shard-%04u: its database
+  std::string mutable_path;  // mutable-%04u: its mutable tier (format 3)
+  uih_mutable* mut = nullptr;  // its mutable tier; null in a loading store
+
+  std::mutex mu;  // im, gens, current, erased
+  std::shared_ptr<Database> im;  // replaced only by a serving store's follower (follow.cc)
   std::map<uint32_t, std::shared_ptr<Generation>> gens;
   uint32_t current = 0;
   std::map<uint64_t, Erasure> erased;   // the users its loads erased (its metadata's "uih.erased/")
@@ -50,11 +68,27 @@ struct Shard {
   bool writing = false;
   uint32_t schema_version = 0;  // the newest schema version in its metadata (the writer's)
 
+  // A serving store's follower (follow.cc): the last hint it acted on, and
+  // the outcome of its last refresh.
+  std::mutex refresh_mu;  // one refresh at a time; hint_seen, retention
+  uint32_t hint_seen = 0;
+  // Watermarks the retention filter takes once no reader holds the
+  // generation served before them, oldest first (follow.cc).
+  std::vector<std::pair<std::weak_ptr<Generation>, int64_t>> retention;
+  std::mutex follow_mu;  // follow_rc, follow_error
+  int follow_rc = UIH_OK;
+  std::string follow_error;
+
   // Generation `generation` (0: the current one) held, or null.
   std::shared_ptr<Generation> Get(uint32_t generation) {
     std::lock_guard<std::mutex> lock(mu);
     auto it = gens.find(generation ? generation : current);
     return it == gens.end() ? nullptr : it->second;
+  }
+  // The database as it is now, held.
+  std::shared_ptr<Database> Db() {
+    std::lock_guard<std::mutex> lock(mu);
+    return im;
   }
 
   ~Shard();
@@ -111,8 +145,10 @@ struct uih_store {
   std::mutex schemas_mu;
   std::map<uint32_t, uih::SchemaVersion> schemas;  // every version seen; freed at close
   std::vector<std::unique_ptr<uih::Shard>> shards;  // null: not opened (opts.one_shard)
-  uih::Pins pins;  // what a read-only store holds; a writer's view of the others' (released after the shards close)
+  uih::Pins pins;  // what a read-only or serving store holds; a writer's view of the others' (released after the shards close)
+  std::unique_ptr<uih::Follower> follower;  // a serving store's (follow.cc); stopped before the shards close
   ~uih_store() {
+    follower.reset();
     shards.clear();
     for (auto& v : schemas) uih_schema_free(v.second.schema);
   }
@@ -148,15 +184,43 @@ int ShardAt(uih_store* s, uint32_t shard, Shard** out, uih_error* err);
 // The shard holding `user`'s history, or an error when the store did not
 // open it (a store opened for one shard).
 int ShardOfUser(uih_store* s, uint64_t user, Shard** out, uih_error* err);
-// A watermark behind the shard's current generation (a load killed
-// between publishing and advancing it) catches up.
-int CatchUpWatermark(Shard* sh, uih_error* err);
+// Brings the shard's mutable tier up to its current generation: the
+// erasures of the generations it has not applied deleted, its watermark
+// advanced to the generation's through, uih.applied written, in one synced
+// write (format.h); with `retention`, its retention filter follows at
+// once. Only a store that owns the mutable tier does it.
+int ApplyPublished(Shard* sh, bool retention, uih_error* err);
+// Writes DIR/shard-%04u.published for the shard's current generation (a
+// hint: a failure is reported, nothing depends on it).
+int WritePublished(uih_store* s, Shard* sh, uih_error* err);
+// Opens the shard's database (read-only or writable), reads its metadata
+// and pairs its generations with their records, into `out` (not yet the
+// shard's): what open.cc does at open and follow.cc at each publish.
+struct ShardState {
+  std::shared_ptr<Database> im;
+  std::map<uint32_t, std::shared_ptr<Generation>> gens;
+  uint32_t current = 0;
+  std::map<uint64_t, Erasure> erased;
+};
+int ReadShard(uih_store* s, Shard* sh, bool read_only, ShardState* out, uih_error* err);
+// Pins what a read-only store holds of the shard — every generation it
+// opened — or a serving store — the one it serves (older ones a loader may
+// retire under it; it never reads them for a snapshot) — until the last
+// holder of each lets go. Called inside the pins' gate.
+int PinShard(uih_store* s, uint32_t shard, ShardState* st, uih_error* err);
+// Moves a shard of format 1 or 2's mutable tier into mutable-%04u/ (format.h),
+// through a writable open of its own; a no-op for a shard of format 3.
+int MoveMutable(uih_store* s, Shard* sh, uih_error* err);
 // Removes generation g's record and its dictionaries from the shard's
 // metadata, together, in one synced write.
-rocksdb::Status DeleteGenerationRecord(Shard* sh, uint32_t g);
+rocksdb::Status DeleteGenerationRecord(Database* im, uint32_t g);
+// Whether `user`'s mutable events are hidden from a read on `generation`:
+// a load up to it erased the user, and the mutable tier has not applied
+// that erasure yet (format.h).
+bool MutableErased(Shard* sh, uint64_t user, uint32_t generation);
 // Ends the writer's table file being written, if any.
 int FinishFile(uih_store_writer* w, uih_error* err);
-// The newest schema version the shard holds, its text in *json.
-int ReadNewestSchema(Shard* sh, uint32_t* version, std::string* json, uih_error* err);
+// The newest schema version the shard's database holds, its text in *json.
+int ReadNewestSchema(Database* im, uint32_t* version, std::string* json, uih_error* err);
 
 }  // namespace uih

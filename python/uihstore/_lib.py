@@ -13,7 +13,7 @@ import ctypes
 import ctypes.util
 import os
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_int, c_int32, c_int64,
-                    c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)
+                    c_size_t, c_uint, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p)
 
 # ---- errors -------------------------------------------------------------------
 
@@ -149,7 +149,8 @@ class uih_batch(Structure):
 
 class uih_store_opts(Structure):
     _fields_ = [("read_only", c_int), ("keep", c_uint32), ("block_cache_bytes", c_size_t),
-                ("file_bytes", c_uint64), ("one_shard", c_int), ("shard", c_uint32)]
+                ("file_bytes", c_uint64), ("one_shard", c_int), ("shard", c_uint32), ("role", c_uint),
+                ("follow_ms", c_uint32)]
 
 
 class uih_store_init_opts(Structure):
@@ -311,6 +312,8 @@ _proto(rocks, "uih_store_mutable", c_int, P, c_uint32, POINTER(P), E)
 _proto(rocks, "uih_store_generations", c_int, P, c_uint32, POINTER(uih_generation), c_size_t, POINTER(c_size_t),
        POINTER(c_uint32), E)
 _proto(rocks, "uih_store_pinned", c_int, P, c_uint32, c_uint32, POINTER(c_int), E)
+_proto(rocks, "uih_store_refresh", c_int, P, E)
+_proto(rocks, "uih_store_following", c_int, P, c_uint32, POINTER(c_uint32), E)
 _proto(rocks, "uih_store_sizes", c_int, P, c_uint32, POINTER(c_uint64), POINTER(c_uint64), E)
 _proto(rocks, "uih_store_read", c_int, P, c_uint64, c_uint16, c_int64, c_int64, c_uint32, c_uint32,
        POINTER(POINTER(uih_batch)), E)

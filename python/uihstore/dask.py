@@ -4,9 +4,10 @@ shard each. The tasks are plain functions of (store path, shard, ...), so
 any engine that runs one task per shard partition runs them the same way
 (python/README.md, "Scale-out").
 
-A shard's task opens the store for that shard alone (`Store.open(path,
-shard=k)`): each shard's database is opened by the one process writing it,
-so the loads of all shards run at once, in as many worker processes (on as
+A shard's task opens the store for that shard alone, to load
+(`Store.open(path, shard=k, role="load")`): each shard's database is opened
+by the one process writing it, and its mutable tier is left to the serving
+process that may be running, so the loads of all shards run at once, in as many worker processes (on as
 many machines as share the store's directory). Every load task reads every
 input and keeps its shard's events, so the shards' generations are what one
 load of the whole store makes — same stripes, same records, same through.
@@ -45,7 +46,7 @@ def load_shard(path, shard, files, through=None, lookback=0, deletes=None, rejec
     """The load of one shard: what a task runs. Opens the store for `shard`
     alone, loads its events of `files` and returns the summary (a dict,
     as Store.load's, with "shard")."""
-    with Store.open(path, shard=shard, keep=keep) as s:
+    with Store.open(path, shard=shard, keep=keep, role="load") as s:
         summary = s.load(files, through=through, lookback=lookback, deletes=deletes, rejects=rejects,
                          schema=schema, memory=memory, rebuild_dictionaries=rebuild_dictionaries, progress=False)
     summary["shard"] = shard

@@ -28,6 +28,7 @@ class Store:
         self.path = path
         self.read_only = read_only
         self.only_shard = shard  # None: every shard is open
+        self.role = "all"  # or "load", "serve" (open's role)
         self._local = threading.local()
         self._snapshotters = []
         self._lock = threading.Lock()
@@ -52,20 +53,45 @@ class Store:
                                    ctypes.byref(err)), err)
         return cls.open(path)
 
+    ROLES = {"all": 0, "load": 1, "serve": 2}
+
     @classmethod
-    def open(cls, path, read_only=False, keep=2, block_cache_bytes=32 << 20, file_bytes=256 << 20, shard=None):
+    def open(cls, path, read_only=False, keep=2, block_cache_bytes=32 << 20, file_bytes=256 << 20, shard=None,
+             role="all", follow_ms=250):
         """Opens the store at `path`. A read-only store writes nothing and
         holds the generations it opened with until it is closed. `shard`:
         open that shard alone (its database only), so that other processes
         can write the other shards meanwhile — one load per shard; calls
-        about other shards' users raise UihError."""
+        about other shards' users raise UihError. `role`: "all" (loads,
+        appends and snapshots in this process), "load" (loads only: a
+        serving process may own the mutable tiers meanwhile) or "serve"
+        (appends and snapshots, following other processes' loads every
+        `follow_ms`; 0: only when refresh() is called)."""
+        if role not in cls.ROLES:
+            raise ValueError("role must be one of %s, not %r" % (", ".join(sorted(cls.ROLES)), role))
         opts = L.uih_store_opts(int(read_only), keep, block_cache_bytes, file_bytes, int(shard is not None),
-                                shard or 0)
+                                shard or 0, cls.ROLES[role], follow_ms)
         h = ctypes.c_void_p()
         err = _err()
         L.check(L.uih_store_open(os.fspath(path).encode(), ctypes.byref(opts), ctypes.byref(h), ctypes.byref(err)),
                 err)
-        return cls(h.value, os.fspath(path), bool(read_only), shard)
+        st = cls(h.value, os.fspath(path), bool(read_only), shard)
+        st.role = "all" if read_only else role
+        return st
+
+    def refresh(self):
+        """A serving store: serves each shard's newest published generation
+        now (as its follower does every follow_ms)."""
+        err = _err()
+        L.check(L.uih_store_refresh(self._handle(), ctypes.byref(err)), err)
+
+    def following(self, shard):
+        """The generation a serving store serves for `shard`; raises the
+        error of the follower's last attempt to follow a publish, if it
+        failed."""
+        g, err = ctypes.c_uint32(), _err()
+        L.check(L.uih_store_following(self._handle(), shard, ctypes.byref(g), ctypes.byref(err)), err)
+        return g.value
 
     def close(self):
         if self._h is None:
@@ -145,16 +171,18 @@ class Store:
                                             ctypes.byref(err)), err)
             imm, mut = ctypes.c_uint64(), ctypes.c_uint64()
             L.check(L.uih_store_sizes(h, i, ctypes.byref(imm), ctypes.byref(mut), ctypes.byref(err)), err)
-            m = ctypes.c_void_p()
-            L.check(L.uih_store_mutable(h, i, ctypes.byref(m), ctypes.byref(err)), err)
-            wm, has = ctypes.c_int64(), ctypes.c_int()
-            L.check(L.uih_mutable_watermark(m, ctypes.byref(wm), ctypes.byref(has), ctypes.byref(err)), err)
+            wm, has, span = ctypes.c_int64(), ctypes.c_int(), None
+            if self.role != "load":  # a loading store leaves the mutable tiers to a server
+                m = ctypes.c_void_p()
+                L.check(L.uih_store_mutable(h, i, ctypes.byref(m), ctypes.byref(err)), err)
+                L.check(L.uih_mutable_watermark(m, ctypes.byref(wm), ctypes.byref(has), ctypes.byref(err)), err)
+                span = L.uih_mutable_chunk_span(m)
             shards.append({
                 "shard": i,
                 "current": cur.value,
                 "generations": [{f: getattr(g, f) for f, _ in L.uih_generation._fields_} for g in gens[:n.value]],
                 "watermark": wm.value if has.value else None,
-                "chunk_span": L.uih_mutable_chunk_span(m),
+                "chunk_span": span,
                 "immutable_bytes": imm.value,
                 "mutable_bytes": mut.value,
             })

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -892,124 +893,152 @@ TEST_F(StoreTest, AnErasedUserLosesBothTiersAndARerunIsANoOp) {
   uih_store_close(s);
 }
 
-// A store keeps whom its loads erased, with the generation and through of
-// the erasure, in each shard's metadata; a damaged entry is refused at open
-// by name.
 namespace {
 
-// Runs `f` on shard 0's database of the store at `dir` (closed), with its
-// metadata column family.
-void WithMeta(const std::string& dir, const std::function<void(rocksdb::DB*, rocksdb::ColumnFamilyHandle*)>& f) {
-  const std::string shard = dir + "/shard-0000";
+// Runs `f` on the default column family of the RocksDB database at `db_dir`
+// (every column family opened with the options the store gives it).
+void WithDb(const std::string& db_dir, const std::function<void(rocksdb::DB*, rocksdb::ColumnFamilyHandle*)>& f) {
   rocksdb::DB* db = nullptr;
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
   std::vector<std::string> names;
-  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), shard, &names).ok());
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), db_dir, &names).ok());
   uih_mutable_opts mo = UIH_MUTABLE_OPTS_DEFAULT;
   for (auto& n : names)
     cfs.emplace_back(n, uih::IsGenerationCf(n) ? uih::GenerationCfOptions()
                         : n == UIH_MUTABLE_CF  ? uih::MutableCfOptions(mo)
                                                : rocksdb::ColumnFamilyOptions());
   std::vector<rocksdb::ColumnFamilyHandle*> hs;
-  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), shard, cfs, &hs, &db).ok());
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), db_dir, cfs, &hs, &db).ok());
   f(db, hs[std::find(names.begin(), names.end(), rocksdb::kDefaultColumnFamilyName) - names.begin()]);
   for (auto* h : hs) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
   delete db;
 }
 
-}  // namespace
-
-// Stores written before uih.format (format 1) held the watermark and the
-// chunk span little-endian: a read-only open reads them as they are and
-// writes nothing; a writable open rewrites them big-endian with
-// uih.format in one write; the events read back the same throughout. A
-// format newer than this build's is refused, and so is a value of the
-// wrong size, naming its key.
-TEST_F(StoreTest, AFormatOneStoreOpensAndAWritableOpenUpgradesIt) {
-  uih_store* s = Init("store", 1);
-  ASSERT_NE(s, nullptr);
-  WriteFile(dir_ / "d.csv", kHeader + "1,a,100,5,1\n1,a,200,6,\n");
-  uih_error err{};
-  ASSERT_EQ(Load(s, {dir_ / "d.csv"}, 1000, 0, &err), UIH_OK) << uih_error_message(&err);
-  uih_mutable* tier = uih_test::MutableOf(s, 0);
-  ASSERT_NE(tier, nullptr);
-  const int64_t span = uih_mutable_chunk_span(tier);
-  ASSERT_GT(span, 0);
-  uih_batch* b = nullptr;
-  ASSERT_EQ(uih_batch_create(uih_schema_group_by_id(uih_store_schema(s), 1), 1, nullptr, 0, &b, &err), UIH_OK);
-  uint32_t row;
-  ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
-  uih_column_set_bits(uih_batch_ts_column(b), row, 5000);
-  ASSERT_EQ(uih_mutable_append(tier, 1, b, UIH_APPEND_SYNC, &err), UIH_OK) << uih_error_message(&err);
-  uih_batch_free(b);
-  auto events = [&](uih_store* st) {
-    uih_batch* out = nullptr;
-    uih_error e{};
-    EXPECT_EQ(uih_store_read(st, 1, 1, INT64_MIN, INT64_MAX, UIH_TIER_ALL, 0, &out, &e), UIH_OK)
-        << uih_error_message(&e);
-    std::vector<int64_t> ts(uih_batch_timestamps(out), uih_batch_timestamps(out) + out->count);
-    uih_batch_free(out);
-    return ts;
-  };
-  const std::vector<int64_t> want = events(s);
-  ASSERT_EQ(want, (std::vector<int64_t>{100, 200, 5000}));
-  uih_store_close(s);
-  auto le = [](int64_t v) { return std::string(reinterpret_cast<const char*>(&v), sizeof v); };
-  auto state = [&] {
-    std::string text;
-    WithMeta(dir_ / "store", [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
-      for (const char* key : {uih::kFormatKey, uih::kWatermarkKey, uih::kChunkSpanKey}) {
-        std::string v;
-        text += key + std::string("=") + (db->Get({}, meta, key, &v).ok() ? v : "(none)") + ";";
-      }
-    });
-    return text;
-  };
-  EXPECT_EQ(state(), std::string(uih::kFormatKey) + "=" + uih::U32Value(2) + ";" + uih::kWatermarkKey + "=" +
-                         uih::I64Value(1000) + ";" + uih::kChunkSpanKey + "=" + uih::I64Value(span) + ";");
-  WithMeta(dir_ / "store", [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {  // back to format 1
-    ASSERT_TRUE(db->Delete({}, meta, uih::kFormatKey).ok());
-    ASSERT_TRUE(db->Put({}, meta, uih::kWatermarkKey, le(1000)).ok());
-    ASSERT_TRUE(db->Put({}, meta, uih::kChunkSpanKey, le(span)).ok());
-  });
-  const std::string old = state();
-  uih_store* ro = Open(dir_ / "store", 1);
-  ASSERT_NE(ro, nullptr);
-  int64_t wm = 0;
-  int has = 0;
-  ASSERT_EQ(uih_mutable_watermark(uih_test::MutableOf(ro, 0), &wm, &has, &err), UIH_OK) << uih_error_message(&err);
-  EXPECT_EQ(has, 1);
-  EXPECT_EQ(wm, 1000);
-  EXPECT_EQ(uih_mutable_chunk_span(uih_test::MutableOf(ro, 0)), span);
-  EXPECT_EQ(events(ro), want);
-  uih_store_close(ro);
-  EXPECT_EQ(state(), old) << "a read-only open writes nothing";
-  s = Open(dir_ / "store");
-  ASSERT_NE(s, nullptr);
-  EXPECT_EQ(events(s), want);
-  EXPECT_EQ(uih_mutable_chunk_span(uih_test::MutableOf(s, 0)), span);
-  uih_store_close(s);
-  EXPECT_EQ(state(), std::string(uih::kFormatKey) + "=" + uih::U32Value(2) + ";" + uih::kWatermarkKey + "=" +
-                         uih::I64Value(1000) + ";" + uih::kChunkSpanKey + "=" + uih::I64Value(span) + ";")
-      << "upgraded";
-  WithMeta(dir_ / "store", [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
-    ASSERT_TRUE(db->Put({}, meta, uih::kFormatKey, uih::U32Value(3)).ok());
-  });
-  uih_store* bad = nullptr;
-  EXPECT_EQ(uih_store_open((dir_ / "store").c_str(), nullptr, &bad, &err), UIH_ERR_NOT_SUPPORTED);
-  EXPECT_NE(std::string(uih_error_message(&err)).find("its format is 3; this build reads formats 1 to 2"),
-            std::string::npos)
-      << uih_error_message(&err);
-  WithMeta(dir_ / "store", [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
-    ASSERT_TRUE(db->Put({}, meta, uih::kFormatKey, uih::U32Value(2)).ok());
-    ASSERT_TRUE(db->Put({}, meta, uih::kWatermarkKey, "seven").ok());
-  });
-  EXPECT_EQ(uih_store_open((dir_ / "store").c_str(), nullptr, &bad, &err), UIH_ERR_CORRUPTION);
-  EXPECT_NE(std::string(uih_error_message(&err)).find("metadata key 'uih.watermark' holds 5 bytes, expected 8"),
-            std::string::npos)
-      << uih_error_message(&err);
+// The metadata of a store's shard 0.
+void WithMeta(const std::string& dir, const std::function<void(rocksdb::DB*, rocksdb::ColumnFamilyHandle*)>& f) {
+  WithDb(dir + "/shard-0000", f);
 }
 
+// Every file under `dir`, with its size and modification time.
+std::string FilesOf(const std::filesystem::path& dir) {
+  std::string out;
+  for (auto& e : std::filesystem::recursive_directory_iterator(dir))
+    out += e.path().string() + " " + std::to_string(e.is_regular_file() ? e.file_size() : 0) + " " +
+           std::to_string(e.last_write_time().time_since_epoch().count()) + "\n";
+  return out;
+}
+
+}  // namespace
+
+// An older store opens: tests/store/data/format2_store.tar.gz, written by a
+// build of format 2 (its mutable tier inside each shard's database), and
+// the same store taken back to format 1 (no uih.format; the watermark and
+// chunk span little-endian). A read-only open reads it as it is and writes
+// nothing; a writable open moves each shard's mutable tier into
+// mutable-NNNN/ (format 3): the shard keeps neither watermark nor span, the
+// new database has both as they were, and every user's events of each tier
+// read back the same throughout. A format newer than this build's is
+// refused, and a value of the wrong size is a corruption naming its key.
+TEST_F(StoreTest, OlderFormatsOpenAndAWritableOpenMovesTheMutableTier) {
+  const std::string fixture = UIH_SOURCE_DIR "/tests/store/data/format2_store.tar.gz";
+  const int64_t kWatermark = 1700300000000, kSpan = 3600000;
+  for (int format : {2, 1}) {
+    SCOPED_TRACE("format " + std::to_string(format));
+    const std::filesystem::path root = dir_ / ("f" + std::to_string(format)), st = root / "st";
+    std::filesystem::create_directories(root);
+    ASSERT_EQ(std::system(("tar xzf " + fixture + " -C " + root.string() + " st").c_str()), 0);
+    auto events = [&](uih_store* s, unsigned tier) {
+      std::vector<int64_t> ts;
+      for (uint64_t user : {1, 2, 3, 7, 8, 13, 21, 40})
+        for (uint16_t group : {1, 2}) {
+          uih_batch* out = nullptr;
+          uih_error e{};
+          EXPECT_EQ(uih_store_read(s, user, group, INT64_MIN, INT64_MAX, tier, 0, &out, &e), UIH_OK)
+              << uih_error_message(&e);
+          if (out) ts.insert(ts.end(), uih_batch_timestamps(out), uih_batch_timestamps(out) + out->count);
+          ts.push_back(-1);  // between users
+          uih_batch_free(out);
+        }
+      return ts;
+    };
+    uih_store* ro = Open(st, 1);
+    ASSERT_NE(ro, nullptr);
+    const std::vector<int64_t> all = events(ro, UIH_TIER_ALL), mut = events(ro, UIH_TIER_MUTABLE);
+    uih_store_close(ro);
+    ASSERT_GT(all.size(), 100u);
+    auto le = [](int64_t v) { return std::string(reinterpret_cast<const char*>(&v), sizeof v); };
+    if (format == 1)
+      for (const char* shard : {"shard-0000", "shard-0001"})
+        WithDb(st / shard, [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+          ASSERT_TRUE(db->Delete({}, meta, uih::kFormatKey).ok());
+          ASSERT_TRUE(db->Put({}, meta, uih::kWatermarkKey, le(kWatermark)).ok());
+          ASSERT_TRUE(db->Put({}, meta, uih::kChunkSpanKey, le(kSpan)).ok());
+        });
+    const std::string before = FilesOf(st);
+    ro = Open(st, 1);
+    ASSERT_NE(ro, nullptr);
+    int64_t wm = 0;
+    int has = 0;
+    uih_error err{};
+    ASSERT_EQ(uih_mutable_watermark(uih_test::MutableOf(ro, 0), &wm, &has, &err), UIH_OK) << uih_error_message(&err);
+    EXPECT_EQ(has, 1);
+    EXPECT_EQ(wm, kWatermark);
+    EXPECT_EQ(uih_mutable_chunk_span(uih_test::MutableOf(ro, 1)), kSpan);
+    EXPECT_EQ(events(ro, UIH_TIER_ALL), all);
+    EXPECT_EQ(events(ro, UIH_TIER_MUTABLE), mut);
+    uih_store_close(ro);
+    EXPECT_EQ(FilesOf(st), before) << "a read-only open writes nothing";
+
+    uih_store* s = Open(st);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(events(s, UIH_TIER_ALL), all);
+    EXPECT_EQ(events(s, UIH_TIER_MUTABLE), mut);
+    for (uint32_t shard : {0u, 1u}) {
+      ASSERT_EQ(uih_mutable_watermark(uih_test::MutableOf(s, shard), &wm, &has, &err), UIH_OK);
+      EXPECT_EQ(wm, kWatermark);
+      EXPECT_EQ(uih_mutable_chunk_span(uih_test::MutableOf(s, shard)), kSpan);
+    }
+    uih_store_close(s);
+    EXPECT_TRUE(std::filesystem::exists(st / "mutable-0000" / "CURRENT"));
+    WithMeta(st, [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+      std::string v;
+      ASSERT_TRUE(db->Get({}, meta, uih::kFormatKey, &v).ok());
+      EXPECT_EQ(v, uih::U32Value(3));
+      EXPECT_TRUE(db->Get({}, meta, uih::kWatermarkKey, &v).IsNotFound());
+      EXPECT_TRUE(db->Get({}, meta, uih::kChunkSpanKey, &v).IsNotFound());
+      std::vector<std::string> names;
+      ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), st / "shard-0000", &names).ok());
+      EXPECT_EQ(std::count(names.begin(), names.end(), UIH_MUTABLE_CF), 0) << "the shard's uih.mutable dropped";
+    });
+    s = Open(st);  // and again, now format 3
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(events(s, UIH_TIER_ALL), all);
+    uih_store_close(s);
+    if (format == 2) continue;
+    WithMeta(st, [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+      ASSERT_TRUE(db->Put({}, meta, uih::kFormatKey, uih::U32Value(4)).ok());
+    });
+    uih_store* bad = nullptr;
+    EXPECT_EQ(uih_store_open(st.c_str(), nullptr, &bad, &err), UIH_ERR_NOT_SUPPORTED);
+    EXPECT_NE(std::string(uih_error_message(&err)).find("its format is 4; this build reads formats 1 to 3"),
+              std::string::npos)
+        << uih_error_message(&err);
+    WithMeta(st, [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+      ASSERT_TRUE(db->Put({}, meta, uih::kFormatKey, uih::U32Value(3)).ok());
+    });
+    WithDb(st / "mutable-0000", [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+      ASSERT_TRUE(db->Put({}, meta, uih::kWatermarkKey, "seven").ok());
+    });
+    EXPECT_EQ(uih_store_open(st.c_str(), nullptr, &bad, &err), UIH_ERR_CORRUPTION);
+    EXPECT_NE(std::string(uih_error_message(&err)).find("metadata key 'uih.watermark' holds 5 bytes, expected 8"),
+              std::string::npos)
+        << uih_error_message(&err);
+  }
+}
+
+// A store keeps whom its loads erased, with the generation and through of
+// the erasure, in each shard's metadata; a damaged entry is refused at open
+// by name.
 TEST_F(StoreTest, AStoreRemembersWhomItErasedAndRefusesADamagedEntry) {
   uih_store* s = Init("store", 1);
   std::string day = dir_ / "d.csv", del = dir_ / "del.csv";

@@ -6,12 +6,26 @@
  *                           store's id (uih/generation.h), written last by init
  *     shard-0000/ ...       one RocksDB database per shard: its metadata
  *                           (schema versions, generation records, the current
- *                           generation, erasures, the mutable tier's watermark
- *                           and chunk span), the mutable tier, and one column
- *                           family per live generation of the immutable tier
+ *                           generation, erasures) and one column family per
+ *                           live generation of the immutable tier
+ *     shard-0000.published  which generation the shard's last publish made
+ *                           current: what serving processes poll
+ *     mutable-0000/ ...     one mutable tier per shard (uih/mutable.h), owned
+ *                           by the serving process
  *     tmp/                  a running load's files (spilled runs, new
  *                           tables); what a killed load left is removed by
  *                           the next writable open
+ *
+ * Processes. Three roles run at once on one store, in as many processes as
+ * they like, on any machines that share the directory (uih_store_opts.role):
+ *   loading   a load (uih/loader.h) publishes generations; one per shard
+ *   serving   appends to the mutable tier and takes snapshots, 24/7: one per
+ *             shard. It follows the loads' publishes (within follow_ms), a
+ *             snapshot in flight finishing on the generation it began with
+ *   training  read-only, as many as wanted, each holding what it opened
+ * The default role does all of it in one process. Who writes which file,
+ * who holds which lock and what survives whose crash is drawn in
+ * store/format.h in uihstore's sources.
  *
  * Every key and value a shard holds, with its byte order, is drawn in one
  * place: store/format.h in uihstore's sources.
@@ -25,10 +39,13 @@
  * A generation becomes current in one synced write of its record and the
  * current pointer, after its files were ingested into their column family;
  * then the mutable tier's watermark advances to its `through`; then the
- * oldest generations beyond `keep` are retired. A reader in this process
- * that holds a generation (a read or scan under way) keeps reading it
- * until it is done. Killed at any point, the store opens on the previous
- * generation or the new one, complete.
+ * oldest generations beyond `keep` are retired, but those a serving or
+ * read-only store holds. A reader in this process that holds a generation
+ * (a read or scan under way) keeps reading it until it is done. Killed at
+ * any point, the store opens on the previous generation or the new one,
+ * complete. The owner of the mutable tier (a serving store, or a store of
+ * role ALL) then applies it: the erased users' mutable events deleted and
+ * its watermark advanced to the generation's `through`.
  *
  * Implemented and installed with libuih_rocksdb. No C++ exception leaves
  * these functions. A store is safe to use from any number of threads; one
@@ -71,6 +88,16 @@ typedef struct uih_store_init_opts {
 int uih_store_create(const char *dir, const char *schema_json, size_t len, const char *origin,
                      const uih_store_init_opts *opts, uih_error *err);
 
+/* What an open of a store does (uih_store_opts.role; read_only overrides it). */
+enum {
+  UIH_STORE_ROLE_ALL = 0,   /* loads, appends, snapshots: the shards' databases and their mutable
+                               tiers, both locked by this process */
+  UIH_STORE_ROLE_LOAD = 1,  /* loads only: the shards' databases locked, the mutable tiers left to a
+                               serving process (uih_store_mutable fails, snapshots too) */
+  UIH_STORE_ROLE_SERVE = 2, /* appends and snapshots: the mutable tiers locked, the shards' databases
+                               read-only, followed as loads publish (follow_ms) */
+};
+
 typedef struct uih_store_opts {
   int read_only;            /* nothing in the store is written or created, not even a LOG file; it
                                sees the generations it opened with, and holds them (uih_store_pinned) */
@@ -80,9 +107,12 @@ typedef struct uih_store_opts {
   uint64_t file_bytes;      /* a load's table files roll over at this size (default 256 MiB) */
   int one_shard;            /* nonzero: open shard `shard` alone (default 0: every shard) */
   uint32_t shard;
+  unsigned role;            /* UIH_STORE_ROLE_* (default ALL) */
+  uint32_t follow_ms;       /* a serving store looks for publishes this often (default 250; 0: only
+                               when uih_store_refresh is called) */
 } uih_store_opts;
 
-#define UIH_STORE_OPTS_DEFAULT {0, 2, (size_t)32 << 20, (uint64_t)256 << 20, 0, 0}
+#define UIH_STORE_OPTS_DEFAULT {0, 2, (size_t)32 << 20, (uint64_t)256 << 20, 0, 0, UIH_STORE_ROLE_ALL, 250}
 
 typedef struct uih_store uih_store;
 
@@ -128,6 +158,19 @@ const char *uih_store_dir(const uih_store *s);
  * made before ids): snapshot records carry its low 32 bits, and a record
  * logged against another store is refused by uih_materialize. */
 uint64_t uih_store_id(const uih_store *s);
+
+/* A serving store: looks at every shard's last publish now (as its
+ * follower does every follow_ms) and serves the newest generation, in
+ * this call: reads that begin after it returns read that generation. For
+ * a serving process told of publishes some other way, or with follow_ms 0.
+ * Other roles: nothing to do. An error leaves the shard serving what it
+ * served. */
+int uih_store_refresh(uih_store *s, uih_error *err);
+
+/* What a serving store's follower last met: *generation the shard's
+ * generation it serves, and UIH_OK, or the error of its last attempt to
+ * follow a publish (in *err; it tries again at the next one). */
+int uih_store_following(uih_store *s, uint32_t shard, uint32_t *generation, uih_error *err);
 
 /* Shard `shard`'s mutable tier, in *out: appends, reads, its watermark. It
  * belongs to the store (do not close it); valid until uih_store_close. A
@@ -209,14 +252,18 @@ int uih_store_writer_finish(uih_store_writer *w, uih_error *err);
  * when it is published (before anything is written), stored with its
  * record and given to every decoder of its stripes. */
 int uih_store_writer_set_dicts(uih_store_writer *w, const uint8_t *bytes, size_t len, uih_error *err);
-/* Erases every event of `user_id` in the shard's mutable tier, in the
- * write that publishes the generation (right to delete). */
+/* Erases `user_id` (right to delete): the publish records the erasure,
+ * the generation holds none of their events, and from that publish on no
+ * read or snapshot of the generation shows their mutable events from
+ * before it; the mutable tier's owner deletes those when it applies the
+ * generation. */
 int uih_store_writer_erase_user(uih_store_writer *w, uint64_t user_id, uih_error *err);
 /* Publishes the generation with the record `g` (its generation, parent
  * and shard are filled in here; g->schema_version a version the store
- * knows, not older than the shard's, stored with it when newer), advances the mutable tier's watermark to
- * g->through, retires the generations beyond `keep`, and frees the
- * writer, whatever the outcome. On an error the previous generation is
+ * knows, not older than the shard's, stored with it when newer), writes
+ * the shard's .published hint, applies the generation to the mutable tier
+ * when this store owns it (role ALL), retires the generations beyond
+ * `keep`, and frees the writer, whatever the outcome. On an error the previous generation is
  * still current and the message says so. */
 int uih_store_writer_publish(uih_store_writer *w, uih_generation *g, uih_error *err);
 /* Drops what the writer wrote and frees it. NULL is fine. */

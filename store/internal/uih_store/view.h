@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,12 +19,16 @@
 
 namespace uih {
 
+struct Database;
+
 // One live generation of a shard. Readers hold it (a shared_ptr) while they
 // read, so a retired generation's files stay until the last of them lets
 // go. Safe to share between threads.
 class Generation {
  public:
-  Generation(const uih_generation& record, rocksdb::DB* db) : record_(record), db_(db) {}
+  // `db`: the shard's database as this process opened it, held as long as
+  // the generation is.
+  Generation(const uih_generation& record, std::shared_ptr<Database> db) : record_(record), db_(std::move(db)) {}
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;
   ~Generation();
@@ -39,15 +44,19 @@ class Generation {
   int Files(const std::string& shard, const GenerationFiles** out, uih_error* err);
 
   // ---- the store's side ----
+  rocksdb::DB* db() const;
   rocksdb::ColumnFamilyHandle* cf() const { return cf_; }
   void set_cf(rocksdb::ColumnFamilyHandle* cf) { cf_ = cf; }
   // Parses `bytes` (a uih.dicts/<g> value; empty: none) into its
   // dictionaries; an error names the generation.
   int SetDicts(const std::string& bytes, uih_error* err);
+  // Called once, when the last holder lets go (a serving store's pin).
+  void on_release(std::function<void()> f) { on_release_ = std::move(f); }
 
  private:
   const uih_generation record_;
-  rocksdb::DB* const db_;
+  const std::shared_ptr<Database> db_;
+  std::function<void()> on_release_;
   rocksdb::ColumnFamilyHandle* cf_ = nullptr;  // destroyed with it
   uih_stripe_context* dicts_ = nullptr;
   std::mutex files_mu_;
@@ -78,6 +87,8 @@ struct ShardView {
   uih_mutable* mut = nullptr;         // its mutable tier
   std::shared_ptr<Generation> gen;    // its current generation, held (null: none yet)
   Split split;                        // with_split only
+  bool mutable_erased = false;        // with_split only: the user's mutable events are not to be
+                                      // read (an erasure of `gen` its mutable tier has not applied)
 };
 // The shard of `user` as it is now. With `with_split`, the watermark is
 // read first, then the generation, and their split set (see Split); without,
