@@ -134,29 +134,26 @@ int TakeSchema(uih_store* s, Shard* sh, Database* im, uih_error* err) {
   return UIH_OK;
 }
 
-// The retention filter takes each watermark whose older generation no
-// reader holds any more: a snapshot that began on it reads the mutable
-// tier above its through, which compactions must keep until it is done.
+// The retention filter takes each watermark queued at a switch once no
+// reader holds the generation served before it (a snapshot that began on
+// that one reads the mutable tier above its through, which compactions
+// must keep until it is done) and the mutable tier has applied it.
 void SettleRetention(Shard* sh) {
+  int64_t wm;
+  int has;
+  MutableWatermark(sh->mut, &wm, &has);
   auto& q = sh->retention;
-  while (!q.empty() && q.front().first.expired()) {
+  while (!q.empty() && q.front().first.expired() && has && q.front().second <= wm) {
     SetRetention(sh->mut, q.front().second);
     q.erase(q.begin());
   }
 }
 
-// The mutable tier brought up to the generation served (ApplyPublished),
-// the retention filter following once no reader holds `old`, the
-// generation served before.
-int CatchUp(Shard* sh, std::weak_ptr<Generation> old, uih_error* err) {
+// The mutable tier brought up to the generation served (ApplyPublished,
+// its retention filter settling as it may), the outcome kept.
+int CatchUp(Shard* sh, uih_error* err) {
   int rc = ApplyPublished(sh, false, err);
-  if (rc == UIH_OK) {
-    int64_t wm;
-    int has;
-    MutableWatermark(sh->mut, &wm, &has);
-    if (has) sh->retention.emplace_back(std::move(old), wm);
-    SettleRetention(sh);
-  }
+  SettleRetention(sh);
   KeepError(sh, rc, err);
   return rc;
 }
@@ -165,27 +162,28 @@ int CatchUp(Shard* sh, std::weak_ptr<Generation> old, uih_error* err) {
 
 int Refresh(uih_store* s, Shard* sh, bool force, uih_error* err) {
   std::lock_guard<std::mutex> one(sh->refresh_mu);
-  SettleRetention(sh);
   uint32_t served;
   {
     std::lock_guard<std::mutex> lock(sh->mu);
     served = sh->current;
   }
   const uint32_t hint = ReadPublished(s, sh->index);
-  if (!force && (hint == 0 || hint == served || hint == sh->hint_seen))  // nothing new; a failed catch-up again
-    return MutableApplied(sh->mut) < served ? CatchUp(sh, {}, err) : UIH_OK;
-  ShardState st;
-  int rc = Reopen(s, sh, &st, err);
-  if (rc == UIH_OK && st.current == served && !force) {  // a hint that names no newer generation
-    sh->hint_seen = hint;
+  if (!force && (hint == 0 || hint == served || hint == sh->hint_seen)) {  // nothing new
+    if (MutableApplied(sh->mut) < served) return CatchUp(sh, err);  // a failed catch-up, again
+    SettleRetention(sh);
+    KeepError(sh, UIH_OK, err);
     return UIH_OK;
   }
-  if (rc == UIH_OK) rc = TakeSchema(s, sh, st.im.get(), err);
+  ShardState st;
+  int rc = Reopen(s, sh, &st, err);
+  if (rc == UIH_OK && st.current != served) rc = TakeSchema(s, sh, st.im.get(), err);
   if (rc != UIH_OK) {
     rc = UIH_PREFIXED(rc, err, "shard %u: following generation %u (still serving %u): ", sh->index, hint, served);
     KeepError(sh, rc, err);
     return rc;
   }
+  if (hint <= st.current) sh->hint_seen = hint;  // else a view of the directory behind the hint: again
+  if (st.current == served) return CatchUp(sh, err);
   std::weak_ptr<Generation> old;
   {
     std::lock_guard<std::mutex> lock(sh->mu);
@@ -196,10 +194,17 @@ int Refresh(uih_store* s, Shard* sh, bool force, uih_error* err) {
     std::swap(sh->erased, st.erased);
     sh->current = st.current;
     sh->any_erased.store(!sh->erased.empty(), std::memory_order_release);
+    auto now = sh->gens.find(sh->current);
+    if (now != sh->gens.end()) sh->retention.emplace_back(old, now->second->record().through);
   }
   st = ShardState{};  // the old generations go with their last reader
-  sh->hint_seen = hint;
-  return CatchUp(sh, old, err);
+  return CatchUp(sh, err);
+}
+
+int ApplySwitch(Shard* sh, std::weak_ptr<Generation> old, uih_error* err) {
+  std::lock_guard<std::mutex> one(sh->refresh_mu);
+  if (auto now = sh->Get(0)) sh->retention.emplace_back(std::move(old), now->record().through);
+  return CatchUp(sh, err);
 }
 
 // ---- the follower's thread -----------------------------------------------------------
@@ -224,7 +229,8 @@ void Follower::Run() {
     for (auto& sh : s_->shards) {
       if (!sh) continue;
       uih_error err = {};
-      CallC(&err, "uih_store_refresh", [&] { return Refresh(s_, sh.get(), false, &err); });
+      int rc = CallC(&err, "uih_store_refresh", [&] { return Refresh(s_, sh.get(), false, &err); });
+      if (rc != UIH_OK) KeepError(sh.get(), rc, &err);  // an exception's, too
     }
     lock.lock();
   }
@@ -241,7 +247,7 @@ int RefreshAll(uih_store* s, uih_error* err) {
   if (s->opts.read_only || s->opts.role != UIH_STORE_ROLE_SERVE) return UIH_OK;
   for (auto& sh : s->shards) {
     if (!sh) continue;
-    int rc = uih::Refresh(s, sh.get(), false, err);
+    int rc = uih::Refresh(s, sh.get(), true, err);
     if (rc != UIH_OK) return rc;
   }
   return UIH_OK;

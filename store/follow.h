@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@ struct uih_store;
 
 namespace uih {
 
+class Generation;
 struct Shard;
 
 // A serving store's thread: every `interval_ms` it reads each shard's
@@ -42,7 +44,8 @@ class Follower {
 };
 
 // Serves the shard's current generation as its database says now, when
-// the hint names another than the one served (or `force`): the database
+// the hint names another than the one served (or, with `force`, whatever
+// the hint says): the database
 // opened read-only again inside the pins' gate, what it holds pinned, a
 // newer schema version taken, the shard's generations, erasures and
 // database swapped under its lock (a read under way keeps what it held),
@@ -51,6 +54,11 @@ class Follower {
 // before. On an error the shard serves what it served; the error is kept
 // for uih_store_following, and the next call tries again.
 int Refresh(uih_store* s, Shard* sh, bool force, uih_error* err);
+
+// After a switch in a store that owns both sides (role all: a publish of
+// its own), the mutable tier brought up to the new generation, its
+// retention filter following once no reader holds `old`.
+int ApplySwitch(Shard* sh, std::weak_ptr<Generation> old, uih_error* err);
 
 // The shard's hint: the generation it names, or 0 (none, or not one).
 uint32_t ReadPublished(const uih_store* s, uint32_t shard);

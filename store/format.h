@@ -42,8 +42,9 @@
 //   publish is one synced write) and files the next writable open removes;
 //   a killed server loses the appends it had not synced (UIH_APPEND_SYNC)
 //   and, at its next open, applies what it had not; a killed reader's pins
-//   go with its file descriptor. No role waits for another, except that a
-//   loader's retirement skips generations a server or a reader pins.
+//   go with its file descriptor. No role waits for another, but for the
+//   pins' gate (pins.h), held for an open and a retirement, and a loader's
+//   retirement skips generations a server or a reader pins.
 //
 //   A shard's column families (shard-%04u/)
 //     default               its metadata: the keys below
@@ -56,8 +57,8 @@
 //
 //   Metadata (column family default)
 //     key                     value
-//     uih.format              u32: the format of the store (3); absent in
-//                             format 1
+//     uih.format              u32: the format of the store (kStoreFormat,
+//                             3); absent in format 1
 //     uih.schema/<v:u32>      schema version v: its JSON text as given
 //     uih.gen/<g:u32>         generation g's record (UIH_GENERATION_SIZE
 //                             bytes, uih/generation.h)
@@ -79,8 +80,8 @@
 //                             the 10-byte uih_key_group_prefix in stores made
 //                             before chunks), value an event list
 //                             (uih/events.h), appended by merges
-//     default: uih.format     u32 (3)
-//              uih.watermark  i64: events at or below it are the immutable
+//     default: uih.format     u32 (kMutableFormat, 2)
+//              uih.watermark  i64: events below it are the immutable
 //                             tier's; compactions drop them
 //              uih.chunk_span i64 > 0; absent in stores made before chunks
 //              uih.applied    u32: in a store's mutable tier, the newest
@@ -96,9 +97,9 @@
 // move alone) moves it: the mutable events, watermark and chunk span
 // copied into a new mutable-%04u/ (uih.applied the current generation)
 // and synced, then uih.format 3 written to the shard in one synced write
-// (the commit: a mutable-%04u/ beside an older shard is a move that did
-// not finish and is made again), then the shard's uih.mutable and its
-// keys dropped. A read-only open reads an older store as it is (reading
+// (the commit, which also deletes the shard's watermark and chunk span: a
+// mutable-%04u/ beside an older shard is a move that did not finish and is
+// made again), then the shard's uih.mutable dropped. A read-only open reads an older store as it is (reading
 // never writes). There is no way back: a build from before a format does
 // not read it. A format newer than this build's is refused.
 #pragma once
@@ -113,6 +114,10 @@
 namespace uih {
 
 inline constexpr uint32_t kStoreFormat = 3;
+// The format of a mutable store's values (uih_mutable_open; a store's
+// mutable-%04u/): 2, as a format-2 store's shard wrote them; uih.applied,
+// which older builds do not read, changes nothing they do read.
+inline constexpr uint32_t kMutableFormat = 2;
 // The first format whose mutable tier has a database of its own.
 inline constexpr uint32_t kFormatOwnMutable = 3;
 

@@ -6,10 +6,17 @@
 // move that did not commit is removed; (2) the new database gets every
 // (key, event list) of the shard's uih.mutable, as merged, its watermark,
 // chunk span and uih.applied (the current generation: an older shard's
-// publishes erased from its mutable tier themselves), synced; (3) the
-// commit: uih.format 3 written to the shard with its watermark and chunk
-// span deleted, in one synced write; (4) the shard's uih.mutable dropped
-// (an open of a format-3 shard drops one left behind).
+// publishes erased from its mutable tier themselves; the watermark caught
+// up with its through), synced, and the store's directory synced so the
+// new folder's name is durable; (3) the commit: uih.format 3 written to
+// the shard with its watermark and chunk span deleted, in one synced
+// write; (4) the shard's uih.mutable dropped (an open of a format-3 shard
+// drops one left behind, so a failure here fails nothing).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -57,9 +64,8 @@ int OpenWritable(uih_store* s, Shard* sh, Opened* o, uih_error* err) {
   st = DB::Open(dbo, sh->path, cfs, &o->handles, &o->db);
   if (!st.ok())
     return StatusError(err, sh->path, st,
-                       "opening shard %u writable to move its mutable tier into %s (format 3; a serving open "
-                       "needs the shard's LOCK once for it)",
-                       sh->index, uih::MutableName(sh->index).c_str());
+                       "opening shard %u writable, once, to move its mutable tier into %s (format 3)", sh->index,
+                       uih::MutableName(sh->index).c_str());
   for (ColumnFamilyHandle* h : o->handles) {
     if (h->GetName() == kDefaultColumnFamilyName) o->meta = h;
     if (h->GetName() == UIH_MUTABLE_CF) o->events = h;
@@ -75,6 +81,16 @@ int CopyInto(Shard* sh, const Opened& o, uint32_t format, uih_error* err) {
   int rc = uih::ReadMetaI64(o.db, o.meta, sh->path, format, uih::kWatermarkKey, &wm, &has_wm, err);
   if (rc == UIH_OK) rc = uih::ReadMetaI64(o.db, o.meta, sh->path, format, uih::kChunkSpanKey, &span, &has_span, err);
   if (rc == UIH_OK) rc = uih::ReadMetaU32(o.db, o.meta, sh->path, uih::kCurrentKey, &current, &found, err);
+  std::string record;
+  if (rc == UIH_OK && current != 0)  // a load killed before its watermark caught up: it catches up here
+    rc = uih::GetMeta(o.db, o.meta, sh->path, uih::GenerationKey(current), "the current generation's record", &record,
+                      &found, err);
+  if (rc == UIH_OK && current != 0) {
+    uih_generation g;
+    rc = uih_generation_decode(reinterpret_cast<const uint8_t*>(record.data()), record.size(), &g, err);
+    if (rc == UIH_OK && (!has_wm || wm < g.through)) wm = g.through, has_wm = true;
+    if (rc != UIH_OK) rc = UIH_PREFIXED(rc, err, "store %s: generation %u: ", sh->path.c_str(), current);
+  }
   if (rc != UIH_OK) return rc;
   uih_mutable_opts mo = UIH_MUTABLE_OPTS_DEFAULT;
   mo.create_if_missing = 1;
@@ -107,6 +123,17 @@ int CopyInto(Shard* sh, const Opened& o, uint32_t format, uih_error* err) {
   return UIH_OK;
 }
 
+// The directory holding `path`, synced: a new entry in it is durable.
+int SyncParent(const std::string& path, uih_error* err) {
+  const std::string dir = fs::path(path).parent_path().string();
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int e = fd < 0 ? errno : (fsync(fd) == 0 ? 0 : errno);
+  if (fd >= 0) close(fd);
+  if (e == 0) return UIH_OK;
+  return uih_error_set(err, UIH_ERR_IO, "store %s: syncing it after creating %s: %s", dir.c_str(), path.c_str(),
+                       strerror(e));
+}
+
 }  // namespace
 
 namespace uih {
@@ -128,6 +155,7 @@ int MoveMutable(uih_store* s, Shard* sh, uih_error* err) {
     return uih_error_set(err, UIH_ERR_IO, "store %s: removing %s, left by a move that did not finish: %s",
                          s->dir.c_str(), sh->mutable_path.c_str(), ec.message().c_str());
   rc = CopyInto(sh, o, format, err);
+  if (rc == UIH_OK) rc = SyncParent(sh->mutable_path, err);
   if (rc != UIH_OK) return rc;
   WriteBatch wb;  // step 3
   Status st = wb.Put(o.meta, kFormatKey, U32Value(kStoreFormat));
@@ -137,8 +165,7 @@ int MoveMutable(uih_store* s, Shard* sh, uih_error* err) {
   wo.sync = true;
   if (st.ok()) st = o.db->Write(wo, &wb);
   if (!st.ok()) return StatusError(err, sh->path, st, "writing format %u", kStoreFormat);
-  st = o.db->DropColumnFamily(o.events);  // step 4
-  if (!st.ok()) return StatusError(err, sh->path, st, "dropping the mutable tier it moved to %s", sh->mutable_path.c_str());
+  o.db->DropColumnFamily(o.events).PermitUncheckedError();  // step 4: the next open drops it, failing here
   return UIH_OK;
 }
 

@@ -92,9 +92,9 @@ int ReadFormat(uih_mutable* m, uih_error* err) {
   m->format = 1;
   int rc = uih::ReadMetaU32(m->db, m->meta, m->path, uih::kFormatKey, &m->format, &found, err);
   if (rc != UIH_OK || !found) return rc;
-  if (m->format < 2 || m->format > uih::kStoreFormat)
+  if (m->format < 2 || m->format > uih::kMutableFormat)
     rc = uih_error_set(err, UIH_ERR_NOT_SUPPORTED, "store %s: its format is %u; this build reads formats 1 to %u",
-                       m->path.c_str(), m->format, uih::kStoreFormat);
+                       m->path.c_str(), m->format, uih::kMutableFormat);
   return rc;
 }
 
@@ -121,14 +121,14 @@ int Upgrade(uih_mutable* m, uih_error* err) {
   if (rc == UIH_OK) rc = ReadChunkSpan(m, err);
   if (rc != UIH_OK) return rc;
   WriteBatch wb;
-  Status s = wb.Put(m->meta, uih::kFormatKey, uih::U32Value(uih::kStoreFormat));
+  Status s = wb.Put(m->meta, uih::kFormatKey, uih::U32Value(uih::kMutableFormat));
   if (s.ok() && has) s = wb.Put(m->meta, uih::kWatermarkKey, uih::I64Value(wm));
   if (s.ok() && m->span > 0) s = wb.Put(m->meta, uih::kChunkSpanKey, uih::I64Value(m->span));
   WriteOptions wo;
   wo.sync = true;
   if (s.ok()) s = m->db->Write(wo, &wb);
-  if (!s.ok()) return StatusError(err, m->path, s, "writing its metadata in format %u", uih::kStoreFormat);
-  m->format = uih::kStoreFormat;
+  if (!s.ok()) return StatusError(err, m->path, s, "writing its metadata in format %u", uih::kMutableFormat);
+  m->format = uih::kMutableFormat;
   return UIH_OK;
 }
 
@@ -136,7 +136,7 @@ int Upgrade(uih_mutable* m, uih_error* err) {
 // durable watermark to the retention filter.
 int LoadMeta(uih_mutable* m, bool read_only, uih_error* err) {
   int rc = ReadFormat(m, err);
-  if (rc == UIH_OK && m->format < uih::kStoreFormat && !read_only) rc = Upgrade(m, err);
+  if (rc == UIH_OK && m->format < uih::kMutableFormat && !read_only) rc = Upgrade(m, err);
   int64_t wm;
   int has;
   uint32_t applied = 0;
@@ -187,6 +187,7 @@ int ParseOptions(uih_mutable* m, const uih_mutable_opts& o, DBOptions* dbo, Colu
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "mutable store %s: column family %s needs merge_operator=UihAppend",
                          m->path.c_str(), UIH_MUTABLE_CF);
   m->retention = std::dynamic_pointer_cast<uih::UihRetentionFactory>(cfo->compaction_filter_factory);
+  m->limits = static_cast<const uih::UihAppendOperator*>(cfo->merge_operator.get())->limits();
   return UIH_OK;
 }
 
@@ -257,7 +258,7 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
   if (created) {  // a new store is chunked: its span and format are written once, durably
     WriteBatch wb;
     s = wb.Put(m->meta, uih::kChunkSpanKey, uih::I64Value(o.chunk_span));
-    if (s.ok()) s = wb.Put(m->meta, uih::kFormatKey, uih::U32Value(uih::kStoreFormat));
+    if (s.ok()) s = wb.Put(m->meta, uih::kFormatKey, uih::U32Value(uih::kMutableFormat));
     WriteOptions wo;
     wo.sync = true;
     if (s.ok()) s = m->db->Write(wo, &wb);
@@ -279,8 +280,19 @@ int CheckBatch(uih_mutable* m, const uih_batch* b, uih_error* err) {
   return UIH_OK;
 }
 
-// Merges the events of `b` into the key of the chunk holding `ts`.
-int MergeEvents(uih_mutable* m, WriteBatch* wb, uint64_t user, const uih_batch* b, int64_t ts, uih_error* err) {
+// An append's operands, kept for the write-through cache until the write
+// is done.
+struct Operand {
+  uint64_t user;
+  uint16_t group;
+  int64_t start;
+  std::string bytes;
+};
+
+// Merges the events of `b` into the key of the chunk holding `ts` (and
+// keeps the operand in `ops`, when the tier has a cache).
+int MergeEvents(uih_mutable* m, WriteBatch* wb, uint64_t user, const uih_batch* b, int64_t ts,
+                std::vector<Operand>* ops, uih_error* err) {
   uih_events* ev = uih::ThreadEvents<uih::Workspace::kStore>();
   if (ev == nullptr) return uih_error_set(err, UIH_ERR_NO_MEMORY, "mutable_append: out of memory");
   const uint8_t* p;
@@ -291,23 +303,25 @@ int MergeEvents(uih_mutable* m, WriteBatch* wb, uint64_t user, const uih_batch* 
   uint8_t key[UIH_KEY_SIZE];
   size_t klen = uih::MutableKey(m->span, user, b->group->id, ts, key);
   Status s = wb->Merge(m->events, uih::S(key, klen), uih::S(p, len));
+  if (s.ok() && m->cache) ops->push_back({user, b->group->id, ts, std::string(reinterpret_cast<const char*>(p), len)});
   return s.ok() ? UIH_OK : StatusError(err, m->path, s, "appending");
 }
 
 // Merges the events of `b` chunk by chunk: one Merge when they share a
 // chunk (the common case), else one per chunk, the rows split in order.
-int MergeChunks(uih_mutable* m, WriteBatch* wb, uint64_t user, const uih_batch* b, uih_error* err) {
+int MergeChunks(uih_mutable* m, WriteBatch* wb, uint64_t user, const uih_batch* b, std::vector<Operand>* ops,
+                uih_error* err) {
   const int64_t* ts = uih_batch_timestamps(b);
   if (ts == nullptr)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
                          "mutable_append: user %" PRIu64 " group '%s': the batch has no timestamp column", user,
                          b->group->name);
-  if (m->span == 0) return MergeEvents(m, wb, user, b, 0, err);  // a store without chunks: one key
+  if (m->span == 0) return MergeEvents(m, wb, user, b, 0, ops, err);  // a store without chunks: one key
   auto chunk_of = [&](uint32_t r) { return uih_key_chunk_start(ts[r], m->span); };
   const int64_t first = chunk_of(0);
   uint32_t r = 1;
   while (r < b->count && chunk_of(r) == first) r++;
-  if (r == b->count) return MergeEvents(m, wb, user, b, first, err);
+  if (r == b->count) return MergeEvents(m, wb, user, b, first, ops, err);
   thread_local std::vector<std::pair<int64_t, uint32_t>> rows;  // (chunk, row)
   rows.clear();
   for (uint32_t i = 0; i < b->count; i++) rows.push_back({chunk_of(i), i});
@@ -320,7 +334,7 @@ int MergeChunks(uih_mutable* m, WriteBatch* wb, uint64_t user, const uih_batch* 
     size_t j = i;
     for (; rc == UIH_OK && j < rows.size() && rows[j].first == rows[i].first; j++)
       rc = uih_batch_copy_row(part.b, b, rows[j].second, err);
-    if (rc == UIH_OK) rc = MergeEvents(m, wb, user, part.b, rows[i].first, err);
+    if (rc == UIH_OK) rc = MergeEvents(m, wb, user, part.b, rows[i].first, ops, err);
     i = j;
   }
   return rc;
@@ -331,18 +345,23 @@ int AppendMany(uih_mutable* m, const uint64_t* user_ids, const uih_batch* const*
   if (m == nullptr || (n && (user_ids == nullptr || events == nullptr)))
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "mutable_append: NULL argument");
   WriteBatch wb;
+  thread_local std::vector<Operand> ops;
+  ops.clear();
   for (size_t i = 0; i < n; i++) {
     int rc = CheckBatch(m, events[i], err);
     if (rc != UIH_OK) return rc;
     if (events[i]->count == 0) continue;
-    rc = MergeChunks(m, &wb, user_ids[i], events[i], err);
+    rc = MergeChunks(m, &wb, user_ids[i], events[i], &ops, err);
     if (rc != UIH_OK) return rc;
   }
   if (wb.Count() == 0) return UIH_OK;
   WriteOptions wo;
   wo.sync = (flags & UIH_APPEND_SYNC) != 0;
   Status s = m->db->Write(wo, &wb);
-  return s.ok() ? UIH_OK : StatusError(err, m->path, s, "appending");
+  if (!s.ok()) return StatusError(err, m->path, s, "appending");
+  for (const Operand& op : ops)  // written: through to the cache
+    m->cache->Merge(op.user, op.group, op.start, reinterpret_cast<const uint8_t*>(op.bytes.data()), op.bytes.size());
+  return UIH_OK;
 }
 
 int SetWatermark(uih_mutable* m, int64_t watermark, uih_error* err) {
@@ -410,6 +429,11 @@ int ApplyToMutable(uih_mutable* m, const std::vector<uint64_t>& erased, int64_t 
   if (s.ok()) s = m->db->Write(wo, &wb);
   if (!s.ok()) return StatusError(err, m->path, s, "applying generation %u (%zu erased users, through %" PRId64 ")",
                                   generation, erased.size(), through);
+  if (m->cache) {
+    std::vector<uint16_t> groups;
+    for (uint32_t k = 0; k < uih_schema_group_count(schema); k++) groups.push_back(uih_schema_group_at(schema, k)->id);
+    for (uint64_t user : erased) m->cache->Erase(user, groups);
+  }
   if (advance) {
     m->wm.store(through, std::memory_order_release);
     m->has_wm.store(true, std::memory_order_release);
@@ -417,6 +441,10 @@ int ApplyToMutable(uih_mutable* m, const std::vector<uint64_t>& erased, int64_t 
   }
   m->applied.store(generation, std::memory_order_release);
   return UIH_OK;
+}
+
+void EnableCache(uih_mutable* m, size_t bytes) {
+  if (bytes > 0 && m->span > 0) m->cache = std::make_unique<MutableCache>(bytes, m->span, m->limits);
 }
 
 void SetRetention(uih_mutable* m, int64_t watermark) {
@@ -438,7 +466,7 @@ int OpenStoreMutable(const std::string& path, const uih_mutable_opts& o, uih_mut
 }
 
 int AdoptMutable(const std::string& path, const uih_schema* schema, DB* db, ColumnFamilyHandle* events,
-                 ColumnFamilyHandle* meta, bool read_only, uih_mutable** out, uih_error* err) {
+                 ColumnFamilyHandle* meta, uih_mutable** out, uih_error* err) {
   auto m = std::make_unique<uih_mutable>();
   m->path = path;
   m->schema = schema;
@@ -450,7 +478,7 @@ int AdoptMutable(const std::string& path, const uih_schema* schema, DB* db, Colu
   Status s = events->GetDescriptor(&d);
   if (!s.ok()) return StatusError(err, path, s, "reading the mutable tier's options");
   m->retention = std::dynamic_pointer_cast<UihRetentionFactory>(d.options.compaction_filter_factory);
-  int rc = LoadMeta(m.get(), read_only, err);
+  int rc = LoadMeta(m.get(), true, err);  // read-only: a writable open moves it first (move.cc)
   if (rc != UIH_OK) return rc;
   m->applied.store(UINT32_MAX, std::memory_order_release);  // its publishes erased from it themselves
   *out = m.release();

@@ -1,6 +1,7 @@
 // The mutable tier behind uih/mutable.h, seen from the rest of the store:
-// its object, its keys, its column family's options, and a mutable tier
-// over a shard database the store owns. mutable.cc opens, appends and keeps
+// its object, its keys, its column family's options, a store's own mutable
+// tiers (their cache, what a publish brings them), and the read-only tier
+// of a shard of an older format. mutable.cc opens, appends and keeps
 // the watermark; mutable_read.cc reads.
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cache.h"
 #include "rocksdb/db.h"
 #include "uih/key.h"
 #include "uih/mutable.h"
@@ -35,7 +37,9 @@ struct uih_mutable {
   std::mutex watermark_mu;
   uint32_t format = 0;  // of its metadata values (format.h)
   int64_t span = 0;     // the chunk span; 0: one key per (user, group) (a store made before chunks)
-  bool owns_db = true;  // false: a store's shard database (uih/store.h) lent to it
+  bool owns_db = true;  // false: the database of a shard of an older format, lent to it read-only
+  uih_events_limits limits{};  // the merge operator's
+  std::unique_ptr<uih::MutableCache> cache;  // a store's serving side: its write-through cache, or null
   // Closes the database, so a store given up half-open (an error or an
   // exception after DB::Open) does not keep its LOCK.
   ~uih_mutable();
@@ -61,12 +65,13 @@ void MutableKeyRange(uint64_t user, uint16_t group, uint8_t begin[UIH_KEY_GROUP_
 // bloom filter, compression) for the settings `o`.
 rocksdb::ColumnFamilyOptions MutableCfOptions(const uih_mutable_opts& o);
 
-// A mutable tier over a database someone else owns (a store's shard): the
-// handles stay theirs and must outlive it; free it with FreeMutable. A
-// writable one brings format-1 metadata to the current format (format.h).
+// The mutable tier of a shard of format 1 or 2 (its column family
+// uih.mutable), read-only: the handles stay the shard database's and must
+// outlive it; free it with FreeMutable. (A writable open moves such a tier
+// into a database of its own first: move.cc.)
 int AdoptMutable(const std::string& path, const uih_schema* schema, rocksdb::DB* db,
-                 rocksdb::ColumnFamilyHandle* events, rocksdb::ColumnFamilyHandle* meta, bool read_only,
-                 uih_mutable** out, uih_error* err);
+                 rocksdb::ColumnFamilyHandle* events, rocksdb::ColumnFamilyHandle* meta, uih_mutable** out,
+                 uih_error* err);
 void FreeMutable(uih_mutable* m);
 // Sets the schema appends and reads use (an adopted store's, once read).
 void SetMutableSchema(uih_mutable* m, const uih_schema* schema);
@@ -91,6 +96,10 @@ int ApplyToMutable(uih_mutable* m, const std::vector<uint64_t>& erased, int64_t 
                    bool retention, uih_error* err);
 // The retention filter's watermark (never back).
 void SetRetention(uih_mutable* m, int64_t watermark);
+// Gives the mutable tier a write-through cache of `bytes` (0: none; a
+// store made before chunks has none either).
+void EnableCache(uih_mutable* m, size_t bytes);
+
 // A store's mutable tier, mutable-%04u/, opened with the settings `o`
 // (its schema set later, with SetMutableSchema).
 int OpenStoreMutable(const std::string& path, const uih_mutable_opts& o, uih_mutable** out, uih_error* err);

@@ -14,6 +14,7 @@
 #include "uih_store/window.h"
 
 using namespace rocksdb;
+using uih::MutableCache;
 using uih::StatusError;
 
 namespace {
@@ -159,6 +160,74 @@ int ReadChunks(uih_mutable* m, uint64_t user_id, const uih_group* g, int64_t min
   return rc == UIH_OK ? gather.AppendNewest(gather.count(), *out, err) : rc;
 }
 
+// The chunks[0, n) of (user, group) (ascending, as the database holds
+// them), newest first from the one holding max_ts back to the one holding
+// min_ts, decoded as ReadChunks decodes them until `newest` events are
+// there; those copied into *out oldest first. What a read through the
+// write-through cache does, on the chunks it holds or has just filled.
+int DecodeChunks(const uih_mutable* m, const MutableCache::Chunks& chunks, int64_t min_ts, int64_t max_ts,
+                 uint32_t newest, uih_batch** out, uih::Gather& gather, uih_error* err) {
+  gather.Clear();
+  const std::vector<uint16_t> ids = uih::ColumnIds(*out);
+  const int64_t first = uih_key_chunk_start(min_ts, m->span), top = uih_key_chunk_start(max_ts, m->span);
+  const uint32_t want = std::min<uint32_t>(newest, UIH_STRIPE_EVENTS_MAX + 1);
+  auto c = std::upper_bound(chunks.begin(), chunks.end(), top,
+                            [](int64_t t, const std::pair<int64_t, std::string>& x) { return t < x.first; });
+  while (c != chunks.begin() && gather.count() < want) {
+    --c;
+    if (c->first < first) break;
+    uih_batch** b = gather.Next();
+    int rc = uih_batch_prepare(b, (*out)->group, ids.data(), static_cast<uint32_t>(ids.size()), 64, err);
+    if (rc == UIH_OK)
+      rc = DecodeList(uih::U8(c->second), c->second.size(), min_ts, max_ts, want - gather.count(), b, err);
+    if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "chunk at %" PRId64 ": ", c->first);
+    gather.Take(0, (*b)->count);
+  }
+  if (gather.count() > UIH_STRIPE_EVENTS_MAX)
+    return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "%u events in [%" PRId64 ", %" PRId64 "], at most %d",
+                         gather.count(), min_ts, max_ts, UIH_STRIPE_EVENTS_MAX);
+  uih_batch_clear(*out);
+  int rc = uih_batch_reserve(out, std::max<uint32_t>(gather.count(), 1), err);
+  return rc == UIH_OK ? gather.AppendNewest(gather.count(), *out, err) : rc;
+}
+
+// Every chunk of (user, group), as the database holds it now.
+int ReadAllChunks(uih_mutable* m, uint64_t user, uint16_t group, MutableCache::Chunks* out, uih_error* err) {
+  uint8_t begin[UIH_KEY_GROUP_PREFIX_SIZE], end[UIH_KEY_SIZE];
+  uih::MutableKeyRange(user, group, begin, end);
+  ReadOptions ro;
+  const Slice upper = uih::S(end, sizeof end);
+  ro.iterate_upper_bound = &upper;
+  ro.prefix_same_as_start = true;
+  std::unique_ptr<Iterator> it(m->db->NewIterator(ro, m->events));
+  for (it->Seek(uih::S(begin, sizeof begin)); it->Valid(); it->Next()) {
+    int64_t start = 0;
+    int rc = ChunkOf(m, it->key(), user, group, &start, err);
+    if (rc != UIH_OK) return rc;
+    out->emplace_back(start, it->value().ToString());
+  }
+  return it->status().ok() ? UIH_OK : StatusError(err, "", it->status(), "reading");
+}
+
+// A chunked history's newest events through the write-through cache: the
+// chunks it holds, or those read from the database and kept.
+int ReadCached(uih_mutable* m, uint64_t user, const uih_group* g, int64_t min_ts, int64_t max_ts, uint32_t newest,
+               uih_batch** out, uih::Gather& gather, uih_error* err) {
+  int64_t retention = INT64_MIN;
+  if (m->retention && !m->retention->Watermark(&retention)) retention = INT64_MIN;
+  uint64_t seq = 0;
+  int rc = UIH_OK;
+  if (m->cache->Read(user, g->id, retention, &seq, [&](const MutableCache::Chunks& chunks) {
+        rc = DecodeChunks(m, chunks, min_ts, max_ts, newest, out, gather, err);
+      }))
+    return rc;
+  MutableCache::Chunks chunks;
+  rc = ReadAllChunks(m, user, g->id, &chunks, err);
+  if (rc == UIH_OK) rc = DecodeChunks(m, chunks, min_ts, max_ts, newest, out, gather, err);
+  if (rc == UIH_OK) m->cache->Fill(user, g->id, seq, std::move(chunks));
+  return rc;
+}
+
 // The one list of a store made before chunks.
 int ReadList(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts, uint32_t newest,
              uih_batch** batch, uih_error* err) {
@@ -178,8 +247,10 @@ int ReadList(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, i
 
 namespace uih {
 
-int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts, uint32_t newest,
-               uih_batch** batch, Gather* scratch, uih_error* err) {
+namespace {
+
+int Read(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts, uint32_t newest,
+         bool cached, uih_batch** batch, Gather* scratch, uih_error* err) {
   if (m == nullptr || batch == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "mutable_read: NULL argument");
   const uih_group* g = uih_schema_group_by_id(m->schema, group);
   if (g == nullptr) return uih_error_set(err, UIH_ERR_NOT_FOUND, "mutable_read: the schema has no group with id %u", group);
@@ -192,16 +263,27 @@ int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts,
     uih_batch_clear(*batch);
     return UIH_OK;
   }
-  rc = m->span > 0 ? ReadChunks(m, user_id, g, min_ts, max_ts, newest, batch, *scratch, err)
-                   : ReadList(m, user_id, group, min_ts, max_ts, newest, batch, err);
+  rc = m->span == 0 ? ReadList(m, user_id, group, min_ts, max_ts, newest, batch, err)
+       : cached && m->cache ? ReadCached(m, user_id, g, min_ts, max_ts, newest, batch, *scratch, err)
+                            : ReadChunks(m, user_id, g, min_ts, max_ts, newest, batch, *scratch, err);
   if (rc != UIH_OK)
     return UIH_PREFIXED(rc, err, "mutable store %s: user %" PRIu64 " group %u: ", m->path.c_str(), user_id, group);
   return UIH_OK;
 }
 
+}  // namespace
+
+int ReadEvents(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts, uint32_t newest,
+               uih_batch** batch, Gather* scratch, uih_error* err) {
+  return Read(m, user_id, group, min_ts, max_ts, newest, false, batch, scratch, err);
+}
+
+// Snapshots read through the write-through cache, when the tier has one:
+// their windows begin at the split, at or above the retention watermark,
+// below which the cache keeps nothing.
 int ReadMutableNewest(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts,
                       uint32_t newest, uih_batch** batch, Gather* scratch, uih_error* err) {
-  return ReadEvents(m, user_id, group, min_ts, max_ts, newest, batch, scratch, err);
+  return Read(m, user_id, group, min_ts, max_ts, newest, true, batch, scratch, err);
 }
 
 }  // namespace uih

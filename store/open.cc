@@ -217,7 +217,7 @@ int OpenMutable(uih_store* s, Shard* sh, bool ro, uih_error* err) {
     if (im->legacy_mutable == nullptr)
       return uih_corruption(err, "store %s: the shard (format %u) has no column family %s", sh->path.c_str(),
                             im->format, UIH_MUTABLE_CF);
-    return uih::AdoptMutable(sh->path, nullptr, im->db, im->legacy_mutable, im->meta, true, &sh->mut, err);
+    return uih::AdoptMutable(sh->path, nullptr, im->db, im->legacy_mutable, im->meta, &sh->mut, err);
   }
   struct stat st;
   if (stat(sh->mutable_path.c_str(), &st) != 0)
@@ -228,12 +228,18 @@ int OpenMutable(uih_store* s, Shard* sh, bool ro, uih_error* err) {
   mo.read_only = ro;
   mo.block_cache_bytes = s->opts.block_cache_bytes;
   int rc = uih::OpenStoreMutable(sh->mutable_path, mo, &sh->mut, err);
-  if (rc != UIH_OK && !ro && strstr(uih_error_message(err), "/LOCK") != nullptr) {
-    const std::string why = uih_error_message(err);
+  if (rc == UIH_OK && !ro) {
+    size_t open = 0;
+    for (uint32_t i = 0; i < s->shards.size(); i++) open += !s->opts.one_shard || i == s->opts.shard;
+    uih::EnableCache(sh->mut, s->opts.cache_bytes / open);
+  }
+  const std::string why = rc == UIH_OK ? "" : uih_error_message(err);
+  const bool here = why.find("lock hold by current process") != std::string::npos;  // RocksDB's words
+  if (rc != UIH_OK && !ro && (here || why.find("While lock file") != std::string::npos)) {
     return uih_error_set(err, rc,
-                         "store %s: shard %u's mutable tier is owned by another process (a serving store holds "
-                         "%s/LOCK; one serves each shard): %s",
-                         s->dir.c_str(), sh->index, sh->mutable_path.c_str(), why.c_str());
+                         "store %s: shard %u's mutable tier is owned by another store %s (one store serves each "
+                         "shard: it holds the tier's LOCK): %s",
+                         s->dir.c_str(), sh->index, here ? "of this process" : "of another process", why.c_str());
   }
   return rc;
 }
@@ -359,8 +365,9 @@ int Recover(uih_store* s, uih_error* err) {
   for (auto& sh : s->shards) {
     if (!sh) continue;
     int rc = sh->mut ? uih::ApplyPublished(sh.get(), true, err) : UIH_OK;
-    if (rc == UIH_OK && s->opts.role != UIH_STORE_ROLE_SERVE) rc = uih::WritePublished(s, sh.get(), err);
     if (rc != UIH_OK) return rc;
+    uih_error ignored{};  // a hint: the open goes on without it (the next publish writes it again)
+    if (s->opts.role != UIH_STORE_ROLE_SERVE) (void)uih::WritePublished(s, sh.get(), &ignored);
   }
   if (s->opts.role == UIH_STORE_ROLE_SERVE) return UIH_OK;
   std::error_code ec;

@@ -44,16 +44,26 @@ int Pins::Open(const std::string& descriptor, bool writer, uih_error* err) {
 }
 
 int Pins::Enter(bool exclusive, uih_error* err) {
+  std::lock_guard<std::mutex> lock(mu_);  // the other threads of this store wait here
+  if (gate_ > 0 && (exclusive_ || !exclusive)) {  // held already, as strongly as wanted
+    gate_++;
+    return UIH_OK;
+  }
   struct flock l = Range(exclusive ? F_WRLCK : F_RDLCK, kGate);
   int r;
   do r = fcntl(fd_, F_OFD_SETLKW, &l);
   while (r != 0 && errno == EINTR);
   if (r != 0)
     return uih_error_set(err, UIH_ERR_IO, "store: %s: locking the readers' gate: %s", path_.c_str(), strerror(errno));
+  gate_++;
+  exclusive_ = exclusive_ || exclusive;
   return UIH_OK;
 }
 
 void Pins::Leave() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (gate_ == 0 || --gate_ > 0) return;
+  exclusive_ = false;
   struct flock l = Range(F_UNLCK, kGate);
   (void)fcntl(fd_, F_OFD_SETLK, &l);
 }

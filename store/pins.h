@@ -43,8 +43,9 @@ class Pins {
   // Opens `descriptor` (a read-only store: for reading; a writer: for
   // reading and writing, which an exclusive lock needs).
   int Open(const std::string& descriptor, bool writer, uih_error* err);
-  // Waits for the gate: shared (a reader opening) or exclusive (a writer
-  // retiring).
+  // Waits for the gate: shared (a reader opening, or a serving store's
+  // threads reopening shards: counted, so that the lock is held until the
+  // last of them leaves) or exclusive (a writer retiring).
   int Enter(bool exclusive, uih_error* err);
   void Leave();
   // This store holds the generation (a reader), until it closes or lets
@@ -57,8 +58,10 @@ class Pins {
  private:
   int fd_ = -1;
   std::string path_;
-  std::mutex mu_;  // held_
+  std::mutex mu_;  // held_, gate_
   std::map<uint64_t, uint32_t> held_;  // (shard << 32 | generation) -> pins
+  uint32_t gate_ = 0;     // this store's threads inside the gate
+  bool exclusive_ = false;  // and how
 };
 
 // The gate held for a scope.

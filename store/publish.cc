@@ -174,10 +174,14 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
     return failed(StatusError(err, sh->path, st, "writing its record"));
   }
   gen->set_cf(cf);
+  std::weak_ptr<Generation> before = sh->Get(0);  // what readers in flight hold
   Install(w, *g, std::move(gen), *version);
-  rc = uih::WritePublished(w->s, sh, err);
-  if (rc == UIH_OK) rc = uih::ApplyPublished(sh, true, err);
-  if (rc == UIH_OK) rc = Retire(w->s, sh, err);
+  rc = uih::WritePublished(w->s, sh, err);  // a hint: what follows is done whatever became of it
+  uih_error later{};
+  int rc2 = sh->mut ? uih::ApplySwitch(sh, before, rc == UIH_OK ? err : &later) : UIH_OK;
+  if (rc == UIH_OK) rc = rc2;
+  rc2 = Retire(w->s, sh, rc == UIH_OK ? err : &later);
+  if (rc == UIH_OK) rc = rc2;
   if (rc != UIH_OK)
     return UIH_PREFIXED(rc, err, "shard %u: generation %u is published and current, but: ", sh->index, w->generation);
   return UIH_OK;

@@ -112,9 +112,10 @@ int Read(uih_store* s, uint64_t user, uint16_t group, int64_t from, int64_t to, 
   if (tier & UIH_TIER_MUTABLE) {
     const int64_t lo = split ? std::max(from, at.at) : from;
     if (lo > to) return UIH_OK;
-    // A user erased by a generation the mutable tier has not applied yet.
-    std::shared_ptr<Generation> current = sh->Get(0);
-    if (current && uih::MutableErased(sh, user, current->number())) return UIH_OK;
+    // A user erased by a generation the mutable tier has not applied yet:
+    // the generation read (the current one, when only the mutable tier is).
+    std::shared_ptr<Generation> read = gen ? gen : sh->Get(0);
+    if (read && uih::MutableErased(sh, user, read->number())) return UIH_OK;
     const std::vector<uint16_t> ids = uih::ColumnIds(*batch, UIH_TRAIT_ARRIVAL);  // mutable events have none
     uih::BatchPtr tmp;
     rc = uih_batch_prepare(&tmp.b, g, ids.data(), static_cast<uint32_t>(ids.size()), 64, err);

@@ -246,6 +246,21 @@ int Sizes(uih_store* s, uint32_t shard, uint64_t* imm, uint64_t* mut, uih_error*
   return UIH_OK;
 }
 
+int CacheStats(uih_store* s, uih_cache_stats* out, uih_error* err) {
+  if (s == nullptr || out == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_cache_stats: NULL argument");
+  *out = uih_cache_stats{};
+  for (auto& sh : s->shards) {
+    if (!sh || !sh->mut || !sh->mut->cache) continue;
+    const uih::MutableCache::Stats st = sh->mut->cache->stats();
+    out->hits += st.hits;
+    out->misses += st.misses;
+    out->entries += st.entries;
+    out->bytes += st.bytes;
+    out->capacity += st.capacity;
+  }
+  return UIH_OK;
+}
+
 int Mutable(uih_store* s, uint32_t shard, uih_mutable** out, uih_error* err) {
   if (out == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_mutable: NULL argument");
   *out = nullptr;
@@ -274,6 +289,10 @@ int uih_store_has_shard(const uih_store* s, uint32_t shard) {
 const char* uih_store_dir(const uih_store* s) { return s ? s->dir.c_str() : nullptr; }
 uint64_t uih_store_id(const uih_store* s) { return s ? s->id : 0; }
 const char* uih_store_tmpdir(const uih_store* s) { return s ? s->tmp.c_str() : nullptr; }
+
+int uih_store_cache_stats(uih_store* s, uih_cache_stats* out, uih_error* err) {
+  return uih::CallC(err, "uih_store_cache_stats", [&] { return CacheStats(s, out, err); });
+}
 
 int uih_store_mutable(uih_store* s, uint32_t shard, uih_mutable** out, uih_error* err) {
   return uih::CallC(err, "uih_store_mutable", [&] { return Mutable(s, shard, out, err); });

@@ -172,7 +172,7 @@ struct uih_store_writer {
   std::unique_ptr<rocksdb::SstFileWriter> file;
   std::vector<std::string> files;
   uint64_t file_bytes = 0;
-  std::vector<uint64_t> erased_users;  // their mutable events go with the publish
+  std::vector<uint64_t> erased_users;  // recorded with the publish; their mutable events go when it is applied
   std::string dicts;                   // the value dictionaries of the generation it builds
   ~uih_store_writer();
 };

@@ -45,6 +45,11 @@ int WriterOpen(uih_store* s, uint32_t shard, uih_store_writer** out, uih_error* 
   if (s->opts.read_only)
     return uih_error_set(err, UIH_ERR_NOT_SUPPORTED, "store %s: opened read-only, it takes no new generation",
                          s->dir.c_str());
+  if (s->opts.role == UIH_STORE_ROLE_SERVE)
+    return uih_error_set(err, UIH_ERR_NOT_SUPPORTED,
+                         "store %s: opened to serve (UIH_STORE_ROLE_SERVE), it takes no new generation: a load "
+                         "opens the store to load (uih load, UIH_STORE_ROLE_LOAD) and this store follows it",
+                         s->dir.c_str());
   {
     std::lock_guard<std::mutex> lock(sh->writer_mu);
     if (sh->writing)

@@ -150,7 +150,7 @@ class uih_batch(Structure):
 class uih_store_opts(Structure):
     _fields_ = [("read_only", c_int), ("keep", c_uint32), ("block_cache_bytes", c_size_t),
                 ("file_bytes", c_uint64), ("one_shard", c_int), ("shard", c_uint32), ("role", c_uint),
-                ("follow_ms", c_uint32)]
+                ("follow_ms", c_uint32), ("cache_bytes", c_size_t)]
 
 
 class uih_store_init_opts(Structure):

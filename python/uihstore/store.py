@@ -57,7 +57,7 @@ class Store:
 
     @classmethod
     def open(cls, path, read_only=False, keep=2, block_cache_bytes=32 << 20, file_bytes=256 << 20, shard=None,
-             role="all", follow_ms=250):
+             role="all", follow_ms=250, cache_bytes=64 << 20):
         """Opens the store at `path`. A read-only store writes nothing and
         holds the generations it opened with until it is closed. `shard`:
         open that shard alone (its database only), so that other processes
@@ -66,11 +66,13 @@ class Store:
         appends and snapshots in this process), "load" (loads only: a
         serving process may own the mutable tiers meanwhile) or "serve"
         (appends and snapshots, following other processes' loads every
-        `follow_ms`; 0: only when refresh() is called)."""
+        `follow_ms`; 0: only when refresh() is called). `cache_bytes`:
+        the write-through cache of the mutable tiers of a store that owns
+        them (all, serve)."""
         if role not in cls.ROLES:
             raise ValueError("role must be one of %s, not %r" % (", ".join(sorted(cls.ROLES)), role))
         opts = L.uih_store_opts(int(read_only), keep, block_cache_bytes, file_bytes, int(shard is not None),
-                                shard or 0, cls.ROLES[role], follow_ms)
+                                shard or 0, cls.ROLES[role], follow_ms, cache_bytes)
         h = ctypes.c_void_p()
         err = _err()
         L.check(L.uih_store_open(os.fspath(path).encode(), ctypes.byref(opts), ctypes.byref(h), ctypes.byref(err)),

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,6 +65,10 @@ double WaitServed(uih_store* s, uint32_t generation, int64_t through) {
       all = all && Served(s, sh) == generation && has && wm == through;
     }
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (all) {  // the follower's catch-up is done once a refresh of our own gets its turn
+      uih_error err{};
+      EXPECT_EQ(uih_store_refresh(s, &err), UIH_OK) << uih_error_message(&err);
+    }
     if (all || ms > 5000) return ms;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
@@ -131,9 +136,10 @@ TEST_F(StoreTest, AServingStoreFollowsALoadPublishedByAnother) {
   EXPECT_EQ(uih_store_mutable(load, 0, &m, &err), UIH_ERR_NOT_SUPPORTED) << "a loading store has no mutable tier";
   // The erased user: one with mutable events in group a.
   uint64_t erased = 0;
+  bool found = false;
   for (auto& [k, v] : w.mut)
-    if (k.second == 1 && v.size() >= 3) erased = k.first;
-  ASSERT_NE(erased, 0u);
+    if (k.second == 1 && v.size() >= 3) erased = k.first, found = true;
+  ASSERT_TRUE(found);
 
   uih_snapshotter* sn = nullptr;
   ASSERT_EQ(uih_snapshotter_create(serve, &sn, &err), UIH_OK);
@@ -167,6 +173,11 @@ TEST_F(StoreTest, AServingStoreFollowsALoadPublishedByAnother) {
   int pinned = 0;
   ASSERT_EQ(uih_store_pinned(load, 0, 1, &pinned, &err), UIH_OK);
   EXPECT_EQ(pinned, 1) << "the server held generation 1 when the load retired";
+  uih_generation live[4];
+  size_t nlive = 0;
+  ASSERT_EQ(uih_store_generations(load, 0, live, 4, &nlive, nullptr, &err), UIH_OK);
+  ASSERT_EQ(nlive, 2u) << "keep 1, but generation 1 is held: not retired";
+  EXPECT_EQ(live[0].generation, 1u);
   const double ms = WaitServed(serve, 2, w.through + kDay);
   EXPECT_LT(ms, 1000) << "served within a second of the publish (follow_ms 20)";
 
@@ -271,10 +282,13 @@ TEST_F(StoreTest, AServingStoreRefreshesWhenToldAndOwnsItsMutableTierAlone) {
   o.role = UIH_STORE_ROLE_SERVE;
   uih_store* second = nullptr;
   EXPECT_NE(uih_store_open(path.c_str(), &o, &second, &err), UIH_OK);
-  EXPECT_NE(std::string(uih_error_message(&err)).find("mutable tier is owned by another process"), std::string::npos)
+  EXPECT_NE(std::string(uih_error_message(&err)).find("mutable tier is owned by another store of this process"),
+            std::string::npos)
       << uih_error_message(&err);
   o.role = UIH_STORE_ROLE_ALL;  // a store that loads and serves: the same LOCK
   EXPECT_NE(uih_store_open(path.c_str(), &o, &second, &err), UIH_OK);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("owned by another store of this process"), std::string::npos)
+      << uih_error_message(&err);
   ASSERT_EQ(Append(serve, 1, 1, Ev{1500, 6, -1}), UIH_OK);
   uih_store* load = OpenAs(path, UIH_STORE_ROLE_LOAD);
   WriteFile(dir_ / "d2.csv", uih_test::kHeader + "1,a,1500,6,\n");
@@ -364,8 +378,13 @@ TEST_F(StoreTest, ServingGoesOnWhileLoadProcessesPublishEachShard) {
   uih_store* s = Init("store", 2);
   uih_error err{};
   std::string text = uih_test::kHeader;
+  std::map<uint64_t, std::vector<Ev>> appended;  // per user, in order: the first day's, then what the server appends
   for (uint64_t u = 1; u <= 40; u++)
-    for (int k = 0; k < 6; k++) text += std::to_string(u) + ",a," + std::to_string(kBase + u * 1000 + k) + ",7,\n";
+    for (int k = 0; k < 6; k++) {
+      const int64_t ts = kBase + static_cast<int64_t>(u) * 1000 + k;
+      text += std::to_string(u) + ",a," + std::to_string(ts) + ",7,\n";
+      appended[u].push_back({ts, 7, -1});
+    }
   WriteFile(dir_ / "d0.csv", text);
   ASSERT_EQ(Load(s, {dir_ / "d0.csv"}, kBase + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
   uih_store_close(s);
@@ -376,7 +395,6 @@ TEST_F(StoreTest, ServingGoesOnWhileLoadProcessesPublishEachShard) {
   std::mutex mu;  // what follows
   std::vector<std::string> records;
   std::vector<std::vector<Ev>> seen_a;
-  std::map<uint64_t, std::vector<Ev>> appended;  // per user, in order
   std::atomic<bool> stop{false};
   std::atomic<int64_t> clock{kBase + kDay};  // the serving day's time
   std::atomic<int> failures{0};
@@ -507,8 +525,177 @@ TEST_F(StoreTest, ServingGoesOnWhileLoadProcessesPublishEachShard) {
   }
   EXPECT_GT(flagged, 0u) << "user 7's records from before the erasure";
   uih_materialized_free(mat);
+  // What was served is what was appended: every record's events are the
+  // user's, in time order, each once; and now, every user's newest events
+  // are the newest appended, across three switches (user 7, erased, aside).
+  std::map<std::pair<uint64_t, int64_t>, uint64_t> items;  // (user, ts) -> item
+  for (auto& [u, evs] : appended)
+    for (const Ev& e : evs) items[{u, e.ts}] = e.item;
+  for (size_t i = 0; i < records.size(); i++) {
+    uih_snapshot_record r;
+    ASSERT_EQ(uih_snapshot_record_decode(logged.ptrs[i], logged.lens[i], &r, &err), UIH_OK);
+    for (size_t k = 0; k < seen_a[i].size(); k++) {
+      auto it = items.find({r.user_id, seen_a[i][k].ts});
+      ASSERT_TRUE(it != items.end() && it->second == seen_a[i][k].item) << "record " << i << " event " << k;
+      if (k) {
+        ASSERT_LT(seen_a[i][k - 1].ts, seen_a[i][k].ts) << "record " << i;
+      }
+    }
+  }
+  uih_snapshotter* sn = nullptr;
+  ASSERT_EQ(uih_snapshotter_create(serve, &sn, &err), UIH_OK);
+  for (uint64_t u = 1; u <= 40; u++) {
+    if (u == 7) continue;
+    std::vector<Ev> want = appended[u];
+    if (want.size() > 24) want.erase(want.begin(), want.end() - 24);
+    uih_snapshot_spec spec{1, {{1, 24}}};
+    const uih_batch* const* seqs;
+    const uint8_t* rec;
+    size_t len;
+    ASSERT_EQ(uih_snapshot(sn, u, clock.load() + 1, &spec, &seqs, &rec, &len, &err), UIH_OK);
+    ASSERT_EQ(Events(seqs[0]), want) << "user " << u;
+  }
+  uih_snapshotter_free(sn);
   uih_store_close(train);
   uih_store_close(serve);
 }
 
 }  // namespace
+
+namespace {
+
+// The newest `n` events at or before `request` among what uih_store_read
+// gives for both tiers (through RocksDB, never the cache).
+std::vector<Ev> NewestOf(uih_store* s, uint64_t user, uint16_t group, int64_t request, uint32_t n) {
+  uih_batch* b = nullptr;
+  uih_error err{};
+  EXPECT_EQ(uih_store_read(s, user, group, INT64_MIN, request, UIH_TIER_ALL, 0, &b, &err), UIH_OK)
+      << uih_error_message(&err);
+  std::vector<Ev> all = b ? Events(b) : std::vector<Ev>{};
+  uih_batch_free(b);
+  if (all.size() > n) all.erase(all.begin(), all.end() - n);
+  return all;
+}
+
+std::vector<Ev> SnapshotOf(uih_snapshotter* sn, uint64_t user, int64_t request, uint32_t n) {
+  uih_snapshot_spec spec{1, {{1, n}}};
+  const uih_batch* const* seqs;
+  const uint8_t* rec;
+  size_t len;
+  uih_error err{};
+  EXPECT_EQ(uih_snapshot(sn, user, request, &spec, &seqs, &rec, &len, &err), UIH_OK) << uih_error_message(&err);
+  return Events(seqs[0]);
+}
+
+}  // namespace
+
+// The write-through cache (uih_store_opts.cache_bytes) against RocksDB:
+// while appends land in random chunks of random users (out of order, late
+// within the tier, several per batch), every snapshot's mutable part from
+// the cache equals what the store reads through RocksDB, a cache a few
+// users big evicts and stays within its bytes, and a publish with an
+// erasure drops the erased user's entry.
+TEST_F(StoreTest, TheWriteThroughCacheServesWhatRocksDBHolds) {
+  for (size_t cache_bytes : {size_t{64} << 20, size_t{16} << 10}) {
+    SCOPED_TRACE("cache of " + std::to_string(cache_bytes) + " bytes");
+    const std::string name = "store" + std::to_string(cache_bytes);
+    uih_store* s = Init(name, 2);
+    uih_error err{};
+    WriteFile(dir_ / "d0.csv", uih_test::kHeader + "1,a,100,5,1\n2,a,110,6,\n");
+    ASSERT_EQ(Load(s, {dir_ / "d0.csv"}, 1000, 0, &err), UIH_OK) << uih_error_message(&err);
+    uih_store_close(s);
+    uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
+    o.role = UIH_STORE_ROLE_SERVE;
+    o.follow_ms = 0;
+    o.cache_bytes = cache_bytes;
+    const std::string path = dir_ / name;
+    ASSERT_EQ(uih_store_open(path.c_str(), &o, &s, &err), UIH_OK) << uih_error_message(&err);
+    uih_snapshotter* sn = nullptr;
+    ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
+    std::mt19937_64 rng(cache_bytes);
+    const int64_t span = uih_mutable_chunk_span(uih_test::MutableOf(s, 0));
+    size_t compared = 0;
+    for (int step = 0; step < 3000; step++) {
+      const uint64_t u = 1 + rng() % 30;
+      if (rng() % 3) {
+        const Ev e{1000 + static_cast<int64_t>(rng() % static_cast<uint64_t>(6 * span)), rng() % 50,
+                   static_cast<int>(rng() % 3) - 1};
+        ASSERT_EQ(Append(s, u, 1, e), UIH_OK);
+        continue;
+      }
+      const int64_t request = 1000 + static_cast<int64_t>(rng() % static_cast<uint64_t>(7 * span));
+      const uint32_t n = 1 + static_cast<uint32_t>(rng() % 40);
+      ASSERT_EQ(SnapshotOf(sn, u, request, n), NewestOf(s, u, 1, request, n)) << "step " << step << " user " << u;
+      compared++;
+    }
+    uih_cache_stats cs{};
+    ASSERT_EQ(uih_store_cache_stats(s, &cs, &err), UIH_OK);
+    EXPECT_GT(compared, 800u);
+    EXPECT_EQ(cs.hits + cs.misses, compared);
+    EXPECT_GT(cs.misses, 0u);
+    EXPECT_LE(cs.bytes, cs.capacity);
+    if (cache_bytes > (1 << 20)) {
+      EXPECT_EQ(cs.misses, 30u) << "each user's history read from RocksDB once";
+      EXPECT_EQ(cs.entries, 30u);
+    } else {
+      EXPECT_GT(cs.misses, 100u) << "a small cache evicts";
+      EXPECT_LT(cs.entries, 30u);
+    }
+    // An erasure published by a load: the user's entry goes with the events.
+    uih_store* load = OpenAs(path, UIH_STORE_ROLE_LOAD);
+    WriteFile(dir_ / "del.csv", "user_id\n3\n");
+    WriteFile(dir_ / "d1.csv", uih_test::kHeader + "1,a,900,5,1\n");
+    uih_load_opts lo = UIH_LOAD_OPTS_DEFAULT;
+    lo.through = 1001;
+    const std::string d1 = dir_ / "d1.csv", del = dir_ / "del.csv";
+    lo.deletes = del.c_str();
+    const char* in[] = {d1.c_str()};
+    ASSERT_EQ(uih_load(load, in, 1, &lo, nullptr, &err), UIH_OK) << uih_error_message(&err);
+    uih_store_close(load);
+    ASSERT_EQ(uih_store_refresh(s, &err), UIH_OK) << uih_error_message(&err);
+    EXPECT_EQ(SnapshotOf(sn, 3, INT64_MAX, 40), std::vector<Ev>{});
+    for (uint64_t u = 1; u <= 30; u++)
+      ASSERT_EQ(SnapshotOf(sn, u, INT64_MAX, 40), NewestOf(s, u, 1, INT64_MAX, 40)) << "user " << u;
+    uih_snapshotter_free(sn);
+    uih_store_close(s);
+  }
+}
+
+// A fill racing appends: one thread appends to user after user while
+// another snapshots the user being appended to, so that its first read
+// of RocksDB (the fill) often misses an append in flight; once quiet,
+// every user's snapshot from the cache equals RocksDB's, every event
+// there.
+TEST_F(StoreTest, TheCacheKeepsNoFillThatMissedAnAppend) {
+  uih_store* s = Init("store", 1);
+  uih_error err{};
+  uih_store_close(s);
+  uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
+  o.role = UIH_STORE_ROLE_SERVE;
+  ASSERT_EQ(uih_store_open((dir_ / "store").c_str(), &o, &s, &err), UIH_OK) << uih_error_message(&err);
+  constexpr uint64_t kUsers = 2000, kEach = 20;
+  std::atomic<uint64_t> at{0};
+  std::thread appender([&] {
+    for (uint64_t i = 0; i < kUsers * kEach; i++) {
+      at = i;
+      Append(s, 1 + i / kEach, 1, Ev{static_cast<int64_t>(i + 1), i, -1});
+    }
+    at = kUsers * kEach;
+  });
+  uih_snapshotter* sn = nullptr;
+  ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
+  for (uint64_t i = at; i < kUsers * kEach; i = at) SnapshotOf(sn, 1 + i / kEach, INT64_MAX, 16);
+  appender.join();
+  size_t differ = 0;
+  for (uint64_t u = 1; u <= kUsers; u++) {
+    const std::vector<Ev> want = NewestOf(s, u, 1, INT64_MAX, 100);
+    EXPECT_EQ(want.size(), kEach) << "user " << u;
+    differ += SnapshotOf(sn, u, INT64_MAX, 100) != want;
+  }
+  EXPECT_EQ(differ, 0u) << "users whose cached history misses an append";
+  uih_cache_stats cs{};
+  ASSERT_EQ(uih_store_cache_stats(s, &cs, &err), UIH_OK);
+  EXPECT_GT(cs.hits, 1000u);
+  uih_snapshotter_free(sn);
+  uih_store_close(s);
+}

@@ -39,7 +39,7 @@ int main(void) {
   BEGIN(uih_store_opts); FIELD(uih_store_opts, read_only); FIELD(uih_store_opts, keep);
   FIELD(uih_store_opts, block_cache_bytes); FIELD(uih_store_opts, file_bytes);
   FIELD(uih_store_opts, one_shard); FIELD(uih_store_opts, shard); FIELD(uih_store_opts, role);
-  FIELD(uih_store_opts, follow_ms); END();
+  FIELD(uih_store_opts, follow_ms); FIELD(uih_store_opts, cache_bytes); END();
   BEGIN(uih_store_init_opts); FIELD(uih_store_init_opts, shards); FIELD(uih_store_init_opts, chunk_span); END();
   BEGIN(uih_generation); FIELD(uih_generation, generation); FIELD(uih_generation, parent);
   FIELD(uih_generation, schema_version); FIELD(uih_generation, shard); FIELD(uih_generation, through);

@@ -974,6 +974,10 @@ TEST_F(StoreTest, OlderFormatsOpenAndAWritableOpenMovesTheMutableTier) {
           ASSERT_TRUE(db->Put({}, meta, uih::kWatermarkKey, le(kWatermark)).ok());
           ASSERT_TRUE(db->Put({}, meta, uih::kChunkSpanKey, le(kSpan)).ok());
         });
+    // What a move killed before its commit left: a mutable-0000/ beside a
+    // shard of the older format, which the next move makes again.
+    std::filesystem::create_directories(st / "mutable-0000");
+    WriteFile(st / "mutable-0000" / "CURRENT", "MANIFEST-000099\n");
     const std::string before = FilesOf(st);
     ro = Open(st, 1);
     ASSERT_NE(ro, nullptr);
@@ -1010,10 +1014,28 @@ TEST_F(StoreTest, OlderFormatsOpenAndAWritableOpenMovesTheMutableTier) {
       ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), st / "shard-0000", &names).ok());
       EXPECT_EQ(std::count(names.begin(), names.end(), UIH_MUTABLE_CF), 0) << "the shard's uih.mutable dropped";
     });
+    // What a move killed after its commit left: the shard's uih.mutable, which
+    // a read-only open leaves alone and the next writable open drops.
+    WithMeta(st, [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle*) {
+      rocksdb::ColumnFamilyHandle* h = nullptr;
+      uih_mutable_opts mo = UIH_MUTABLE_OPTS_DEFAULT;
+      ASSERT_TRUE(db->CreateColumnFamily(uih::MutableCfOptions(mo), UIH_MUTABLE_CF, &h).ok());
+      ASSERT_TRUE(db->Put({}, h, "stale", "bytes").ok());
+      ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+    });
+    ro = Open(st, 1);
+    ASSERT_NE(ro, nullptr);
+    EXPECT_EQ(events(ro, UIH_TIER_ALL), all);
+    uih_store_close(ro);
     s = Open(st);  // and again, now format 3
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(events(s, UIH_TIER_ALL), all);
     uih_store_close(s);
+    {
+      std::vector<std::string> names;
+      ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), st / "shard-0000", &names).ok());
+      EXPECT_EQ(std::count(names.begin(), names.end(), UIH_MUTABLE_CF), 0) << "the stale uih.mutable dropped";
+    }
     if (format == 2) continue;
     WithMeta(st, [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
       ASSERT_TRUE(db->Put({}, meta, uih::kFormatKey, uih::U32Value(4)).ok());

@@ -75,7 +75,7 @@ class UihRetentionFactory : public rocksdb::CompactionFilterFactory {
 // can run inside an append's Merge() on the same thread
 // (max_successive_merges), while the append's operand still lives in the
 // append's workspace.
-enum class Workspace { kMergeOperator, kRetention, kStore };
+enum class Workspace { kMergeOperator, kRetention, kStore, kCache };
 
 template <Workspace W>
 uih_events* ThreadEvents() {

@@ -38,9 +38,8 @@
  *
  * A generation becomes current in one synced write of its record and the
  * current pointer, after its files were ingested into their column family;
- * then the mutable tier's watermark advances to its `through`; then the
- * oldest generations beyond `keep` are retired, but those a serving or
- * read-only store holds. A reader in this process that holds a generation
+ * then the oldest generations beyond `keep` are retired, but those a
+ * serving or read-only store holds. A reader in this process that holds a generation
  * (a read or scan under way) keeps reading it until it is done. Killed at
  * any point, the store opens on the previous generation or the new one,
  * complete. The owner of the mutable tier (a serving store, or a store of
@@ -110,9 +109,13 @@ typedef struct uih_store_opts {
   unsigned role;            /* UIH_STORE_ROLE_* (default ALL) */
   uint32_t follow_ms;       /* a serving store looks for publishes this often (default 250; 0: only
                                when uih_store_refresh is called) */
+  size_t cache_bytes;       /* a store that owns its mutable tiers (serve, all): the write-through
+                               cache of active users' mutable events, for all shards (default 64 MiB;
+                               0: none), least recently used out */
 } uih_store_opts;
 
-#define UIH_STORE_OPTS_DEFAULT {0, 2, (size_t)32 << 20, (uint64_t)256 << 20, 0, 0, UIH_STORE_ROLE_ALL, 250}
+#define UIH_STORE_OPTS_DEFAULT \
+  {0, 2, (size_t)32 << 20, (uint64_t)256 << 20, 0, 0, UIH_STORE_ROLE_ALL, 250, (size_t)64 << 20}
 
 typedef struct uih_store uih_store;
 
@@ -159,9 +162,10 @@ const char *uih_store_dir(const uih_store *s);
  * logged against another store is refused by uih_materialize. */
 uint64_t uih_store_id(const uih_store *s);
 
-/* A serving store: looks at every shard's last publish now (as its
- * follower does every follow_ms) and serves the newest generation, in
- * this call: reads that begin after it returns read that generation. For
+/* A serving store: opens every shard's database again now and serves its
+ * current generation, in this call, whatever the .published hints say
+ * (its follower reads them every follow_ms): reads that begin after it
+ * returns read that generation. For
  * a serving process told of publishes some other way, or with follow_ms 0.
  * Other roles: nothing to do. An error leaves the shard serving what it
  * served. */
@@ -171,6 +175,17 @@ int uih_store_refresh(uih_store *s, uih_error *err);
  * generation it serves, and UIH_OK, or the error of its last attempt to
  * follow a publish (in *err; it tries again at the next one). */
 int uih_store_following(uih_store *s, uint32_t shard, uint32_t *generation, uih_error *err);
+
+/* The write-through cache of a store that owns its mutable tiers, summed
+ * over its shards: snapshots whose mutable part it served (hits) or read
+ * from RocksDB and kept (misses), the (user, group) histories it holds and
+ * their bytes, and its capacity. A snapshot of a cached user reads its
+ * mutable part without RocksDB; appends are written through to it. Zeros
+ * for other stores. */
+typedef struct uih_cache_stats {
+  uint64_t hits, misses, entries, bytes, capacity;
+} uih_cache_stats;
+int uih_store_cache_stats(uih_store *s, uih_cache_stats *out, uih_error *err);
 
 /* Shard `shard`'s mutable tier, in *out: appends, reads, its watermark. It
  * belongs to the store (do not close it); valid until uih_store_close. A
@@ -253,10 +268,11 @@ int uih_store_writer_finish(uih_store_writer *w, uih_error *err);
  * record and given to every decoder of its stripes. */
 int uih_store_writer_set_dicts(uih_store_writer *w, const uint8_t *bytes, size_t len, uih_error *err);
 /* Erases `user_id` (right to delete): the publish records the erasure,
- * the generation holds none of their events, and from that publish on no
- * read or snapshot of the generation shows their mutable events from
- * before it; the mutable tier's owner deletes those when it applies the
- * generation. */
+ * the generation holds none of their events, and no read or snapshot of
+ * it shows their mutable events; the mutable tier's owner deletes every
+ * one of them when it applies the generation — a serving store within
+ * follow_ms of the publish, or at its next open — so events the user
+ * appends in between go too. */
 int uih_store_writer_erase_user(uih_store_writer *w, uint64_t user_id, uih_error *err);
 /* Publishes the generation with the record `g` (its generation, parent
  * and shard are filled in here; g->schema_version a version the store
