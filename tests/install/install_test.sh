@@ -3,7 +3,7 @@
 # Installs the build into a scratch prefix, then checks what a downstream
 # user gets: the files, and a consumer of each library (the engine, shared
 # and static; the RocksDB glue's C API) built through find_package and
-# through pkg-config. (tests/exports/ checks what each library exports.)
+# through pkg-config, and examples/inference_service.c through pkg-config. (tests/exports/ checks what each library exports.)
 set -eu
 build=$1 src=$2 work=$3
 prefix=$work/prefix
@@ -35,5 +35,10 @@ LD_LIBRARY_PATH=$libdir "$work/consumer_pc" "$schema"
 # shellcheck disable=SC2046
 cc -std=c11 -o "$work/mutable_pc" "$src/tests/install/consumer/mutable_consumer.c" $(pkg-config --cflags --libs uih_rocksdb)
 LD_LIBRARY_PATH=$libdir "$work/mutable_pc" "$schema" "$work/store-pc"
+# The embedding example, as a user builds it against the installed package.
+# shellcheck disable=SC2046
+cc -std=c11 -pthread -o "$work/inference_service_pc" "$src/examples/inference_service.c" \
+  $(pkg-config --cflags --libs uih_rocksdb)
+LD_LIBRARY_PATH=$libdir "$work/inference_service_pc" --help | grep -q "usage: inference_service"
 "$prefix/bin/uih" key decode 000000000000002a00017fffffffffffffff
 echo "install_test: ok"
