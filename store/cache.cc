@@ -19,16 +19,58 @@ std::list<MutableCache::Entry>::iterator MutableCache::Find(Stripe& st, uint64_t
 size_t MutableCache::Cost(const Entry& e) {
   size_t n = sizeof(Entry) + 64;  // the entry, its list node and map slot
   for (auto& [start, value] : e.chunks) n += sizeof(std::pair<int64_t, std::string>) + value.capacity();
+  for (auto& ops : e.pending) {
+    n += sizeof ops;
+    for (auto& op : ops) n += sizeof op + op.capacity();
+  }
   return n;
 }
 
-void MutableCache::Evict(Stripe& st) {
-  while (st.bytes > stripe_capacity_ && !st.lru.empty()) {
-    Entry& old = st.lru.back();
-    st.bytes -= old.bytes;
-    st.map.erase({old.user, old.group});
-    st.lru.pop_back();
+void MutableCache::Drop(Stripe& st, std::list<Entry>::iterator it) {
+  st.bytes -= it->bytes;
+  st.map.erase({it->user, it->group});
+  st.lru.erase(it);
+}
+
+bool MutableCache::MergePending(Stripe& st, std::list<Entry>::iterator it) {
+  Entry& e = *it;
+  bool merged = false;
+  for (size_t c = 0; c < e.chunks.size(); c++) {
+    std::vector<std::string>& ops = e.pending[c];
+    if (ops.empty()) continue;
+    uint8_t key[UIH_KEY_SIZE];
+    uih_key k{e.user, e.group, e.chunks[c].first};
+    uih_key_encode(&k, key);
+    std::string& value = e.chunks[c].second;
+    const bool exists = !value.empty();  // a chunk the database had (a value is never empty)
+    const uih_slice existing{reinterpret_cast<const uint8_t*>(value.data()), value.size()};
+    std::vector<uih_slice> in;
+    for (const std::string& op : ops) in.push_back({reinterpret_cast<const uint8_t*>(op.data()), op.size()});
+    const uint8_t* out = nullptr;
+    size_t out_len = 0;
+    int quarantined = 0;
+    uih_error why{};
+    uih_events* ev = ThreadEvents<Workspace::kCache>();
+    if (ev == nullptr || uih_events_merge_value(ev, key, sizeof key, exists ? &existing : nullptr, in.data(), in.size(),
+                                                &limits_, &out, &out_len, &quarantined, &why) != UIH_OK) {
+      Drop(st, it);  // what the database holds cannot be told here: the next read fills it again
+      return false;
+    }
+    value.assign(reinterpret_cast<const char*>(out), out_len);
+    ops.clear();
+    ops.shrink_to_fit();
+    merged = true;
   }
+  if (merged) {
+    st.bytes -= e.bytes;
+    e.bytes = Cost(e);
+    st.bytes += e.bytes;
+  }
+  return true;
+}
+
+void MutableCache::Evict(Stripe& st) {
+  while (st.bytes > stripe_capacity_ && !st.lru.empty()) Drop(st, std::prev(st.lru.end()));
 }
 
 void MutableCache::Prune(Stripe& st, Entry& e, int64_t retention) {
@@ -38,6 +80,7 @@ void MutableCache::Prune(Stripe& st, Entry& e, int64_t retention) {
   auto below = [&](const std::pair<int64_t, std::string>& c) { return c.first <= retention - span_; };
   if (retention < INT64_MIN + span_ || e.chunks.empty() || !below(e.chunks.front())) return;
   auto keep = std::find_if_not(e.chunks.begin(), e.chunks.end(), below);
+  e.pending.erase(e.pending.begin(), e.pending.begin() + (keep - e.chunks.begin()));
   e.chunks.erase(e.chunks.begin(), keep);
   st.bytes -= e.bytes;
   e.bytes = Cost(e);
@@ -49,8 +92,9 @@ void MutableCache::Fill(uint64_t user, uint16_t group, uint64_t seq, Chunks chun
   Stripe& st = StripeOf(user, group);
   std::lock_guard<std::mutex> lock(st.mu);
   if (st.seq != seq || Find(st, user, group) != st.lru.end()) return;  // an append came in between
-  st.lru.push_front(Entry{user, group, std::move(chunks), 0});
+  st.lru.push_front(Entry{user, group, std::move(chunks), {}, 0});
   Entry& e = st.lru.front();
+  e.pending.resize(e.chunks.size());
   e.bytes = Cost(e);
   st.bytes += e.bytes;
   st.map[{user, group}] = st.lru.begin();
@@ -66,33 +110,15 @@ void MutableCache::Merge(uint64_t user, uint16_t group, int64_t start, const uin
   Entry& e = *it;
   auto c = std::lower_bound(e.chunks.begin(), e.chunks.end(), start,
                             [](const std::pair<int64_t, std::string>& x, int64_t s) { return x.first < s; });
-  const bool exists = c != e.chunks.end() && c->first == start;
-  uint8_t key[UIH_KEY_SIZE];
-  uih_key k{user, group, start};
-  uih_key_encode(&k, key);
-  uih_slice existing{};
-  if (exists) existing = {reinterpret_cast<const uint8_t*>(c->second.data()), c->second.size()};
-  const uih_slice op{operand, len};
-  const uint8_t* out = nullptr;
-  size_t out_len = 0;
-  int quarantined = 0;
-  uih_error why{};
-  uih_events* ev = ThreadEvents<Workspace::kCache>();
-  if (ev == nullptr || uih_events_merge_value(ev, key, sizeof key, exists ? &existing : nullptr, &op, 1, &limits_,
-                                              &out, &out_len, &quarantined, &why) != UIH_OK) {
-    // What the database holds cannot be told here: the entry goes, and the
-    // next read fills it again.
-    st.bytes -= e.bytes;
-    st.map.erase({user, group});
-    st.lru.erase(it);
-    return;
+  const size_t at = static_cast<size_t>(c - e.chunks.begin());
+  if (c == e.chunks.end() || c->first != start) {  // a new chunk: no value yet, its operands pending
+    e.chunks.insert(c, {start, std::string()});
+    e.pending.insert(e.pending.begin() + static_cast<std::ptrdiff_t>(at), std::vector<std::string>());
   }
-  std::string value(reinterpret_cast<const char*>(out), out_len);
-  if (exists) c->second = std::move(value);
-  else e.chunks.insert(c, {start, std::move(value)});
-  st.bytes -= e.bytes;
-  e.bytes = Cost(e);
-  st.bytes += e.bytes;
+  e.pending[at].emplace_back(reinterpret_cast<const char*>(operand), len);
+  const size_t added = sizeof(std::string) + e.pending[at].back().capacity();
+  e.bytes += added;
+  st.bytes += added;
   st.lru.splice(st.lru.begin(), st.lru, it);
   Evict(st);
 }
@@ -103,10 +129,7 @@ void MutableCache::Erase(uint64_t user, const std::vector<uint16_t>& groups) {
     std::lock_guard<std::mutex> lock(st.mu);
     st.seq++;
     auto it = Find(st, user, group);
-    if (it == st.lru.end()) continue;
-    st.bytes -= it->bytes;
-    st.map.erase({user, group});
-    st.lru.erase(it);
+    if (it != st.lru.end()) Drop(st, it);
   }
 }
 

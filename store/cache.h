@@ -7,7 +7,10 @@
 // What it holds equals what RocksDB would return, by construction: an
 // entry is filled from a read of the database, and every append after it
 // is merged into it with the merge operator's own rule
-// (uih_events_merge_value), under the entry's stripe lock. A fill that a
+// (uih_events_merge_value), under the entry's stripe lock — lazily, as
+// RocksDB merges: an append keeps its operand with its chunk, and the next
+// read of the entry merges what is pending, so an append costs a copy of
+// its operand whatever the size of its chunk. A fill that a
 // concurrent append may have missed is not kept: appends bump their
 // stripe's sequence number after their write, and a fill is kept only if
 // the number it saw before its read is unchanged (or the append, finding
@@ -49,7 +52,8 @@ class MutableCache {
   // append came in between.
   void Fill(uint64_t user, uint16_t group, uint64_t seq, Chunks chunks);
   // An append's operand for the chunk at `start`, written to the database:
-  // merged into the entry when cached; the stripe's sequence bumped.
+  // kept with the entry's chunk when cached, to be merged by the next read;
+  // the stripe's sequence bumped.
   void Merge(uint64_t user, uint16_t group, int64_t start, const uint8_t* operand, size_t len);
   // The user's entries of `groups` dropped: an erasure.
   void Erase(uint64_t user, const std::vector<uint16_t>& groups);
@@ -64,6 +68,7 @@ class MutableCache {
     uint64_t user;
     uint16_t group;
     Chunks chunks;
+    std::vector<std::vector<std::string>> pending;  // per chunk, operands not merged yet
     size_t bytes = 0;
   };
   using Key = std::pair<uint64_t, uint16_t>;  // (user, group)
@@ -84,6 +89,10 @@ class MutableCache {
   static size_t Cost(const Entry& e);
   void Evict(Stripe& st);
   void Prune(Stripe& st, Entry& e, int64_t retention);
+  void Drop(Stripe& st, std::list<Entry>::iterator it);
+  // Merges every chunk's pending operands into it; false (the entry
+  // dropped) when a merge fails, which only running out of memory does.
+  bool MergePending(Stripe& st, std::list<Entry>::iterator it);
 
   const size_t stripe_capacity_;
   const int64_t span_;
@@ -98,6 +107,11 @@ bool MutableCache::Read(uint64_t user, uint16_t group, int64_t retention, uint64
   std::lock_guard<std::mutex> lock(st.mu);
   auto it = Find(st, user, group);
   if (it == st.lru.end()) {
+    *seq = st.seq;
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (!MergePending(st, it)) {
     *seq = st.seq;
     misses_.fetch_add(1, std::memory_order_relaxed);
     return false;

@@ -160,6 +160,68 @@ TEST_F(StoreTest, AKilledLoadLeavesCompleteGenerationsAndARerunConverges) {
   EXPECT_GE(partial, 3) << "kills between shards' publishes were exercised";
 }
 
+// A load killed while it publishes — after its first shard's publish, and
+// at random moments — with a serving store open on the store throughout:
+// the server goes on serving, shard by shard, what it served or what the
+// killed load did publish, each whole, and follows the rerun's generation
+// to the clean run's bytes.
+TEST_F(StoreTest, AServerFollowsTheRerunOfALoadKilledWhilePublishing) {
+  std::mt19937_64 rng(29);
+  std::string day0 = dir_ / "day0.csv", day1 = dir_ / "day1.csv";
+  WriteFile(day0, Day(rng, 0, 20000, 1000));
+  WriteFile(day1, Day(rng, 1, 20000, 1000));
+  const int64_t through0 = kBase + kDay, through1 = kBase + 2 * kDay;
+  uih_error err{};
+  uih_store* s = Init("base", kShards);
+  ASSERT_EQ(Load(s, {day0}, through0, 0, &err), UIH_OK) << uih_error_message(&err);
+  const Generation before = ScanAll(s);
+  uih_store_close(s);
+  fs::copy(dir_ / "base", dir_ / "clean", fs::copy_options::recursive);
+  ASSERT_EQ(RunChild(dir_ / "clean", through1, "-", 0, day1, -1), 0);
+  s = Open(dir_ / "clean");
+  const Generation after = ScanAll(s);
+  uih_store_close(s);
+  for (int k = 0; k < 4; k++) {
+    SCOPED_TRACE("kill " + std::to_string(k));
+    const std::string store = dir_ / ("crash" + std::to_string(k));
+    fs::copy(dir_ / "base", store, fs::copy_options::recursive);
+    uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
+    o.role = UIH_STORE_ROLE_SERVE;
+    o.follow_ms = 20;
+    uih_store* serve = nullptr;
+    ASSERT_EQ(uih_store_open(store.c_str(), &o, &serve, &err), UIH_OK) << uih_error_message(&err);
+    const int status = k == 0 ? RunChild(store, through1, "publish", 1, day1, -1)
+                              : RunChild(store, through1, "-", 0, day1, static_cast<int>(rng() % 60));
+    ASSERT_TRUE(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 0)) << "status " << status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // what the server follows of it, it has
+    uint32_t moved = 0;
+    for (uint32_t sh = 0; sh < kShards; sh++) {
+      uint32_t g = 0;
+      ASSERT_EQ(uih_store_following(serve, sh, &g, &err), UIH_OK) << uih_error_message(&err);
+      ASSERT_TRUE(g == 1 || g == 2) << "shard " << sh;
+      EXPECT_EQ(Scan(serve, sh), g == 1 ? before[sh] : after[sh]) << "shard " << sh << " serving " << g;
+      moved += g == 2;
+    }
+    if (k == 0) {
+      EXPECT_EQ(moved, 1u) << "the shard the killed load published is served, the others are not";
+    }
+    ASSERT_EQ(RunChild(store, through1, "-", 0, day1, -1), 0) << "the rerun";
+    for (int i = 0; i < 250; i++) {
+      bool all = true;
+      for (uint32_t sh = 0; sh < kShards; sh++) {
+        uint32_t g = 0;
+        ASSERT_EQ(uih_store_following(serve, sh, &g, &err), UIH_OK) << uih_error_message(&err);
+        all = all && g == 2;
+      }
+      if (all) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(4));
+    }
+    EXPECT_EQ(ScanAll(serve), after) << "the rerun's generation, followed";
+    uih_store_close(serve);
+    fs::remove_all(store);
+  }
+}
+
 // A full disk or an I/O error during a load: every write past a file size
 // limit fails (EFBIG, as ENOSPC would), at the store's open, while sorted
 // runs spill, while table files are written. The load fails with a message

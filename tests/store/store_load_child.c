@@ -1,5 +1,5 @@
 /* A load on the public API, for store_test's crash test: loads FILE... into
- * STORE with the given through, memory and threads, and, when PHASE is not
+ * STORE (opened to load, as `uih load` opens it) with the given through, memory and threads, and, when PHASE is not
  * "-", kills itself (SIGKILL) at the AT-th progress report of that phase
  * ("read", "merge" or "publish"). Exit 0 when the load completed, 1 on an
  * error (printed).
@@ -51,7 +51,9 @@ int main(int argc, char **argv) {
   }
   uih_error err = {0};
   uih_store *s = NULL;
-  int rc = uih_store_open(argv[1], NULL, &s, &err);
+  uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
+  so.role = UIH_STORE_ROLE_LOAD; /* as `uih load`: a serving store may own the mutable tiers */
+  int rc = uih_store_open(argv[1], &so, &s, &err);
   if (rc == UIH_OK) rc = uih_load(s, (const char *const *)argv + 7, (size_t)argc - 7, &o, NULL, &err);
   uih_store_close(s);
   if (rc != UIH_OK) {
