@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -139,6 +140,9 @@ int TakeSchema(uih_store* s, Shard* sh, Database* im, uih_error* err) {
 // that one reads the mutable tier above its through, which compactions
 // must keep until it is done) and the mutable tier has applied it.
 void SettleRetention(Shard* sh) {
+  auto& dbs = sh->retired;  // and the databases no reader holds any more close here
+  dbs.erase(std::remove_if(dbs.begin(), dbs.end(), [](const std::shared_ptr<Database>& d) { return d.use_count() == 1; }),
+            dbs.end());
   int64_t wm;
   int has;
   MutableWatermark(sh->mut, &wm, &has);
@@ -197,7 +201,8 @@ int Refresh(uih_store* s, Shard* sh, bool force, uih_error* err) {
     auto now = sh->gens.find(sh->current);
     if (now != sh->gens.end()) sh->retention.emplace_back(old, now->second->record().through);
   }
-  st = ShardState{};  // the old generations go with their last reader
+  sh->retired.push_back(st.im);  // closed by this thread once its generations' readers are done
+  st = ShardState{};             // the old generations go with their last reader
   return CatchUp(sh, err);
 }
 

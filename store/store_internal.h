@@ -75,6 +75,9 @@ struct Shard {
   // Watermarks the retention filter takes once no reader holds the
   // generation served before them, oldest first (follow.cc).
   std::vector<std::pair<std::weak_ptr<Generation>, int64_t>> retention;
+  // Databases the shard served before, held until no generation of theirs
+  // is, so that the follower closes them, not a reader's thread.
+  std::vector<std::shared_ptr<Database>> retired;
   std::mutex follow_mu;  // follow_rc, follow_error
   int follow_rc = UIH_OK;
   std::string follow_error;
