@@ -5,7 +5,11 @@ thousand users (`uih gen`). Then days are served live: each hour the hour's
 events reach the mutable tier, and inference requests (a few per active
 user, seconds after one of their events) snapshot both tiers, each record
 appended to the day's snapshot log; at midnight the daily load moves the
-day into a new generation. On the way the schema moves from v1 to v2
+day into a new generation. As deployed: this process serves (the store
+opened with role "serve", which owns the mutable tiers), each night's load
+runs as `uih load --shard I` processes, one per shard, whose publishes the
+serving store follows without reopening, and each training tenant runs as
+a read-only process of its own. On the way the schema moves from v1 to v2
 (before day 2), an event of yesterday arrives late (at noon of the last
 day) and a user is erased (by the last day's load).
 
@@ -30,6 +34,7 @@ import ctypes
 import hashlib
 import itertools
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -241,6 +246,59 @@ def current(st):
     return st.status()["shards"][0]["current"]
 
 
+def nightly_load(st, store_path, files, through=None, schema=None, deletes=None, threads=1):
+    """A night's load as deployed: one `uih load --shard I` process per shard, beside this serving process,
+    which follows each shard's publish without reopening. Returns the shards' summaries, summed."""
+    before = [st.following(i) for i in range(st.shards)]
+    procs = []
+    for shard in range(st.shards):
+        args = [UIH, "load", "--store", store_path, "--shard", shard, "--threads", threads, "--json"]
+        args += ["--through", through] if through is not None else []
+        args += ["--schema", schema] if schema else []
+        args += ["--delete", deletes] if deletes else []
+        procs.append(subprocess.Popen([str(a) for a in args + list(files)], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    st.load_processes = getattr(st, "load_processes", 0) + len(procs)
+    summaries = []
+    for p in procs:
+        out, err = p.communicate()
+        if p.returncode != 0:
+            raise RuntimeError("uih load: " + err.strip())
+        summaries.append(json.loads(out))
+    deadline = time.time() + 10
+    while any(st.following(i) <= before[i] for i in range(st.shards)):
+        if time.time() > deadline:
+            raise RuntimeError("the serving process did not follow the loads' publish")
+        time.sleep(0.01)
+    return {"events": sum(x["events"] for x in summaries), "schema_version": summaries[0]["schema_version"]}
+
+
+def train_in_process(store_path, tenants, log_paths, seen, erased, late, threads):
+    """Each tenant trains in a process of its own (forked: it inherits what inference returned, to compare
+    with), opening the store read-only as a training job does; their results come back by a pipe."""
+    ctx = multiprocessing.get_context("fork")
+    jobs = {}
+    for name, (groups, first) in tenants.items():
+        recv, send = ctx.Pipe(duplex=False)
+
+        def job(name=name, groups=groups, first=first, send=send):
+            with uihstore.Store.open(store_path, read_only=True) as train_st:
+                logs = [uihstore.SnapshotLog(p) for p in log_paths[first - 1:]]
+                send.send(train(train_st, name, groups, logs, seen[first - 1:], erased, late, threads))
+            send.close()
+
+        proc = ctx.Process(target=job)
+        proc.start()
+        jobs[name] = (proc, recv)
+    results = {}
+    for name, (proc, recv) in jobs.items():
+        results[name] = recv.recv()
+        proc.join()
+        if proc.exitcode != 0:
+            raise RuntimeError("training process %s exited with %s" % (name, proc.exitcode))
+    return results
+
+
 def rebuilt(m, log, order, batch=1024, ahead=2):
     """The materializer's results for the records of `log` (a SnapshotLog) in `order`, batch by batch."""
     ptrs, lens = log.pointers[order], log.lengths[order]
@@ -341,13 +399,17 @@ def run(work, users=3000, days=3, history=14, seed=1, threads=2, say=print):
     loaded = st.load(files, through=FIRST_DAY, threads=threads, progress=False)
     say("history: %d days of %s users, %s events, loaded as generation %d (%.1f s)"
         % (history, f"{users:,}", f"{loaded['events']:,}", current(st), time.time() - t))
+    st.close()
+    # From here on, as deployed: this process serves (it owns the mutable tiers, appends and snapshots),
+    # each night's load runs as `uih load` processes, one per shard, and training as read-only processes.
+    st = uihstore.Store.open(store_path, role="serve", follow_ms=20)
 
     zstd = Zstd()
     logs, seen, future = [], [], 0  # per day: its log, and what inference returned (Day.serve)
     for number in range(1, days + 1):
         t = time.time()
         if number == 2:
-            change = st.load([], schema=SCHEMA_V2, threads=threads, progress=False)
+            change = nightly_load(st, store_path, [], schema=SCHEMA_V2)
             schema = {"version": change["schema_version"], "events": change["events"]}
             say("schema v1 -> v2: %s stored events re-encoded without 'score', as generation %d (%.1f s)"
                 % (f"{change['events']:,}", current(st), time.time() - t))
@@ -370,7 +432,7 @@ def run(work, users=3000, days=3, history=14, seed=1, threads=2, say=print):
             deletes = inp("day-%d.delete.csv" % number)
             with open(deletes, "w") as f:
                 f.write("user_id\n%d\n" % erased)
-        st.load(load, through=start + DAY, deletes=deletes, threads=threads, progress=False)
+        nightly_load(st, store_path, load, through=start + DAY, deletes=deletes)
         say("day %d: %s events appended hour by hour, %s requests served and logged, loaded as generation %d "
             "(%.1f s)" % (number, f"{day.appended:,}", f"{len(seen[-1]):,}", current(st), time.time() - t))
 
@@ -383,18 +445,18 @@ def run(work, users=3000, days=3, history=14, seed=1, threads=2, say=print):
     del late["event"]
     status = st.status()
     erased_events = sum(len(st.read(erased, g)) for g in INFERENCE)
+    deployed = {"load_processes": st.load_processes, "cache": st.cache_stats()}
     st.close()
 
-    # Training, with the store opened read-only, as a training job in another process opens it.
+    # Training: each tenant in a process of its own, the store opened read-only, as a training job opens it.
     t = time.time()
     with uihstore.Store.open(store_path, read_only=True) as train_st:
         snapshot_logs = [uihstore.SnapshotLog(p) for p in logs]
         carried = scan_logs(snapshot_logs, late, train_st.schema()["groups"]["engagement"]["id"])
-        results = {name: train(train_st, name, groups, snapshot_logs[first - 1:], seen[first - 1:], erased, late,
-                               threads) for name, (groups, first) in TENANTS.items()}
+    results = train_in_process(store_path, TENANTS, logs, seen, erased, late, threads)
     late["rebuilt_with_it"] = sum(r["late_rebuilt_with_it"] for r in results.values())
-    say("training: %d tenants rebuilt and compared every record of their days (%.1f s)"
-        % (len(TENANTS), time.time() - t))
+    say("training: %d tenants, each in a read-only process of its own, rebuilt and compared every record of "
+        "their days (%.1f s)" % (len(TENANTS), time.time() - t))
     return {
         "users": users, "days": days, "history": history, "seed": seed, "threads": threads,
         "store": store_path, "logs": logs, "inputs": os.path.join(work, "input"), "uih": UIH,
@@ -406,7 +468,7 @@ def run(work, users=3000, days=3, history=14, seed=1, threads=2, say=print):
         "schema": schema, "late": late, "served_future_events": future,
         "erased": {"user": erased, "records": sum(r[0] == erased for k in seen for r in k),
                    "events_after": erased_events},
-        "tenants": results,
+        "tenants": results, "deployed": deployed,
         "unexpected": sum(len(r["unexpected"]) for r in results.values()),
         "seconds": time.time() - t_start,
     }
@@ -421,7 +483,14 @@ def screen(s):
     num, mb = "{:,}".format, lambda b: "%.1f MB" % (b / 1e6)
     here = lambda p: p if os.path.relpath(p).startswith("..") else os.path.relpath(p)  # noqa: E731
     late, erased, records = s["late"], s["erased"], s["records"]
+    cache = s["deployed"]["cache"]
     out = ["",
+           "deployed as    one serving process (this one: appends, snapshots, its write-through cache served %.0f%%"
+           % (100 * cache["hits"] / max(1, cache["hits"] + cache["misses"])),
+           "               of the mutable parts), %d `uih load --shard` processes that published each night while it"
+           % s["deployed"]["load_processes"],
+           "               served (followed without a reopen), and %d training processes, read-only"
+           % len(s["tenants"]),
            "the store      %s events of %s users (%d days of history + %d served) in %d generations: %s"
            % (num(s["events"]), num(s["users"]), s["history"], s["days"], s["generations"], mb(s["store_bytes"])),
            "the logs       %s inference requests, a snapshot record each: %s, %d bytes a record (%d of versions"

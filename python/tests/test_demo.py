@@ -67,3 +67,12 @@ def test_fat_rows_cost_more(demo, summary):
     for t in summary["tenants"].values():
         assert t["fat_bytes"] > t["bytes_read"] + t["record_bytes"]
     assert "identical" in demo.screen(summary)
+
+
+def test_it_runs_as_deployed(demo, summary):
+    # The serving process followed every night's `uih load --shard` processes (three days and the schema
+    # change, two shards each), its cache served the mutable parts, and the last screen says so.
+    assert summary["deployed"]["load_processes"] == 2 * (summary["days"] + 1)
+    cache = summary["deployed"]["cache"]
+    assert cache["hits"] > cache["misses"] > 0
+    assert "deployed as    one serving process" in demo.screen(summary)

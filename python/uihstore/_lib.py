@@ -153,6 +153,10 @@ class uih_store_opts(Structure):
                 ("follow_ms", c_uint32), ("cache_bytes", c_size_t)]
 
 
+class uih_cache_stats(Structure):
+    _fields_ = [(n, c_uint64) for n in ("hits", "misses", "entries", "bytes", "capacity")]
+
+
 class uih_store_init_opts(Structure):
     _fields_ = [("shards", c_uint32), ("chunk_span", c_int64)]
 
@@ -255,7 +259,7 @@ class uih_materializer_opts(Structure):
 
 
 # Every struct above, for the layout test.
-STRUCTS = [uih_error, uih_trait, uih_group, uih_column, uih_batch, uih_store_opts, uih_store_init_opts,
+STRUCTS = [uih_error, uih_trait, uih_group, uih_column, uih_batch, uih_store_opts, uih_cache_stats, uih_store_init_opts,
            uih_generation, uih_load_progress, uih_load_opts, uih_load_stats, uih_snapshot_spec_group,
            uih_snapshot_spec, uih_snapshot_group, uih_snapshot_record, uih_projection_group, uih_projection,
            uih_mat_column, uih_mat_group, uih_materialize_stats, uih_materializer_opts]
@@ -313,6 +317,7 @@ _proto(rocks, "uih_store_generations", c_int, P, c_uint32, POINTER(uih_generatio
        POINTER(c_uint32), E)
 _proto(rocks, "uih_store_pinned", c_int, P, c_uint32, c_uint32, POINTER(c_int), E)
 _proto(rocks, "uih_store_refresh", c_int, P, E)
+_proto(rocks, "uih_store_cache_stats", c_int, P, POINTER(uih_cache_stats), E)
 _proto(rocks, "uih_store_following", c_int, P, c_uint32, POINTER(c_uint32), E)
 _proto(rocks, "uih_store_sizes", c_int, P, c_uint32, POINTER(c_uint64), POINTER(c_uint64), E)
 _proto(rocks, "uih_store_read", c_int, P, c_uint64, c_uint16, c_int64, c_int64, c_uint32, c_uint32,

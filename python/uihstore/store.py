@@ -87,6 +87,13 @@ class Store:
         err = _err()
         L.check(L.uih_store_refresh(self._handle(), ctypes.byref(err)), err)
 
+    def cache_stats(self):
+        """The write-through cache of a store that owns its mutable tiers: hits, misses, entries, bytes,
+        capacity (zeros for other stores)."""
+        cs, err = L.uih_cache_stats(), _err()
+        L.check(L.uih_store_cache_stats(self._handle(), ctypes.byref(cs), ctypes.byref(err)), err)
+        return {f: getattr(cs, f) for f, _ in L.uih_cache_stats._fields_}
+
     def following(self, shard):
         """The generation a serving store serves for `shard`; raises the
         error of the follower's last attempt to follow a publish, if it

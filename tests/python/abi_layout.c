@@ -41,6 +41,8 @@ int main(void) {
   FIELD(uih_store_opts, one_shard); FIELD(uih_store_opts, shard); FIELD(uih_store_opts, role);
   FIELD(uih_store_opts, follow_ms); FIELD(uih_store_opts, cache_bytes); END();
   BEGIN(uih_store_init_opts); FIELD(uih_store_init_opts, shards); FIELD(uih_store_init_opts, chunk_span); END();
+  BEGIN(uih_cache_stats); FIELD(uih_cache_stats, hits); FIELD(uih_cache_stats, misses);
+  FIELD(uih_cache_stats, entries); FIELD(uih_cache_stats, bytes); FIELD(uih_cache_stats, capacity); END();
   BEGIN(uih_generation); FIELD(uih_generation, generation); FIELD(uih_generation, parent);
   FIELD(uih_generation, schema_version); FIELD(uih_generation, shard); FIELD(uih_generation, through);
   FIELD(uih_generation, horizon); FIELD(uih_generation, events); FIELD(uih_generation, stripes);
