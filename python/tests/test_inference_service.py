@@ -198,6 +198,12 @@ def test_serving_while_loads_publish(tmp_path):
     c.request("HEADER " + HEADER)
     head, _ = c.request(f"SNAPSHOT 3 {clock[0]} engagement:8")
     assert head.startswith(f"OK record={len(answers)} "), head
+    acked = []
+    for k in range(5):  # acknowledged appends: they survive the kill
+        ts = clock[0] + 100 + k
+        head, _ = c.request(f"APPEND 5,engagement,{ts},{777 + k},like,7")
+        assert head == "OK", head
+        acked.append(ts)
     c.close()
     time.sleep(0.2)
     service.send_signal(signal.SIGKILL)
@@ -212,5 +218,8 @@ def test_serving_while_loads_publish(tmp_path):
     service.send_signal(signal.SIGTERM)
     out, err = service.communicate(timeout=30)
     assert "cut off" in err, err
+    now = uih("read", "--store", store, "--user", 5, "--group", "engagement", "--tier", "all").stdout
+    kept = {int(row[2]) for row in csv.reader(io.StringIO(now)) if row[0] == "5"}
+    assert set(acked) <= kept, "an acknowledged append was lost to the kill"
     dump = uih("log", "dump", log).stdout
     assert dump.count("\n") >= len(answers) + 2
