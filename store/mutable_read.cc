@@ -51,6 +51,17 @@ int ChunkOf(const uih_mutable* m, const Slice& k, uint64_t user, uint16_t group,
 
 using Chunks = std::vector<std::pair<int64_t, std::string>>;  // (start, value)
 
+// The events gathered (newest first) into *out, oldest first; more than a
+// batch holds is UIH_ERR_OUT_OF_RANGE: the window is to be narrowed.
+int HandOut(const uih::Gather& gather, int64_t min_ts, int64_t max_ts, uih_batch** out, uih_error* err) {
+  if (gather.count() > UIH_STRIPE_EVENTS_MAX)
+    return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "%u events in [%" PRId64 ", %" PRId64 "], at most %d",
+                         gather.count(), min_ts, max_ts, UIH_STRIPE_EVENTS_MAX);
+  uih_batch_clear(*out);
+  int rc = uih_batch_reserve(out, std::max<uint32_t>(gather.count(), 1), err);
+  return rc == UIH_OK ? gather.AppendNewest(gather.count(), *out, err) : rc;
+}
+
 // The chunks of (user, group) starting in [start, end], read forwards: one
 // seek, then next entries, as cheap as a step gets in a memtable, where a
 // step back is a seek of its own. Into (*chunks)[0, *n).
@@ -152,12 +163,7 @@ int ReadChunks(uih_mutable* m, uint64_t user_id, const uih_group* g, int64_t min
                         : (static_cast<__int128>(want - total) * covered * 6 / 5 + total - 1) / total + 1;
     if (window > (static_cast<__int128>(1) << 62)) window = static_cast<__int128>(1) << 62;
   }
-  if (gather.count() > UIH_STRIPE_EVENTS_MAX)
-    return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "%u events in [%" PRId64 ", %" PRId64 "], at most %d",
-                         gather.count(), min_ts, max_ts, UIH_STRIPE_EVENTS_MAX);
-  uih_batch_clear(*out);
-  int rc = uih_batch_reserve(out, std::max<uint32_t>(gather.count(), 1), err);
-  return rc == UIH_OK ? gather.AppendNewest(gather.count(), *out, err) : rc;
+  return HandOut(gather, min_ts, max_ts, out, err);
 }
 
 // The chunks[0, n) of (user, group) (ascending, as the database holds
@@ -183,12 +189,7 @@ int DecodeChunks(const uih_mutable* m, const MutableCache::Chunks& chunks, int64
     if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "chunk at %" PRId64 ": ", c->first);
     gather.Take(0, (*b)->count);
   }
-  if (gather.count() > UIH_STRIPE_EVENTS_MAX)
-    return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "%u events in [%" PRId64 ", %" PRId64 "], at most %d",
-                         gather.count(), min_ts, max_ts, UIH_STRIPE_EVENTS_MAX);
-  uih_batch_clear(*out);
-  int rc = uih_batch_reserve(out, std::max<uint32_t>(gather.count(), 1), err);
-  return rc == UIH_OK ? gather.AppendNewest(gather.count(), *out, err) : rc;
+  return HandOut(gather, min_ts, max_ts, out, err);
 }
 
 // Every chunk of (user, group), as the database holds it now.

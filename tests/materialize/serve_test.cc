@@ -102,6 +102,25 @@ int Append(uih_store* s, uint64_t user, uint16_t group, const Ev& e) {
   return rc;
 }
 
+}  // namespace
+
+namespace uih_test {
+
+// A store of one shard with the events `rows` (kHeader's columns) loaded
+// through 1000, closed; its path.
+std::string StoreTest::OneDay(const std::string& rows) {
+  uih_store* s = Init("store", 1);
+  WriteFile(dir_ / "d1.csv", kHeader + rows);
+  uih_error err{};
+  EXPECT_EQ(Load(s, {dir_ / "d1.csv"}, 1000, 0, &err), UIH_OK) << uih_error_message(&err);
+  uih_store_close(s);
+  return dir_ / "store";
+}
+
+}  // namespace uih_test
+
+namespace {
+
 uih_projection Whole() {
   uih_projection p{};
   p.ngroups = 2;
@@ -146,14 +165,7 @@ TEST_F(StoreTest, AServingStoreFollowsALoadPublishedByAnother) {
   std::vector<std::string> records;
   std::vector<std::vector<Ev>> seen_a, seen_b;
   auto snap = [&](uint64_t u, int64_t request) {
-    uih_snapshot_spec spec{2, {{1, 24}, {2, 6}}};
-    const uih_batch* const* seqs;
-    const uint8_t* rec;
-    size_t len;
-    ASSERT_EQ(uih_snapshot(sn, u, request, &spec, &seqs, &rec, &len, &err), UIH_OK) << uih_error_message(&err);
-    records.emplace_back(reinterpret_cast<const char*>(rec), len);
-    seen_a.push_back(Events(seqs[0]));
-    seen_b.push_back(Events(seqs[1]));
+    SnapshotInto(sn, u, request, uih_snapshot_spec{2, {{1, 24}, {2, 6}}}, &records, &seen_a, &seen_b);
   };
   for (uint64_t u = 0; u < World::kUsers; u++) snap(u, w.through + kDay - 1);
   const size_t before_switch = records.size();
@@ -182,15 +194,7 @@ TEST_F(StoreTest, AServingStoreFollowsALoadPublishedByAnother) {
   EXPECT_LT(ms, 1000) << "served within a second of the publish (follow_ms 20)";
 
   // The scan begun before goes on reading generation 1, whole.
-  std::map<std::string, std::string> scanned;
-  for (;;) {
-    const uint8_t *k, *v;
-    size_t kl, vl;
-    ASSERT_EQ(uih_store_scan_next(sc, &k, &kl, &v, &vl, &err), UIH_OK) << uih_error_message(&err);
-    if (k == nullptr) break;
-    scanned[std::string(reinterpret_cast<const char*>(k), kl)] = std::string(reinterpret_cast<const char*>(v), vl);
-  }
-  EXPECT_EQ(scanned, gen1);
+  EXPECT_EQ(uih_test::Drain(sc), gen1);
   uih_store_scan_close(sc);
 
   // Both tiers as the model has them: every event once.
@@ -270,12 +274,8 @@ TEST_F(StoreTest, AServingStoreFollowsALoadPublishedByAnother) {
 // (uih_store_refresh); two serving stores of one shard cannot both own its
 // mutable tier, and the second says why.
 TEST_F(StoreTest, AServingStoreRefreshesWhenToldAndOwnsItsMutableTierAlone) {
-  uih_store* s = Init("store", 1);
-  WriteFile(dir_ / "d1.csv", uih_test::kHeader + "1,a,100,5,1\n");
+  const std::string path = OneDay("1,a,100,5,1\n");
   uih_error err{};
-  ASSERT_EQ(Load(s, {dir_ / "d1.csv"}, 1000, 0, &err), UIH_OK) << uih_error_message(&err);
-  uih_store_close(s);
-  const std::string path = dir_ / "store";
   uih_store* serve = OpenAs(path, UIH_STORE_ROLE_SERVE, 0);
   ASSERT_NE(serve, nullptr);
   uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
@@ -313,12 +313,8 @@ TEST_F(StoreTest, AServingStoreRefreshesWhenToldAndOwnsItsMutableTierAlone) {
 // applies it — the events deleted, the watermark advanced — and a user who
 // was not erased keeps theirs throughout.
 TEST_F(StoreTest, AnErasureNoServerHasAppliedYetHidesTheUsersMutableEvents) {
-  uih_store* s = Init("store", 1);
-  WriteFile(dir_ / "d1.csv", uih_test::kHeader + "1,a,100,5,1\n2,a,110,6,\n");
+  const std::string path = OneDay("1,a,100,5,1\n2,a,110,6,\n");
   uih_error err{};
-  ASSERT_EQ(Load(s, {dir_ / "d1.csv"}, 1000, 0, &err), UIH_OK) << uih_error_message(&err);
-  uih_store_close(s);
-  const std::string path = dir_ / "store";
   uih_store* serve = OpenAs(path, UIH_STORE_ROLE_SERVE, 0);
   ASSERT_EQ(Append(serve, 1, 1, Ev{1700, 7, -1}), UIH_OK);  // both above the next load's through
   ASSERT_EQ(Append(serve, 2, 1, Ev{1600, 8, -1}), UIH_OK);

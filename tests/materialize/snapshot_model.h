@@ -145,6 +145,21 @@ struct RecordPtrs {
   }
 };
 
+// One snapshot of `user` at `request` for `spec`: its record appended to
+// `records`, and what each of the spec's first two groups got to `a`, `b`.
+inline void SnapshotInto(uih_snapshotter* sn, uint64_t user, int64_t request, const uih_snapshot_spec& spec,
+                         std::vector<std::string>* records, std::vector<std::vector<Ev>>* a,
+                         std::vector<std::vector<Ev>>* b) {
+  const uih_batch* const* seqs;
+  const uint8_t* rec;
+  size_t len;
+  uih_error err{};
+  ASSERT_EQ(uih_snapshot(sn, user, request, &spec, &seqs, &rec, &len, &err), UIH_OK) << uih_error_message(&err);
+  records->emplace_back(reinterpret_cast<const char*>(rec), len);
+  a->push_back(Events(seqs[0]));
+  if (b) b->push_back(Events(seqs[1]));
+}
+
 // The record of one snapshot ("" and a test failure when it fails).
 inline std::string RecordOf(uih_snapshotter* sn, uint64_t user, int64_t request, const uih_snapshot_spec& spec) {
   const uih_batch* const* seqs;

@@ -151,14 +151,8 @@ TEST_F(StoreTest, MaterializedRecordsEqualWhatInferenceSaw) {
   for (int i = 0; i < 400; i++) {
     uint64_t u = w.rng() % 12;  // few users: many records each
     int64_t request = w.through + static_cast<int64_t>(w.rng() % kDay);
-    uih_snapshot_spec spec{2, {{1, 24}, {2, 6}}};
-    const uih_batch* const* seqs;
-    const uint8_t* rec;
-    size_t len;
-    ASSERT_EQ(uih_snapshot(sn, u, request, &spec, &seqs, &rec, &len, &err), UIH_OK) << uih_error_message(&err);
-    records.emplace_back(reinterpret_cast<const char*>(rec), len);
-    seen_a.push_back(Events(seqs[0]));
-    seen_b.push_back(Events(seqs[1]));
+    ASSERT_NO_FATAL_FAILURE(
+        SnapshotInto(sn, u, request, uih_snapshot_spec{2, {{1, 24}, {2, 6}}}, &records, &seen_a, &seen_b));
     users.push_back(u);
   }
   uih_snapshotter_free(sn);

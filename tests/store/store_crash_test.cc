@@ -82,32 +82,48 @@ int RunChild(const std::string& store, int64_t through, const std::string& phase
   return status;
 }
 
+// Two days of loader input in the test's folder, a store "base" of
+// kShards shards with day 0 loaded (generation 1), and "clean", a copy of
+// it after one child load of day 1: their generations, and how long that
+// load took.
+class CrashTest : public StoreTest {
+ protected:
+  void MakeBase(std::mt19937_64& rng, int events, uint64_t users) {
+    day0 = dir_ / "day0.csv";
+    day1 = dir_ / "day1.csv";
+    WriteFile(day0, Day(rng, 0, events, users));
+    WriteFile(day1, Day(rng, 1, events, users));
+    uih_error err{};
+    uih_store* s = Init("base", kShards);
+    ASSERT_EQ(Load(s, {day0}, through0, 0, &err), UIH_OK) << uih_error_message(&err);
+    before = ScanAll(s);
+    uih_store_close(s);
+    fs::copy(dir_ / "base", dir_ / "clean", fs::copy_options::recursive);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int status = RunChild(dir_ / "clean", through1, "-", 0, day1, -1);
+    clean_ms = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+    s = Open(dir_ / "clean");
+    after = ScanAll(s);
+    uih_store_close(s);
+  }
+  std::string day0, day1;
+  const int64_t through0 = kBase + kDay, through1 = kBase + 2 * kDay;
+  Generation before, after;
+  int clean_ms = 0;
+};
+
 // Killed at the end of reading, after each shard's merge, after each
 // shard's publish, and at random moments: every shard opens on the
 // generation before the load or the one it makes, whole, and rerunning the
 // same load gives exactly the clean run's generation in every shard.
-TEST_F(StoreTest, AKilledLoadLeavesCompleteGenerationsAndARerunConverges) {
+TEST_F(CrashTest, AKilledLoadLeavesCompleteGenerationsAndARerunConverges) {
   std::mt19937_64 rng(23);
-  std::string day0 = dir_ / "day0.csv", day1 = dir_ / "day1.csv";
-  WriteFile(day0, Day(rng, 0, 60000, 3000));
-  WriteFile(day1, Day(rng, 1, 60000, 3000));
-  const int64_t through0 = kBase + kDay, through1 = kBase + 2 * kDay;
+  ASSERT_NO_FATAL_FAILURE(MakeBase(rng, 60000, 3000));  // the base, and what one clean run of day 1 gives
   uih_error err{};
-
-  // The base (generation 1) and what one clean run of day 1 gives.
-  uih_store* s = Init("base", kShards);
-  ASSERT_EQ(Load(s, {day0}, through0, 0, &err), UIH_OK) << uih_error_message(&err);
-  Generation before = ScanAll(s);
-  uih_store_close(s);
-  fs::copy(dir_ / "base", dir_ / "clean", fs::copy_options::recursive);
-  auto t0 = std::chrono::steady_clock::now();
-  int status = RunChild(dir_ / "clean", through1, "-", 0, day1, -1);
-  int clean_ms = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
-  s = Open(dir_ / "clean");
-  Generation after = ScanAll(s);
-  uih_store_close(s);
+  uih_store* s = nullptr;
+  int status = 0;
 
   struct Kill {
     std::string phase;
@@ -165,22 +181,10 @@ TEST_F(StoreTest, AKilledLoadLeavesCompleteGenerationsAndARerunConverges) {
 // the server goes on serving, shard by shard, what it served or what the
 // killed load did publish, each whole, and follows the rerun's generation
 // to the clean run's bytes.
-TEST_F(StoreTest, AServerFollowsTheRerunOfALoadKilledWhilePublishing) {
+TEST_F(CrashTest, AServerFollowsTheRerunOfALoadKilledWhilePublishing) {
   std::mt19937_64 rng(29);
-  std::string day0 = dir_ / "day0.csv", day1 = dir_ / "day1.csv";
-  WriteFile(day0, Day(rng, 0, 20000, 1000));
-  WriteFile(day1, Day(rng, 1, 20000, 1000));
-  const int64_t through0 = kBase + kDay, through1 = kBase + 2 * kDay;
+  ASSERT_NO_FATAL_FAILURE(MakeBase(rng, 20000, 1000));
   uih_error err{};
-  uih_store* s = Init("base", kShards);
-  ASSERT_EQ(Load(s, {day0}, through0, 0, &err), UIH_OK) << uih_error_message(&err);
-  const Generation before = ScanAll(s);
-  uih_store_close(s);
-  fs::copy(dir_ / "base", dir_ / "clean", fs::copy_options::recursive);
-  ASSERT_EQ(RunChild(dir_ / "clean", through1, "-", 0, day1, -1), 0);
-  s = Open(dir_ / "clean");
-  const Generation after = ScanAll(s);
-  uih_store_close(s);
   for (int k = 0; k < 4; k++) {
     SCOPED_TRACE("kill " + std::to_string(k));
     const std::string store = dir_ / ("crash" + std::to_string(k));
@@ -228,22 +232,11 @@ TEST_F(StoreTest, AServerFollowsTheRerunOfALoadKilledWhilePublishing) {
 // naming the file and the system's reason, exits (no crash), and leaves the
 // previous generation current and intact in every shard; once there is
 // room, the same load gives the clean run's bytes.
-TEST_F(StoreTest, AFullDiskFailsTheLoadAndLeavesThePreviousGenerationServing) {
+TEST_F(CrashTest, AFullDiskFailsTheLoadAndLeavesThePreviousGenerationServing) {
   std::mt19937_64 rng(29);
-  std::string day0 = dir_ / "day0.csv", day1 = dir_ / "day1.csv";
-  WriteFile(day0, Day(rng, 0, 40000, 2000));
-  WriteFile(day1, Day(rng, 1, 40000, 2000));
-  const int64_t through0 = kBase + kDay, through1 = kBase + 2 * kDay;
+  ASSERT_NO_FATAL_FAILURE(MakeBase(rng, 40000, 2000));
   uih_error err{};
-  uih_store* s = Init("base", kShards);
-  ASSERT_EQ(Load(s, {day0}, through0, 0, &err), UIH_OK) << uih_error_message(&err);
-  Generation before = ScanAll(s);
-  uih_store_close(s);
-  fs::copy(dir_ / "base", dir_ / "clean", fs::copy_options::recursive);
-  ASSERT_EQ(RunChild(dir_ / "clean", through1, "-", 0, day1, -1), 0);
-  s = Open(dir_ / "clean");
-  Generation after = ScanAll(s);
-  uih_store_close(s);
+  uih_store* s = nullptr;
 
   struct Case {
     uint64_t memory, limit;

@@ -69,12 +69,10 @@ inline void WriteZstd(const std::string& path, const std::string& text) {
   WriteFile(path, out);
 }
 
-// One shard's generation as (key -> stripe bytes).
-inline std::map<std::string, std::string> Scan(uih_store* s, uint32_t shard) {
+// What is left of an open scan, as (key -> stripe bytes).
+inline std::map<std::string, std::string> Drain(uih_store_scan* sc) {
   std::map<std::string, std::string> out;
-  uih_store_scan* sc = nullptr;
   uih_error err{};
-  EXPECT_EQ(uih_store_scan_open(s, shard, 0, &sc, &err), UIH_OK) << uih_error_message(&err);
   for (;;) {
     const uint8_t *k, *v;
     size_t kl, vl;
@@ -82,6 +80,15 @@ inline std::map<std::string, std::string> Scan(uih_store* s, uint32_t shard) {
     if (k == nullptr) break;
     out[std::string(reinterpret_cast<const char*>(k), kl)] = std::string(reinterpret_cast<const char*>(v), vl);
   }
+  return out;
+}
+
+// One shard's generation as (key -> stripe bytes).
+inline std::map<std::string, std::string> Scan(uih_store* s, uint32_t shard) {
+  uih_store_scan* sc = nullptr;
+  uih_error err{};
+  EXPECT_EQ(uih_store_scan_open(s, shard, 0, &sc, &err), UIH_OK) << uih_error_message(&err);
+  std::map<std::string, std::string> out = sc ? Drain(sc) : std::map<std::string, std::string>{};
   uih_store_scan_close(sc);
   return out;
 }
@@ -116,6 +123,8 @@ class StoreTest : public ::testing::Test {
     uih_error local{};
     return uih_load(s, in.data(), in.size(), &o, st, err ? err : &local);
   }
+  // A store of one shard with `rows` loaded through 1000 (serve_test.cc).
+  std::string OneDay(const std::string& rows);
   uih_test::TempDir dir_;
 };
 
