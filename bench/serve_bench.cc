@@ -10,9 +10,10 @@
 // one group of 4 traits (ts, an item id, a category, a uint32). For each
 // of cache off and cache on (64 MiB), a serving store (UIH_STORE_ROLE_SERVE,
 // follow_ms 20) runs, for S seconds (default 5): one thread appending one
-// event at a time to random users at up to R events/s (default 100,000),
-// and one thread taking snapshots of L events (default 1,024: the newest
-// M from the mutable tier, the rest from the generation) of random users.
+// event at a time to random users at up to R events/s (default 100,000;
+// 0: none, to time snapshots alone), and one thread taking snapshots of L
+// events (default 1,024: the newest M from the mutable tier, the rest from
+// the generation) of random users.
 // Printed: snapshot latency p50 / p99 / p99.9 and snapshots/s, appends/s,
 // the cache's hit rate; then a load (a store of role load in this process)
 // publishes a new generation while both threads go on: the longest
@@ -157,6 +158,7 @@ Run Serve(const Opts& o, const std::string& path, size_t cache_bytes, int64_t th
   std::atomic<int> phase{0};  // 0 steady, 1 publishing, 2 stop
   std::atomic<uint64_t> appended{0};
   std::thread appender([&] {
+    if (o.append_rate <= 0) return;  // snapshots alone
     Event ev(g);
     std::mt19937_64 rng(o.seed + 7);
     const auto t0 = Clock::now();
