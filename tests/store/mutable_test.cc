@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <new>
 #include <stdexcept>
@@ -731,3 +732,63 @@ TEST(CApi, ExceptionsBecomeErrors) {
 }
 
 }  // namespace
+
+// A write-ahead log damaged in its middle (a flipped byte, a zeroed 4 KB
+// page) fails the open, naming the log file and what RocksDB dropped of it
+// (from its LOG, which a read-only open does not write): its default recovery
+// would stop at it and open on the records before, the events after it
+// silently gone. A log cut inside its last record (a process killed
+// mid-write) opens, without that record alone.
+TEST_F(Mutable, ADamagedWriteAheadLogFailsTheOpenInsteadOfDroppingEvents) {
+  namespace fs = std::filesystem;
+  Open();
+  for (int64_t i = 0; i < 400; i++) Append(1 + i % 7, AtTimes({1000 + i}));  // one log record each
+  uih_mutable_close(m_);
+  m_ = nullptr;
+  const fs::path db = dir_.path();
+  fs::path log;
+  for (auto& e : fs::directory_iterator(db))
+    if (e.path().extension() == ".log" && (log.empty() || fs::file_size(e.path()) > fs::file_size(log))) log = e.path();
+  ASSERT_FALSE(log.empty());
+  const uintmax_t size = fs::file_size(log);
+  ASSERT_GT(size, 8192u);
+  const std::string copy = dir_.path() + ".pristine-log";  // beside the database, not in it
+  fs::copy_file(log, copy, fs::copy_options::overwrite_existing);
+  auto damaged_open = [&](const char* what, const std::function<void(std::fstream&)>& damage) {
+    SCOPED_TRACE(what);
+    fs::copy_file(copy, log, fs::copy_options::overwrite_existing);
+    {
+      std::fstream f(log, std::ios::in | std::ios::out | std::ios::binary);
+      damage(f);
+    }
+    uih_error err{};
+    uih_mutable* m = nullptr;
+    EXPECT_EQ(UIH_ERR_CORRUPTION, uih_mutable_open(db.c_str(), schema_, nullptr, &m, &err))
+        << "opened on what came before the damage";
+    EXPECT_NE(std::string(err.msg).find("Corruption"), std::string::npos) << err.msg;
+    EXPECT_NE(std::string(err.msg).find(log.filename().string() + ": dropping"), std::string::npos)
+        << "names the log file, as RocksDB logged it: " << err.msg;
+    uih_mutable_close(m);
+  };
+  damaged_open("a flipped byte", [&](std::fstream& f) {
+    f.seekg(static_cast<std::streamoff>(size / 2));
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    c = static_cast<char>(c ^ 0x5a);
+    f.write(&c, 1);
+  });
+  damaged_open("a zeroed page", [&](std::fstream& f) {
+    f.seekp(4096);
+    const std::string zeros(4096, '\0');
+    f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  });
+  // Cut inside the last record: that record alone is gone.
+  fs::copy_file(copy, log, fs::copy_options::overwrite_existing);
+  fs::resize_file(log, size - 3);
+  Open();
+  size_t events = 0;
+  for (uint64_t u = 1; u <= 7; u++) events += Read(u).size();
+  EXPECT_EQ(events, 399u) << "every record but the torn last one";
+  fs::remove(copy);
+}

@@ -17,21 +17,54 @@
 #include <filesystem>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "rocksdb/env.h"
 
 namespace uih {
 
-// A logger that writes nothing: a read-only open creates no LOG file.
-class SilentLogger : public rocksdb::Logger {
+// Keeps the last few lines RocksDB logs at WARN and above, so that an open
+// that fails can say what RocksDB saw (which log file, which offset) even
+// when nothing is written (a read-only open's SilentLogger).
+class ReportingLogger : public rocksdb::Logger {
  public:
   using rocksdb::Logger::Logv;
+  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    if (level >= rocksdb::InfoLogLevel::WARN_LEVEL && level < rocksdb::InfoLogLevel::HEADER_LEVEL) {
+      va_list copy;
+      va_copy(copy, ap);
+      char line[512];
+      vsnprintf(line, sizeof line, format, copy);
+      va_end(copy);
+      std::lock_guard<std::mutex> lock(report_mu_);
+      if (report_.size() == 4) report_.erase(report_.begin());
+      report_.push_back(line);
+    }
+    rocksdb::Logger::Logv(level, format, ap);
+  }
+  // The lines kept, oldest first, joined by "; " (empty: none).
+  std::string Report() {
+    std::lock_guard<std::mutex> lock(report_mu_);
+    std::string out;
+    for (const std::string& l : report_) out += (out.empty() ? "" : "; ") + l;
+    return out;
+  }
+
+ private:
+  std::mutex report_mu_;
+  std::vector<std::string> report_;
+};
+
+// A logger that writes nothing: a read-only open creates no LOG file.
+class SilentLogger : public ReportingLogger {
+ public:
+  using ReportingLogger::Logv;
   void Logv(const char*, va_list) override {}
 };
 
 // DIR/LOG, appended to; at open, a LOG past 64 MiB becomes LOG.old (the
 // one before it is dropped). Lines RocksDB's way: local time, thread, text.
-class LogFile : public rocksdb::Logger {
+class LogFile : public ReportingLogger {
  public:
   explicit LogFile(const std::string& dir) {
     std::error_code ec;
@@ -43,7 +76,7 @@ class LogFile : public rocksdb::Logger {
   ~LogFile() override {
     if (f_) fclose(f_);
   }
-  using rocksdb::Logger::Logv;
+  using ReportingLogger::Logv;
   void Logv(const char* format, va_list ap) override {
     if (!f_) return;
     timeval now;
