@@ -49,6 +49,7 @@ int CreateShard(const std::string& path, const uih_schema* schema, const char* j
   DBOptions dbo;
   dbo.create_if_missing = true;
   dbo.error_if_exists = true;
+  uih::StrictRecovery(&dbo);
   std::vector<ColumnFamilyDescriptor> cfs = {{kDefaultColumnFamilyName, ColumnFamilyOptions()}};
   std::vector<ColumnFamilyHandle*> handles;
   DB* db = nullptr;

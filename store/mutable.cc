@@ -163,13 +163,10 @@ int ParseOptions(uih_mutable* m, const uih_mutable_opts& o, DBOptions* dbo, Colu
   config.invoke_prepare_options = true;
   dbo->create_if_missing = o.create_if_missing != 0 && !o.read_only;
   dbo->create_missing_column_families = !o.read_only;
-  // A write-ahead log replays whole, or the open fails: only a record torn
-  // at its very end (a process killed mid-write) is dropped. RocksDB's
-  // default (point in time) would stop at damage in the middle and open on
-  // what came before it, events silently gone. Closed logs are tracked in
-  // the MANIFEST, so a missing one fails the open too.
-  dbo->wal_recovery_mode = WALRecoveryMode::kTolerateCorruptedTailRecords;
-  dbo->track_and_verify_wals_in_manifest = true;
+  // A write-ahead log replays whole, or the open fails: RocksDB's default
+  // (point in time) would stop at damage in the middle and open on what
+  // came before it, events silently gone.
+  uih::StrictRecovery(dbo);
   if (o.read_only) {
     dbo->info_log = std::make_shared<uih::SilentLogger>();
   } else {
@@ -257,12 +254,7 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
   if (created) cfs.emplace_back(UIH_MUTABLE_CF, cfo);
   Status s = o.read_only ? DB::OpenForReadOnly(dbo, path, cfs, &m->handles, &m->db)
                          : DB::Open(dbo, path, cfs, &m->handles, &m->db);
-  if (!s.ok()) {  // with what RocksDB logged of it: the log file and offset of damage
-    auto* logger = dynamic_cast<uih::ReportingLogger*>(dbo.info_log.get());
-    const std::string said = logger ? logger->Report() : "";
-    if (!said.empty()) return StatusError(err, path, s, "opening its database (RocksDB logged: %s)", said.c_str());
-    return StatusError(err, path, s, "opening its database");
-  }
+  if (!s.ok()) return StatusError(err, path, s, "opening its database%s", uih::Logged(dbo).c_str());
   for (ColumnFamilyHandle* h : m->handles) {
     if (h->GetName() == UIH_MUTABLE_CF) m->events = h;
     if (h->GetName() == kDefaultColumnFamilyName) m->meta = h;

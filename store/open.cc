@@ -125,6 +125,7 @@ int OpenDatabase(uih_store* s, Shard* sh, bool ro, Database* im,
   DBOptions dbo;
   if (ro) dbo.info_log = std::make_shared<uih::SilentLogger>();
   else dbo.info_log = std::make_shared<uih::LogFile>(sh->path);
+  uih::StrictRecovery(&dbo);  // the metadata's log too: a damaged one never drops a publish silently
   std::vector<std::string> names;
   Status st = DB::ListColumnFamilies(dbo, sh->path, &names);
   if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u", sh->index);
@@ -133,7 +134,7 @@ int OpenDatabase(uih_store* s, Shard* sh, bool ro, Database* im,
   std::vector<ColumnFamilyHandle*> handles;
   st = ro ? DB::OpenForReadOnly(dbo, sh->path, cfs, &handles, &im->db)
           : DB::Open(dbo, sh->path, cfs, &handles, &im->db);
-  if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u", sh->index);
+  if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u%s", sh->index, uih::Logged(dbo).c_str());
   // Generations' handles wait in `others` (closed with the database) until
   // they are paired with their records.
   for (ColumnFamilyHandle* h : handles) {

@@ -11,6 +11,7 @@
 #include "uih/key.h"
 #include "uih_plugin/c_api.h"
 #include "uih_plugin/generation_files.h"
+#include "uih_plugin/logger.h"
 #include "uih_plugin/status.h"
 
 namespace uih {
@@ -64,6 +65,17 @@ std::vector<uint16_t> ColumnIds(const uih_batch* b, uint16_t skip) {
   for (uint32_t c = 0; c < b->ncolumns; c++)
     if (b->columns[c].trait->id != skip || skip == 0) ids.push_back(b->columns[c].trait->id);
   return ids;
+}
+
+void StrictRecovery(rocksdb::DBOptions* dbo) {
+  dbo->wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
+  dbo->track_and_verify_wals_in_manifest = true;
+}
+
+std::string Logged(const rocksdb::DBOptions& dbo) {
+  auto* logger = dynamic_cast<ReportingLogger*>(dbo.info_log.get());
+  const std::string said = logger ? logger->Report() : "";
+  return said.empty() ? "" : " (RocksDB logged: " + said + ")";
 }
 
 int NotAStore(uih_error* err, const char* path, const char* why) {

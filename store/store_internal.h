@@ -131,6 +131,15 @@ int ReadMetaI64(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, const std::s
 // The traits of `b`'s columns, in their order, but `skip` (0: none).
 std::vector<uint16_t> ColumnIds(const uih_batch* b, uint16_t skip = 0);
 
+// The options every database of a store opens with, on top of `dbo`: a
+// write-ahead log replays whole or the open fails (only a record torn at
+// its very end is dropped), closed logs tracked in the MANIFEST.
+void StrictRecovery(rocksdb::DBOptions* dbo);
+// " (RocksDB logged: ...)": what the database's logger (a ReportingLogger)
+// kept of a failed open at WARN and above — the log file and the bytes it
+// would drop — or "" when it kept nothing.
+std::string Logged(const rocksdb::DBOptions& dbo);
+
 // UIH_ERR_NOT_FOUND for a path that holds no store (a store, or a mutable
 // store), saying why: "not a uihstore store: PATH: why".
 int NotAStore(uih_error* err, const char* path, const char* why);

@@ -1058,6 +1058,46 @@ TEST_F(StoreTest, OlderFormatsOpenAndAWritableOpenMovesTheMutableTier) {
   }
 }
 
+// A shard's write-ahead log (its metadata: a publish's switch, erasures)
+// damaged in its middle fails every open — writable and read-only — naming
+// the log file, instead of opening on the publishes before the damage.
+TEST_F(StoreTest, ADamagedShardLogFailsTheOpenNamingIt) {
+  namespace fs = std::filesystem;
+  uih_store* s = Init("store", 1);
+  uih_error err{};
+  for (int day = 0; day < 3; day++) {
+    const std::string f = dir_ / ("d" + std::to_string(day) + ".csv");
+    WriteFile(f, kHeader + std::to_string(day + 1) + ",a," + std::to_string(100 + day * 1000) + ",5,1\n");
+    ASSERT_EQ(Load(s, {f}, 1000 + day * 1000, 0, &err), UIH_OK) << uih_error_message(&err);
+  }
+  uih_store_close(s);
+  fs::path log;
+  for (auto& e : fs::directory_iterator(dir_ / "store/shard-0000"))
+    if (e.path().extension() == ".log" && (log.empty() || fs::file_size(e.path()) > fs::file_size(log))) log = e.path();
+  ASSERT_FALSE(log.empty());
+  const uintmax_t size = fs::file_size(log);
+  ASSERT_GT(size, 100u) << "the publishes' switches are in the log";
+  {
+    std::fstream f(log, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(size / 2));
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    c = static_cast<char>(c ^ 0x5a);
+    f.write(&c, 1);
+  }
+  for (int ro : {1, 0}) {
+    SCOPED_TRACE(ro ? "read-only" : "writable");
+    uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
+    o.read_only = ro;
+    uih_store* bad = nullptr;
+    EXPECT_EQ(uih_store_open((dir_ / "store").c_str(), &o, &bad, &err), UIH_ERR_CORRUPTION);
+    EXPECT_NE(std::string(uih_error_message(&err)).find(log.filename().string() + ": dropping"), std::string::npos)
+        << uih_error_message(&err);
+    uih_store_close(bad);
+  }
+}
+
 // A store keeps whom its loads erased, with the generation and through of
 // the erasure, in each shard's metadata; a damaged entry is refused at open
 // by name.
