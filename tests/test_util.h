@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -47,6 +48,28 @@ inline std::string ReadFile(const std::string& path) {
 }
 inline void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+// The largest write-ahead log (*.log) of the RocksDB database at `dir`
+// ("" when it has none).
+inline std::filesystem::path LargestLog(const std::filesystem::path& dir) {
+  std::filesystem::path log;
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".log" &&
+        (log.empty() || std::filesystem::file_size(e.path()) > std::filesystem::file_size(log)))
+      log = e.path();
+  return log;
+}
+
+// The byte at `offset` of the file at `path`, its bits flipped by `mask`.
+inline void FlipByte(const std::filesystem::path& path, uint64_t offset, unsigned char mask = 0x5a) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  char c = 0;
+  f.seekg(static_cast<std::streamoff>(offset));
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ static_cast<char>(mask));
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(&c, 1);
 }
 
 }  // namespace uih_test

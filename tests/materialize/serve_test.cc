@@ -117,6 +117,16 @@ std::string StoreTest::OneDay(const std::string& rows) {
   return dir_ / "store";
 }
 
+int StoreTest::LoadErasing(uih_store* s, const std::string& file, int64_t through, uint64_t user, uih_error* err) {
+  const std::string del = dir_ / "del.csv";
+  WriteFile(del, "user_id\n" + std::to_string(user) + "\n");
+  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+  o.through = through;
+  o.deletes = del.c_str();
+  const char* in[] = {file.c_str()};
+  return uih_load(s, in, 1, &o, nullptr, err);
+}
+
 }  // namespace uih_test
 
 namespace {
@@ -174,14 +184,9 @@ TEST_F(StoreTest, AServingStoreFollowsALoadPublishedByAnother) {
   uih_store_scan* sc = nullptr;
   ASSERT_EQ(uih_store_scan_open(serve, 0, 0, &sc, &err), UIH_OK);
 
-  std::string day1 = dir_ / "day1.csv", del = dir_ / "del.csv";
+  const std::string day1 = dir_ / "day1.csv";
   WriteFile(day1, w.day1_csv);
-  WriteFile(del, "user_id\n" + std::to_string(erased) + "\n");
-  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
-  o.through = w.through + kDay;
-  o.deletes = del.c_str();
-  std::vector<const char*> in = {day1.c_str()};
-  ASSERT_EQ(uih_load(load, in.data(), 1, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
+  ASSERT_EQ(LoadErasing(load, day1, w.through + kDay, erased, &err), UIH_OK) << uih_error_message(&err);
   int pinned = 0;
   ASSERT_EQ(uih_store_pinned(load, 0, 1, &pinned, &err), UIH_OK);
   EXPECT_EQ(pinned, 1) << "the server held generation 1 when the load retired";
@@ -224,10 +229,7 @@ TEST_F(StoreTest, AServingStoreFollowsALoadPublishedByAnother) {
   EXPECT_EQ(pinned, 0) << "the server let generation 1 go once it served 2";
   std::string day2 = dir_ / "day2.csv";
   WriteFile(day2, "user_id,group,ts,item,liked\n1,a," + std::to_string(w.through + kDay + 7) + ",9,\n");
-  o = UIH_LOAD_OPTS_DEFAULT;
-  o.through = w.through + 2 * kDay;
-  in = {day2.c_str()};
-  ASSERT_EQ(uih_load(load, in.data(), 1, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
+  ASSERT_EQ(Load(load, {day2}, w.through + 2 * kDay, 0, &err), UIH_OK) << uih_error_message(&err);
   uih_generation gens[4];
   size_t n = 0;
   uint32_t cur = 0;
@@ -321,13 +323,7 @@ TEST_F(StoreTest, AnErasureNoServerHasAppliedYetHidesTheUsersMutableEvents) {
   uih_store_close(serve);
   uih_store* load = OpenAs(path, UIH_STORE_ROLE_LOAD);
   WriteFile(dir_ / "d2.csv", uih_test::kHeader + "3,a,1200,9,\n");
-  WriteFile(dir_ / "del.csv", "user_id\n1\n");
-  uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
-  o.through = 1550;
-  const std::string d2 = dir_ / "d2.csv", del = dir_ / "del.csv";
-  o.deletes = del.c_str();
-  const char* in[] = {d2.c_str()};
-  ASSERT_EQ(uih_load(load, in, 1, &o, nullptr, &err), UIH_OK) << uih_error_message(&err);
+  ASSERT_EQ(LoadErasing(load, dir_ / "d2.csv", 1550, 1, &err), UIH_OK) << uih_error_message(&err);
   uih_store_close(load);
   auto check = [&](uih_store* st, const char* when) {
     EXPECT_EQ(ReadAll(st, 1, 1), std::vector<Ev>{}) << when;
@@ -639,14 +635,8 @@ TEST_F(StoreTest, TheWriteThroughCacheServesWhatRocksDBHolds) {
     }
     // An erasure published by a load: the user's entry goes with the events.
     uih_store* load = OpenAs(path, UIH_STORE_ROLE_LOAD);
-    WriteFile(dir_ / "del.csv", "user_id\n3\n");
     WriteFile(dir_ / "d1.csv", uih_test::kHeader + "1,a,900,5,1\n");
-    uih_load_opts lo = UIH_LOAD_OPTS_DEFAULT;
-    lo.through = 1001;
-    const std::string d1 = dir_ / "d1.csv", del = dir_ / "del.csv";
-    lo.deletes = del.c_str();
-    const char* in[] = {d1.c_str()};
-    ASSERT_EQ(uih_load(load, in, 1, &lo, nullptr, &err), UIH_OK) << uih_error_message(&err);
+    ASSERT_EQ(LoadErasing(load, dir_ / "d1.csv", 1001, 3, &err), UIH_OK) << uih_error_message(&err);
     uih_store_close(load);
     ASSERT_EQ(uih_store_refresh(s, &err), UIH_OK) << uih_error_message(&err);
     EXPECT_EQ(SnapshotOf(sn, 3, INT64_MAX, 40), std::vector<Ev>{});

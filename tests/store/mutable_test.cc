@@ -746,21 +746,16 @@ TEST_F(Mutable, ADamagedWriteAheadLogFailsTheOpenInsteadOfDroppingEvents) {
   uih_mutable_close(m_);
   m_ = nullptr;
   const fs::path db = dir_.path();
-  fs::path log;
-  for (auto& e : fs::directory_iterator(db))
-    if (e.path().extension() == ".log" && (log.empty() || fs::file_size(e.path()) > fs::file_size(log))) log = e.path();
+  const fs::path log = uih_test::LargestLog(db);
   ASSERT_FALSE(log.empty());
   const uintmax_t size = fs::file_size(log);
   ASSERT_GT(size, 8192u);
   const std::string copy = dir_.path() + ".pristine-log";  // beside the database, not in it
   fs::copy_file(log, copy, fs::copy_options::overwrite_existing);
-  auto damaged_open = [&](const char* what, const std::function<void(std::fstream&)>& damage) {
+  auto damaged_open = [&](const char* what, const std::function<void()>& damage) {
     SCOPED_TRACE(what);
     fs::copy_file(copy, log, fs::copy_options::overwrite_existing);
-    {
-      std::fstream f(log, std::ios::in | std::ios::out | std::ios::binary);
-      damage(f);
-    }
+    damage();
     uih_error err{};
     uih_mutable* m = nullptr;
     EXPECT_EQ(UIH_ERR_CORRUPTION, uih_mutable_open(db.c_str(), schema_, nullptr, &m, &err))
@@ -770,15 +765,9 @@ TEST_F(Mutable, ADamagedWriteAheadLogFailsTheOpenInsteadOfDroppingEvents) {
         << "names the log file, as RocksDB logged it: " << err.msg;
     uih_mutable_close(m);
   };
-  damaged_open("a flipped byte", [&](std::fstream& f) {
-    f.seekg(static_cast<std::streamoff>(size / 2));
-    char c = 0;
-    f.read(&c, 1);
-    f.seekp(static_cast<std::streamoff>(size / 2));
-    c = static_cast<char>(c ^ 0x5a);
-    f.write(&c, 1);
-  });
-  damaged_open("a zeroed page", [&](std::fstream& f) {
+  damaged_open("a flipped byte", [&] { uih_test::FlipByte(log, size / 2); });
+  damaged_open("a zeroed page", [&] {
+    std::fstream f(log, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(4096);
     const std::string zeros(4096, '\0');
     f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));

@@ -125,6 +125,9 @@ class StoreTest : public ::testing::Test {
   }
   // A store of one shard with `rows` loaded through 1000 (serve_test.cc).
   std::string OneDay(const std::string& rows);
+  // A load of `file` through `through` into `s` that erases `user`
+  // (serve_test.cc).
+  int LoadErasing(uih_store* s, const std::string& file, int64_t through, uint64_t user, uih_error* err);
   uih_test::TempDir dir_;
 };
 

@@ -1071,21 +1071,11 @@ TEST_F(StoreTest, ADamagedShardLogFailsTheOpenNamingIt) {
     ASSERT_EQ(Load(s, {f}, 1000 + day * 1000, 0, &err), UIH_OK) << uih_error_message(&err);
   }
   uih_store_close(s);
-  fs::path log;
-  for (auto& e : fs::directory_iterator(dir_ / "store/shard-0000"))
-    if (e.path().extension() == ".log" && (log.empty() || fs::file_size(e.path()) > fs::file_size(log))) log = e.path();
+  const fs::path log = uih_test::LargestLog(dir_ / "store/shard-0000");
   ASSERT_FALSE(log.empty());
   const uintmax_t size = fs::file_size(log);
   ASSERT_GT(size, 100u) << "the publishes' switches are in the log";
-  {
-    std::fstream f(log, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(size / 2));
-    char c = 0;
-    f.read(&c, 1);
-    f.seekp(static_cast<std::streamoff>(size / 2));
-    c = static_cast<char>(c ^ 0x5a);
-    f.write(&c, 1);
-  }
+  uih_test::FlipByte(log, size / 2);
   for (int ro : {1, 0}) {
     SCOPED_TRACE(ro ? "read-only" : "writable");
     uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
