@@ -101,7 +101,7 @@ void MutableCache::Fill(uint64_t user, uint16_t group, uint64_t seq, Chunks chun
   Evict(st);
 }
 
-void MutableCache::Merge(uint64_t user, uint16_t group, int64_t start, const uint8_t* operand, size_t len) {
+void MutableCache::Merge(uint64_t user, uint16_t group, int64_t start, std::string operand) {
   Stripe& st = StripeOf(user, group);
   std::lock_guard<std::mutex> lock(st.mu);
   st.seq++;
@@ -115,7 +115,7 @@ void MutableCache::Merge(uint64_t user, uint16_t group, int64_t start, const uin
     e.chunks.insert(c, {start, std::string()});
     e.pending.insert(e.pending.begin() + static_cast<std::ptrdiff_t>(at), std::vector<std::string>());
   }
-  e.pending[at].emplace_back(reinterpret_cast<const char*>(operand), len);
+  e.pending[at].push_back(std::move(operand));
   const size_t added = sizeof(std::string) + e.pending[at].back().capacity();
   e.bytes += added;
   st.bytes += added;

@@ -54,7 +54,7 @@ class MutableCache {
   // An append's operand for the chunk at `start`, written to the database:
   // kept with the entry's chunk when cached, to be merged by the next read;
   // the stripe's sequence bumped.
-  void Merge(uint64_t user, uint16_t group, int64_t start, const uint8_t* operand, size_t len);
+  void Merge(uint64_t user, uint16_t group, int64_t start, std::string operand);
   // The user's entries of `groups` dropped: an erasure.
   void Erase(uint64_t user, const std::vector<uint16_t>& groups);
 

@@ -2,9 +2,7 @@
 // each with the schema and the format in one synced write, and their
 // mutable tiers with the chunk span; the descriptor last, so that nothing
 // is a store until it is whole.
-#include <fcntl.h>
 #include <sys/random.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cinttypes>
@@ -22,28 +20,6 @@ namespace fs = std::filesystem;
 using namespace rocksdb;
 
 namespace {
-
-// Writes `text` to DIR/NAME durably: a temporary file, fsync, rename, fsync
-// of the directory.
-int WriteFileDurably(const std::string& dir, const std::string& name, const std::string& text, uih_error* err) {
-  std::string tmp = dir + "/" + name + ".tmp", path = dir + "/" + name;
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return uih_error_set(err, UIH_ERR_IO, "store %s: creating %s: %s", dir.c_str(), tmp.c_str(), strerror(errno));
-  ssize_t n = write(fd, text.data(), text.size());
-  int e = n == static_cast<ssize_t>(text.size()) ? (fsync(fd) == 0 ? 0 : errno) : (n < 0 ? errno : ENOSPC);
-  close(fd);
-  if (e == 0 && rename(tmp.c_str(), path.c_str()) != 0) e = errno;
-  if (e != 0) {
-    unlink(tmp.c_str());
-    return uih_error_set(err, UIH_ERR_IO, "store %s: writing %s: %s", dir.c_str(), path.c_str(), strerror(e));
-  }
-  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
-  }
-  return UIH_OK;
-}
 
 int CreateShard(const std::string& path, const uih_schema* schema, const char* json, size_t len, uih_error* err) {
   DBOptions dbo;
@@ -114,7 +90,7 @@ int Init(const char* dir, const char* json, size_t len, const char* origin, cons
   }
   std::string text;
   if (rc == UIH_OK) rc = Descriptor(shards, &text, err);
-  if (rc == UIH_OK) rc = WriteFileDurably(root, uih::kDescriptorFile, text, err);
+  if (rc == UIH_OK) rc = uih::WriteFileDurably(root, uih::kDescriptorFile, text, err);
   if (rc != UIH_OK) {  // leave the directory as it was found
     for (uint32_t i = 0; i < shards; i++) {
       fs::remove_all(root + "/" + uih::ShardName(i), ec);

@@ -28,21 +28,7 @@ int WritePublished(uih_store* s, Shard* sh, uih_error* err) {
     std::lock_guard<std::mutex> lock(sh->mu);
     current = sh->current;
   }
-  const std::string path = s->dir + "/" + PublishedName(sh->index), tmp = path + ".tmp";
-  const std::string text = PublishedText(sh->index, current);
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int e = 0;
-  if (fd < 0) e = errno;
-  else {
-    ssize_t n = write(fd, text.data(), text.size());
-    if (n != static_cast<ssize_t>(text.size())) e = n < 0 ? errno : ENOSPC;
-    if (close(fd) != 0 && e == 0) e = errno;
-  }
-  if (e == 0 && rename(tmp.c_str(), path.c_str()) != 0) e = errno;
-  if (e == 0) return UIH_OK;
-  unlink(tmp.c_str());
-  return uih_error_set(err, UIH_ERR_IO, "store %s: writing %s (generation %u): %s", s->dir.c_str(), path.c_str(),
-                       current, strerror(e));
+  return WriteFileDurably(s->dir, PublishedName(sh->index), PublishedText(sh->index, current), err);
 }
 
 uint32_t ReadPublished(const uih_store* s, uint32_t shard) {

@@ -8,15 +8,10 @@
 // chunk span and uih.applied (the current generation: an older shard's
 // publishes erased from its mutable tier themselves; the watermark caught
 // up with its through), synced, and the store's directory synced so the
-// new folder's name is durable; (3) the commit: uih.format 3 written to
+// new folder's name is durable (SyncDirectory); (3) the commit: uih.format 3 written to
 // the shard with its watermark and chunk span deleted, in one synced
 // write; (4) the shard's uih.mutable dropped (an open of a format-3 shard
 // drops one left behind, so a failure here fails nothing).
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -55,13 +50,8 @@ int OpenWritable(uih_store* s, Shard* sh, Opened* o, uih_error* err) {
   std::vector<std::string> names;
   Status st = DB::ListColumnFamilies(dbo, sh->path, &names);
   if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u to move its mutable tier", sh->index);
-  uih_mutable_opts mo = UIH_MUTABLE_OPTS_DEFAULT;
-  mo.block_cache_bytes = s->opts.block_cache_bytes;
   std::vector<ColumnFamilyDescriptor> cfs;
-  for (const std::string& name : names)
-    cfs.emplace_back(name, name == UIH_MUTABLE_CF        ? uih::MutableCfOptions(mo)
-                           : uih::IsGenerationCf(name)   ? uih::GenerationCfOptions()
-                                                          : ColumnFamilyOptions());
+  for (const std::string& name : names) cfs.emplace_back(name, uih::ShardCfOptions(s, name));
   st = DB::Open(dbo, sh->path, cfs, &o->handles, &o->db);
   if (!st.ok())
     return StatusError(err, sh->path, st,
@@ -124,17 +114,6 @@ int CopyInto(Shard* sh, const Opened& o, uint32_t format, uih_error* err) {
   return UIH_OK;
 }
 
-// The directory holding `path`, synced: a new entry in it is durable.
-int SyncParent(const std::string& path, uih_error* err) {
-  const std::string dir = fs::path(path).parent_path().string();
-  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  int e = fd < 0 ? errno : (fsync(fd) == 0 ? 0 : errno);
-  if (fd >= 0) close(fd);
-  if (e == 0) return UIH_OK;
-  return uih_error_set(err, UIH_ERR_IO, "store %s: syncing it after creating %s: %s", dir.c_str(), path.c_str(),
-                       strerror(e));
-}
-
 }  // namespace
 
 namespace uih {
@@ -156,7 +135,7 @@ int MoveMutable(uih_store* s, Shard* sh, uih_error* err) {
     return uih_error_set(err, UIH_ERR_IO, "store %s: removing %s, left by a move that did not finish: %s",
                          s->dir.c_str(), sh->mutable_path.c_str(), ec.message().c_str());
   rc = CopyInto(sh, o, format, err);
-  if (rc == UIH_OK) rc = SyncParent(sh->mutable_path, err);
+  if (rc == UIH_OK) rc = SyncDirectory(s->dir, err);  // the new folder's name, durable before the commit
   if (rc != UIH_OK) return rc;
   WriteBatch wb;  // step 3
   Status st = wb.Put(o.meta, kFormatKey, U32Value(kStoreFormat));

@@ -363,8 +363,8 @@ int AppendMany(uih_mutable* m, const uint64_t* user_ids, const uih_batch* const*
   wo.sync = (flags & UIH_APPEND_SYNC) != 0;
   Status s = m->db->Write(wo, &wb);
   if (!s.ok()) return StatusError(err, m->path, s, "appending");
-  for (const Operand& op : ops)  // written: through to the cache
-    m->cache->Merge(op.user, op.group, op.start, reinterpret_cast<const uint8_t*>(op.bytes.data()), op.bytes.size());
+  for (Operand& op : ops)  // written: through to the cache
+    m->cache->Merge(op.user, op.group, op.start, std::move(op.bytes));
   return UIH_OK;
 }
 

@@ -44,6 +44,16 @@ ColumnFamilyOptions GenerationCfOptions() {
   return o;
 }
 
+ColumnFamilyOptions ShardCfOptions(const uih_store* s, const std::string& name) {
+  if (IsGenerationCf(name)) return GenerationCfOptions();
+  if (name == UIH_MUTABLE_CF) {
+    uih_mutable_opts mo = UIH_MUTABLE_OPTS_DEFAULT;
+    mo.block_cache_bytes = s->opts.block_cache_bytes;
+    return MutableCfOptions(mo);
+  }
+  return ColumnFamilyOptions();
+}
+
 }  // namespace uih
 
 namespace {
@@ -106,17 +116,6 @@ int ReadErased(Database* im, std::map<uint64_t, uih::Erasure>* erased, uih_error
   return UIH_OK;
 }
 
-// The options each column family of a shard's database is opened with.
-ColumnFamilyOptions CfOptions(const uih_store* s, const std::string& name) {
-  if (uih::IsGenerationCf(name)) return uih::GenerationCfOptions();
-  if (name == UIH_MUTABLE_CF) {
-    uih_mutable_opts mo = UIH_MUTABLE_OPTS_DEFAULT;
-    mo.block_cache_bytes = s->opts.block_cache_bytes;
-    return uih::MutableCfOptions(mo);
-  }
-  return ColumnFamilyOptions();
-}
-
 // Opens the shard's database with every column family it has, each with
 // its options; the generations' handles are returned by number.
 int OpenDatabase(uih_store* s, Shard* sh, bool ro, Database* im,
@@ -130,7 +129,7 @@ int OpenDatabase(uih_store* s, Shard* sh, bool ro, Database* im,
   Status st = DB::ListColumnFamilies(dbo, sh->path, &names);
   if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u", sh->index);
   std::vector<ColumnFamilyDescriptor> cfs;
-  for (const std::string& name : names) cfs.emplace_back(name, CfOptions(s, name));
+  for (const std::string& name : names) cfs.emplace_back(name, uih::ShardCfOptions(s, name));
   std::vector<ColumnFamilyHandle*> handles;
   st = ro ? DB::OpenForReadOnly(dbo, sh->path, cfs, &handles, &im->db)
           : DB::Open(dbo, sh->path, cfs, &handles, &im->db);

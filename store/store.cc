@@ -2,6 +2,10 @@
 // finding a user's shard, what the materializer may see of one
 // (uih_store/view.h), and the C API of what a store holds: its schema,
 // shards, generations, pins and sizes.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstring>
@@ -65,6 +69,28 @@ std::vector<uint16_t> ColumnIds(const uih_batch* b, uint16_t skip) {
   for (uint32_t c = 0; c < b->ncolumns; c++)
     if (b->columns[c].trait->id != skip || skip == 0) ids.push_back(b->columns[c].trait->id);
   return ids;
+}
+
+int SyncDirectory(const std::string& dir, uih_error* err) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int e = fd < 0 ? errno : (fsync(fd) == 0 ? 0 : errno);
+  if (fd >= 0) close(fd);
+  return e == 0 ? UIH_OK : uih_error_set(err, UIH_ERR_IO, "store %s: syncing the directory: %s", dir.c_str(), strerror(e));
+}
+
+int WriteFileDurably(const std::string& dir, const std::string& name, const std::string& text, uih_error* err) {
+  std::string tmp = dir + "/" + name + ".tmp", path = dir + "/" + name;
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return uih_error_set(err, UIH_ERR_IO, "store %s: creating %s: %s", dir.c_str(), tmp.c_str(), strerror(errno));
+  ssize_t n = write(fd, text.data(), text.size());
+  int e = n == static_cast<ssize_t>(text.size()) ? (fsync(fd) == 0 ? 0 : errno) : (n < 0 ? errno : ENOSPC);
+  close(fd);
+  if (e == 0 && rename(tmp.c_str(), path.c_str()) != 0) e = errno;
+  if (e != 0) {
+    unlink(tmp.c_str());
+    return uih_error_set(err, UIH_ERR_IO, "store %s: writing %s: %s", dir.c_str(), path.c_str(), strerror(e));
+  }
+  return SyncDirectory(dir, err);
 }
 
 void StrictRecovery(rocksdb::DBOptions* dbo) {
@@ -190,6 +216,7 @@ int ViewUser(uih_store* s, uint64_t user, bool with_split, ShardView* out, uih_e
 bool MutableErased(Shard* sh, uint64_t user, uint32_t generation) {
   if (sh->mut == nullptr || !sh->any_erased.load(std::memory_order_acquire)) return false;
   const uint32_t applied = MutableApplied(sh->mut);
+  if (applied >= generation) return false;  // the usual case: no lock on a snapshot's path
   std::lock_guard<std::mutex> lock(sh->mu);
   auto it = sh->erased.find(user);
   return it != sh->erased.end() && it->second.generation > applied && it->second.generation <= generation;

@@ -131,6 +131,15 @@ int ReadMetaI64(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, const std::s
 // The traits of `b`'s columns, in their order, but `skip` (0: none).
 std::vector<uint16_t> ColumnIds(const uih_batch* b, uint16_t skip = 0);
 
+// Writes `text` to DIR/NAME durably: a temporary file, fsync, rename, fsync
+// of the directory. Errors name the file and the system's reason.
+int WriteFileDurably(const std::string& dir, const std::string& name, const std::string& text, uih_error* err);
+// fsync of the directory `dir`: the entries made in it are durable.
+int SyncDirectory(const std::string& dir, uih_error* err);
+// The options a shard database's column family `name` opens with: a
+// generation's, the mutable tier's of an older format, or the defaults.
+rocksdb::ColumnFamilyOptions ShardCfOptions(const uih_store* s, const std::string& name);
+
 // The options every database of a store opens with, on top of `dbo`: a
 // write-ahead log replays whole or the open fails (only a record torn at
 // its very end is dropped), closed logs tracked in the MANIFEST.
