@@ -25,8 +25,12 @@
  *   QUIT                              closes the connection
  * A request that fails answers "ERR message" and changes nothing.
  *
- * Threads: the main thread accepts; --threads workers serve a connection
- * each at a time, each with its own snapshotter (uih/materialize.h); one
+ * Threads: the main thread waits on every connection at once (epoll) and
+ * queues each that has sent something; --threads workers take them first
+ * come first served and answer their requests (at most 64 in a turn), each
+ * worker with its own snapshotter (uih/materialize.h). So any number of
+ * clients (up to 1024) share the workers, none waits for another to
+ * disconnect; a request line is at most 64 KiB. One
  * log writer appends the records to --log in the order the snapshots were
  * served (so in request order per user; record R is the R-th of the log,
  * counted from 0 over the log's life). SIGTERM or SIGINT: no new
@@ -41,7 +45,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -49,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -68,6 +72,10 @@ static const char kUsage[] =
 
 /* ---- the service's state -------------------------------------------------------- */
 
+enum { kMaxConns = 1024, kMaxLine = 64 * 1024, kLinesPerTurn = 64 };
+
+struct conn;
+
 typedef struct record_node {
   struct record_node *next;
   size_t len;
@@ -79,12 +87,15 @@ static struct {
   const uih_schema *schema;
   unsigned append_flags;
   atomic_bool stop;
-  int listen_fd;
-  /* connections waiting for a worker */
+  int listen_fd, epoll_fd;
+  /* every open connection (conn_mu), and the readable ones waiting for a
+   * worker, first come first served */
   pthread_mutex_t conn_mu;
   pthread_cond_t conn_cv;
-  int conns[256];
-  size_t nconns;
+  struct conn *open[kMaxConns];
+  size_t nopen;
+  struct conn *ready[kMaxConns];
+  size_t ready_head, nready;
   /* the log writer's queue */
   pthread_mutex_t log_mu;
   pthread_cond_t log_cv;
@@ -197,15 +208,23 @@ static int open_log(const char *path) {
 
 /* ---- requests ------------------------------------------------------------------- */
 
+/* A client's connection: owned by the epoll set while it waits for input,
+ * then by the ready queue, then by the one worker serving it. */
 typedef struct conn {
   int fd;
-  FILE *in, *out;
-  char header[4096];
-  uih_snapshotter *sn;
-  char *body;
-  size_t body_len;
-  FILE *body_f; /* open_memstream over body */
+  char header[4096]; /* of its APPEND rows */
+  char in[kMaxLine]; /* what it sent that no request has consumed yet */
+  size_t in_len;
 } conn;
+
+/* A worker's own buffers: its snapshotter, a snapshot's CSV body, and the
+ * answer it is writing. */
+typedef struct worker_state {
+  uih_snapshotter *sn;
+  char *body, *out;
+  size_t body_len, out_len;
+  FILE *body_f, *out_f; /* open_memstream over body and out */
+} worker_state;
 
 static void default_header(char *out, size_t cap) {
   size_t n = (size_t)snprintf(out, cap, "user_id,group,ts");
@@ -270,7 +289,7 @@ static int parse_spec(char *text, uih_snapshot_spec *spec, char *msg, size_t cap
   return spec->ngroups > 0 ? 1 : (snprintf(msg, cap, "no group"), 0);
 }
 
-static int snapshot(conn *c, char *args, char *msg, size_t cap) {
+static int snapshot(worker_state *w, char *args, char *msg, size_t cap) {
   char *save = NULL, *u = strtok_r(args, " ", &save), *t = strtok_r(NULL, " ", &save),
        *s = strtok_r(NULL, " ", &save);
   if (!u || !t || !s) return snprintf(msg, cap, "usage: SNAPSHOT USER TS GROUP[:N][,...]"), 0;
@@ -285,32 +304,32 @@ static int snapshot(conn *c, char *args, char *msg, size_t cap) {
   const uint8_t *rec;
   size_t len;
   uih_error err = {0};
-  if (uih_snapshot(c->sn, user, (int64_t)ts, &spec, &seqs, &rec, &len, &err) != UIH_OK)
+  if (uih_snapshot(w->sn, user, (int64_t)ts, &spec, &seqs, &rec, &len, &err) != UIH_OK)
     return snprintf(msg, cap, "%s", uih_error_message(&err)), 0;
   uint64_t number;
   if (!log_record(rec, len, &number)) return snprintf(msg, cap, "out of memory"), 0;
-  rewind(c->body_f);
+  rewind(w->body_f);
   unsigned lines = 0;
   for (uint32_t k = 0; k < spec.ngroups; k++) {
-    if (uih_csv_write_header(c->body_f, seqs[k], &err) != UIH_OK) return snprintf(msg, cap, "%s", uih_error_message(&err)), 0;
+    if (uih_csv_write_header(w->body_f, seqs[k], &err) != UIH_OK) return snprintf(msg, cap, "%s", uih_error_message(&err)), 0;
     lines++;
     for (uint32_t r = 0; r < seqs[k]->count; r++, lines++)
-      if (uih_csv_write_row(c->body_f, user, seqs[k], r, &err) != UIH_OK)
+      if (uih_csv_write_row(w->body_f, user, seqs[k], r, &err) != UIH_OK)
         return snprintf(msg, cap, "%s", uih_error_message(&err)), 0;
   }
-  fflush(c->body_f);
-  fprintf(c->out, "OK record=%" PRIu64 " lines=%u\n", number, lines);
-  fwrite(c->body, 1, (size_t)ftell(c->body_f), c->out);
+  fflush(w->body_f);
+  fprintf(w->out_f, "OK record=%" PRIu64 " lines=%u\n", number, lines);
+  fwrite(w->body, 1, (size_t)ftell(w->body_f), w->out_f);
   atomic_fetch_add(&g.snapshots, 1);
   return 1;
 }
 
-static void stats(conn *c) {
+static void stats(FILE *out) {
   uih_cache_stats cs = {0};
   uih_error err = {0};
   uih_store_cache_stats(g.store, &cs, &err);
   double rate = cs.hits + cs.misses ? (double)cs.hits / (double)(cs.hits + cs.misses) : 0;
-  fprintf(c->out, "OK requests=%" PRIu64 " appends=%" PRIu64 " snapshots=%" PRIu64 " errors=%" PRIu64
+  fprintf(out, "OK requests=%" PRIu64 " appends=%" PRIu64 " snapshots=%" PRIu64 " errors=%" PRIu64
                   " p50_us=%" PRIu64 " p99_us=%" PRIu64 " cache_hit_rate=%.4f generation=",
           (uint64_t)atomic_load(&g.requests), (uint64_t)atomic_load(&g.appends), (uint64_t)atomic_load(&g.snapshots),
           (uint64_t)atomic_load(&g.errors), latency_quantile(0.5), latency_quantile(0.99), rate);
@@ -318,85 +337,175 @@ static void stats(conn *c) {
     uint32_t gen = 0;
     uih_error e = {0};
     uih_store_following(g.store, sh, &gen, &e);
-    fprintf(c->out, "%s%u", sh ? "," : "", gen);
+    fprintf(out, "%s%u", sh ? "," : "", gen);
   }
-  fputc('\n', c->out);
+  fputc('\n', out);
 }
 
-/* Serves one connection until it closes, QUITs, or the service stops. */
-static void serve(conn *c) {
-  char *line = NULL;
-  size_t cap = 0;
-  default_header(c->header, sizeof c->header);
-  for (;;) {
-    struct pollfd p = {c->fd, POLLIN, 0};
-    int ready = poll(&p, 1, 100);
-    if (ready == 0) {
-      if (atomic_load(&g.stop)) break;
+/* Answers one request line into w->out_f; 0 when the connection is to
+ * close (QUIT). */
+static int answer(worker_state *w, conn *c, char *line) {
+  const double t0 = now_us();
+  char msg[1024];
+  int ok = 1;
+  if (!strcmp(line, "QUIT")) return 0;
+  if (!strncmp(line, "HEADER ", 7)) {
+    snprintf(c->header, sizeof c->header, "%s", line + 7);
+    fputs("OK\n", w->out_f);
+  } else if (!strncmp(line, "APPEND ", 7)) {
+    if ((ok = append(c, line + 7, msg, sizeof msg))) fputs("OK\n", w->out_f);
+  } else if (!strncmp(line, "SNAPSHOT ", 9)) {
+    ok = snapshot(w, line + 9, msg, sizeof msg);
+  } else if (!strcmp(line, "STATS")) {
+    stats(w->out_f);
+  } else {
+    ok = 0;
+    snprintf(msg, sizeof msg, "unknown request (HEADER, APPEND, SNAPSHOT, STATS, QUIT)");
+  }
+  if (!ok) {
+    for (char *q = msg; *q; q++)
+      if (*q == '\n') *q = ' ';
+    fprintf(w->out_f, "ERR %s\n", msg);
+    atomic_fetch_add(&g.errors, 1);
+  }
+  atomic_fetch_add(&g.requests, 1);
+  count_latency(now_us() - t0);
+  return 1;
+}
+
+static int send_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return 0;
+    p += k;
+    n -= (size_t)k;
+  }
+  return 1;
+}
+
+typedef enum { kWait, kAgain, kClose } turn_end;
+
+/* One turn of a connection: the requests it has sent, up to kLinesPerTurn
+ * (so a client that keeps sending cannot hold a worker from the others),
+ * each answered before the next is read. */
+static turn_end serve_turn(worker_state *w, conn *c) {
+  for (int served = 0; served < kLinesPerTurn;) {
+    char *nl = memchr(c->in, '\n', c->in_len);
+    if (nl) {
+      size_t used = (size_t)(nl - c->in) + 1;
+      *nl = '\0';
+      if (nl > c->in && nl[-1] == '\r') nl[-1] = '\0';
+      rewind(w->out_f);
+      int more = answer(w, c, c->in);
+      fflush(w->out_f);
+      memmove(c->in, c->in + used, c->in_len - used);
+      c->in_len -= used;
+      served++;
+      if (!more || !send_all(c->fd, w->out, (size_t)ftell(w->out_f))) return kClose;
       continue;
     }
-    ssize_t n = getline(&line, &cap, c->in);
-    if (n <= 0) break;
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
-    const double t0 = now_us();
-    char msg[1024];
-    int ok = 1;
-    if (!strcmp(line, "QUIT")) break;
-    if (!strncmp(line, "HEADER ", 7)) {
-      snprintf(c->header, sizeof c->header, "%s", line + 7);
-      fputs("OK\n", c->out);
-    } else if (!strncmp(line, "APPEND ", 7)) {
-      if ((ok = append(c, line + 7, msg, sizeof msg))) fputs("OK\n", c->out);
-    } else if (!strncmp(line, "SNAPSHOT ", 9)) {
-      ok = snapshot(c, line + 9, msg, sizeof msg);
-    } else if (!strcmp(line, "STATS")) {
-      stats(c);
-    } else {
-      ok = 0;
-      snprintf(msg, sizeof msg, "unknown request (HEADER, APPEND, SNAPSHOT, STATS, QUIT)");
-    }
-    if (!ok) {
-      for (char *q = msg; *q; q++)
-        if (*q == '\n') *q = ' ';
-      fprintf(c->out, "ERR %s\n", msg);
+    if (c->in_len == sizeof c->in) {
+      static const char kTooLong[] = "ERR a request longer than 64 KiB; closing\n";
+      send_all(c->fd, kTooLong, sizeof kTooLong - 1);
       atomic_fetch_add(&g.errors, 1);
+      return kClose;
     }
-    fflush(c->out);
-    atomic_fetch_add(&g.requests, 1);
-    count_latency(now_us() - t0);
+    ssize_t n = recv(c->fd, c->in + c->in_len, sizeof c->in - c->in_len, MSG_DONTWAIT);
+    if (n > 0) c->in_len += (size_t)n;
+    else if (n < 0 && errno == EINTR) continue;
+    else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return kWait;
+    else return kClose; /* the client closed, or the connection failed */
   }
-  free(line);
+  return kAgain;
+}
+
+static void queue_ready(conn *c) {
+  pthread_mutex_lock(&g.conn_mu);
+  g.ready[(g.ready_head + g.nready++) % kMaxConns] = c;
+  pthread_cond_signal(&g.conn_cv);
+  pthread_mutex_unlock(&g.conn_mu);
+}
+
+/* Waits for the connection's next bytes: epoll hands it to a worker again. */
+static void wait_for_input(conn *c) {
+  struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c};
+  epoll_ctl(g.epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void close_conn(conn *c) {
+  pthread_mutex_lock(&g.conn_mu);
+  for (size_t i = 0; i < g.nopen; i++)
+    if (g.open[i] == c) {
+      g.open[i] = g.open[--g.nopen];
+      break;
+    }
+  pthread_mutex_unlock(&g.conn_mu);
+  epoll_ctl(g.epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+  close(c->fd);
+  free(c);
 }
 
 static void *worker(void *arg) {
   (void)arg;
-  conn c = {0};
+  worker_state w = {0};
   uih_error err = {0};
-  if (uih_snapshotter_create(g.store, &c.sn, &err) != UIH_OK) {
+  if (uih_snapshotter_create(g.store, &w.sn, &err) != UIH_OK) {
     fprintf(stderr, "inference_service: %s\n", uih_error_message(&err));
     return NULL;
   }
-  c.body_f = open_memstream(&c.body, &c.body_len);
+  w.body_f = open_memstream(&w.body, &w.body_len);
+  w.out_f = open_memstream(&w.out, &w.out_len);
   for (;;) {
     pthread_mutex_lock(&g.conn_mu);
-    while (g.nconns == 0 && !atomic_load(&g.stop)) pthread_cond_wait(&g.conn_cv, &g.conn_mu);
-    if (g.nconns == 0) {
+    while (g.nready == 0 && !atomic_load(&g.stop)) pthread_cond_wait(&g.conn_cv, &g.conn_mu);
+    if (g.nready == 0) {
       pthread_mutex_unlock(&g.conn_mu);
       break;
     }
-    c.fd = g.conns[--g.nconns];
+    conn *c = g.ready[g.ready_head];
+    g.ready_head = (g.ready_head + 1) % kMaxConns;
+    g.nready--;
     pthread_mutex_unlock(&g.conn_mu);
-    c.in = fdopen(c.fd, "r");
-    c.out = fdopen(dup(c.fd), "w");
-    if (c.in && c.out) serve(&c);
-    if (c.out) fclose(c.out);
-    if (c.in) fclose(c.in);
-    else close(c.fd);
+    switch (serve_turn(&w, c)) {
+      case kWait: wait_for_input(c); break;
+      case kAgain: /* more to serve, after the others' turns (none once stopping) */
+        if (atomic_load(&g.stop)) close_conn(c);
+        else queue_ready(c);
+        break;
+      case kClose: close_conn(c); break;
+    }
   }
-  fclose(c.body_f);
-  free(c.body);
-  uih_snapshotter_free(c.sn);
+  fclose(w.body_f);
+  fclose(w.out_f);
+  free(w.body);
+  free(w.out);
+  uih_snapshotter_free(w.sn);
   return NULL;
+}
+
+/* Accepts every waiting client into the epoll set. */
+static void accept_clients(void) {
+  for (;;) {
+    int fd = accept4(g.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    conn *c = calloc(1, sizeof *c);
+    pthread_mutex_lock(&g.conn_mu);
+    int room = c && g.nopen < kMaxConns;
+    if (room) g.open[g.nopen++] = c;
+    pthread_mutex_unlock(&g.conn_mu);
+    if (!room) {
+      static const char kFull[] = "ERR the service has its most connections; try again later\n";
+      send_all(fd, kFull, sizeof kFull - 1);
+      close(fd);
+      free(c);
+      continue;
+    }
+    c->fd = fd;
+    default_header(c->header, sizeof c->header);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c};
+    epoll_ctl(g.epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+  }
 }
 
 /* ---- main ------------------------------------------------------------------------- */
@@ -450,9 +559,15 @@ int main(int argc, char **argv) {
   }
   strcpy(addr.sun_path, sock);
   unlink(sock);
-  g.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  g.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (g.listen_fd < 0 || bind(g.listen_fd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(g.listen_fd, 64) != 0) {
     fprintf(stderr, "inference_service: %s: %s\n", sock, strerror(errno));
+    return 1;
+  }
+  g.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event listening = {.events = EPOLLIN, .data.ptr = NULL};
+  if (g.epoll_fd < 0 || epoll_ctl(g.epoll_fd, EPOLL_CTL_ADD, g.listen_fd, &listening) != 0) {
+    fprintf(stderr, "inference_service: epoll: %s\n", strerror(errno));
     return 1;
   }
   struct sigaction sa = {.sa_handler = on_signal};
@@ -470,18 +585,12 @@ int main(int argc, char **argv) {
          log_path, g.logged);
   fflush(stdout);
   while (!atomic_load(&g.stop)) {
-    struct pollfd p = {g.listen_fd, POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    int fd = accept4(g.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    pthread_mutex_lock(&g.conn_mu);
-    if (g.nconns < sizeof g.conns / sizeof g.conns[0]) {
-      g.conns[g.nconns++] = fd;
-      pthread_cond_signal(&g.conn_cv);
-    } else {
-      close(fd);
+    struct epoll_event evs[64];
+    int n = epoll_wait(g.epoll_fd, evs, 64, 100);
+    for (int i = 0; i < n; i++) {
+      if (evs[i].data.ptr == NULL) accept_clients();
+      else queue_ready(evs[i].data.ptr); /* readable, closed or failed: a worker finds out which */
     }
-    pthread_mutex_unlock(&g.conn_mu);
   }
   /* Stopping: no new connection; every request under way answered. */
   close(g.listen_fd);
@@ -490,6 +599,8 @@ int main(int argc, char **argv) {
   pthread_cond_broadcast(&g.conn_cv);
   pthread_mutex_unlock(&g.conn_mu);
   for (unsigned i = 0; i < threads; i++) pthread_join(workers[i], NULL);
+  while (g.nopen) close_conn(g.open[0]);
+  close(g.epoll_fd);
   pthread_mutex_lock(&g.log_mu);
   g.log_done = 1;
   pthread_cond_signal(&g.log_cv);

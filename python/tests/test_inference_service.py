@@ -42,6 +42,7 @@ def uih(*args):
 class Client:
     def __init__(self, path):
         self.s = socket.socket(socket.AF_UNIX)
+        self.s.settimeout(60)  # a stuck service fails the test instead of hanging it
         self.s.connect(path)
         self.f = self.s.makefile("rw")
 
@@ -61,10 +62,10 @@ class Client:
         self.s.close()
 
 
-def start(store, sock, log):
+def start(store, sock, log, threads=4):
     if os.path.exists(sock):  # a killed service's
         os.unlink(sock)
-    p = subprocess.Popen([SERVICE, "--store", store, "--socket", sock, "--log", log, "--threads", "4",
+    p = subprocess.Popen([SERVICE, "--store", store, "--socket", sock, "--log", log, "--threads", str(threads),
                           "--follow-ms", "50"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for _ in range(200):
         if os.path.exists(sock):
@@ -107,6 +108,12 @@ def test_serving_while_loads_publish(tmp_path):
     failures = []
 
     def client_loop(seed, stop):
+        try:
+            serve_requests(seed, stop)
+        except Exception as e:  # noqa: BLE001 - reported by the main thread's check of failures
+            failures.append("client %d: %r" % (seed, e))
+
+    def serve_requests(seed, stop):
         rng = random.Random(seed)
         c = Client(sock)
         c.request("HEADER " + HEADER)
@@ -146,21 +153,25 @@ def test_serving_while_loads_publish(tmp_path):
 
     control = Client(sock)
     stop = threading.Event()
-    threads = [threading.Thread(target=client_loop, args=(i, stop)) for i in range(4)]
+    threads = [threading.Thread(target=client_loop, args=(i, stop), daemon=True) for i in range(4)]
     for t in threads:
         t.start()
     (tmp_path / "del.csv").write_text("user_id\n7\n")
-    for n, extra in ((1, []), (2, ["--delete", str(tmp_path / "del.csv")]), (3, ["--schema", V2])):
-        time.sleep(0.4)
-        night(n, extra)
-        deadline = time.time() + 3
-        while stats(control)["generation"] != f"{n + 1},{n + 1}":
-            assert time.time() < deadline, "the service did not follow night %d: %s" % (n, stats(control))
-            time.sleep(0.02)
-    time.sleep(0.3)
-    stop.set()
-    for t in threads:
-        t.join()
+    try:
+        for n, extra in ((1, []), (2, ["--delete", str(tmp_path / "del.csv")]), (3, ["--schema", V2])):
+            time.sleep(0.4)
+            night(n, extra)
+            deadline = time.time() + 10  # the service polls every 50 ms; a busy CI machine is slow
+            while stats(control)["generation"] != f"{n + 1},{n + 1}":
+                assert time.time() < deadline, "the service did not follow night %d: %s" % (n, stats(control))
+                time.sleep(0.02)
+        time.sleep(0.3)
+    finally:  # a failure above must not leave the clients running forever
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+        if any(t.is_alive() for t in threads):
+            service.kill()
     st = stats(control)
     control.close()
     assert not failures, failures[:5]
@@ -223,3 +234,35 @@ def test_serving_while_loads_publish(tmp_path):
     assert set(acked) <= kept, "an acknowledged append was lost to the kill"
     dump = uih("log", "dump", log).stdout
     assert dump.count("\n") >= len(answers) + 2
+
+
+def test_clients_outnumbering_workers_share_them(tmp_path):
+    """Workers serve requests, not connections: with one worker, clients
+    that stay connected are all answered, turn by turn, and a request line
+    too long for the service is refused without stopping it."""
+    store, sock, log = str(tmp_path / "st"), str(tmp_path / "s.sock"), str(tmp_path / "snap.log")
+    uih("init", "--store", store, "--schema", V1, "--shards", 2)
+    service = start(store, sock, log, threads=1)
+    try:
+        clients = [Client(sock) for _ in range(6)]
+        for c in clients:
+            assert c.request("HEADER " + HEADER)[0] == "OK"
+        for rnd in range(20):
+            for k, c in enumerate(clients):
+                head, _ = c.request(f"APPEND {k + 1},engagement,{START + rnd},{rnd},click,5")
+                assert head == "OK", (k, rnd, head)
+        for k, c in enumerate(clients):
+            head, body = c.request(f"SNAPSHOT {k + 1} {START + 100} engagement:8")
+            assert head.startswith("OK record="), head
+            assert [item for _, item in item_ids(body)] == list(range(12, 20))
+        big = Client(sock)
+        big.f.write("APPEND " + "9" * (70 * 1024) + "\n")
+        big.f.flush()
+        assert big.f.readline().startswith("ERR a request longer than 64 KiB")
+        assert stats(clients[0])["appends"] == str(6 * 20)
+        for c in clients:
+            c.close()
+    finally:
+        service.send_signal(signal.SIGTERM)
+        out, err = service.communicate(timeout=30)
+    assert service.returncode == 0, err
