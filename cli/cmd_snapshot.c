@@ -232,7 +232,7 @@ int cmd_snapshot(int argc, char **argv) {
       lat = p;
     }
     lat[nlat++] = t;
-    if (log && uih_snapshot_log_append(log, rec, len, &err) != UIH_OK) {
+    if (log && uih_snapshot_log_write(log, record, rec, len, &err) != UIH_OK) {
       rc = cli_fail(CLI_FAIL, "%s: %s", log_path, uih_error_message(&err));
       break;
     }
@@ -264,31 +264,50 @@ int cmd_snapshot(int argc, char **argv) {
   return rc;
 }
 
-/* ---- uih log dump -------------------------------------------------------------------- */
+/* ---- uih log dump | check | seal ------------------------------------------------------- */
 
-int cmd_log(int argc, char **argv) {
-  if (argc != 2 || strcmp(argv[0], "dump") != 0) return cli_fail(CLI_USAGE, "usage: uih log dump FILE");
-  FILE *f = fopen(argv[1], "rb");
-  if (!f) return cli_fail(CLI_FAIL, "%s: %s", argv[1], strerror(errno));
+static const char kLogUsage[] =
+    "usage: uih log dump FILE    print a snapshot log's records as text, by number\n"
+    "       uih log check FILE   read it whole: its format, records, seal and every damage\n"
+    "       uih log seal FILE    close it for good (rotation): a sealed log cut short is detected\n";
+
+/* Reads the log f whole, going on past damage: each record to `dump` as
+ * text (when not NULL), each damage to stderr. Exit status: 0 when whole. */
+static int read_log(FILE *f, const char *path, FILE *dump, const char *cmd) {
   uih_error err = {0};
   uih_snapshot_log *l = NULL;
-  int rc = uih_snapshot_log_open(f, argv[1], &l, &err) == UIH_OK ? CLI_OK : cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+  if (uih_snapshot_log_open(f, path, &l, &err) != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
   char *text = NULL;
   size_t cap = 0;
-  for (uint64_t i = 0; rc == CLI_OK; i++) {
+  uint64_t records = 0, undecodable = 0, damages = 0, first = 0, last = 0;
+  int rc = CLI_OK;
+  for (;;) {
     const uint8_t *rec;
     size_t len;
     uint64_t off;
-    if (uih_snapshot_log_next(l, &rec, &len, &off, &err) != UIH_OK) {
+    const int got = uih_snapshot_log_next(l, &rec, &len, &off, &err);
+    if (got == UIH_ERR_CORRUPTION) {
+      fprintf(stderr, "uih log %s: damaged: %s\n", cmd, uih_error_message(&err));
+      damages++;
+      continue;
+    }
+    if (got != UIH_OK) {
       rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
       break;
     }
     if (!rec) break;
+    const uint64_t number = uih_snapshot_log_number(l);
+    if (!records) first = number;
+    last = number;
+    records++;
     uih_snapshot_record r;
     if (uih_snapshot_record_decode(rec, len, &r, &err) != UIH_OK) {
-      rc = cli_fail(CLI_FAIL, "%s: record %" PRIu64 " at byte %" PRIu64 ": %s", argv[1], i, off, uih_error_message(&err));
-      break;
+      fprintf(stderr, "uih log %s: damaged: %s: record %" PRIu64 " at byte %" PRIu64 ": %s\n", cmd, path, number, off,
+              uih_error_message(&err));
+      undecodable++;
+      continue;
     }
+    if (!dump) continue;
     size_t need = uih_snapshot_record_format(&r, NULL, 0) + 1;
     if (need > cap) {
       char *p = realloc(text, need);
@@ -300,11 +319,45 @@ int cmd_log(int argc, char **argv) {
       cap = need;
     }
     uih_snapshot_record_format(&r, text, cap);
-    printf("%" PRIu64 " @%" PRIu64 " (%zu bytes): %s\n", i, off, len, text);
+    fprintf(dump, "%" PRIu64 " @%" PRIu64 " (%zu bytes): %s\n", number, off, len, text);
   }
+  if (rc == CLI_OK && !dump) {
+    const int sealed = uih_snapshot_log_sealed(l);
+    printf("%s: snapshot log format %d: %" PRIu64 " records", path, uih_snapshot_log_version(l), records - undecodable);
+    if (records) printf(" (numbers %" PRIu64 "..%" PRIu64 ")", first, last);
+    if (damages || undecodable)
+      printf(", %" PRIu64 " damaged spans and %" PRIu64 " records that do not decode (each named above)", damages,
+             undecodable);
+    printf(", %s\n", sealed ? "sealed (closed whole)"
+                             : "not sealed (still written to; a cut at a frame's end cannot be told from its end)");
+  }
+  if (rc == CLI_OK && (damages || undecodable))
+    rc = cli_fail(CLI_FAIL, "%s: damaged: %" PRIu64 " damaged spans, %" PRIu64 " records that do not decode", path,
+                  damages, undecodable);
   free(text);
   uih_snapshot_log_close(l);
-  fclose(f);
+  return rc;
+}
+
+int cmd_log(int argc, char **argv) {
+  if (argc == 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) return fputs(kLogUsage, stdout), CLI_OK;
+  if (argc != 2 || (strcmp(argv[0], "dump") && strcmp(argv[0], "check") && strcmp(argv[0], "seal")))
+    return cli_fail(CLI_USAGE, "%s", kLogUsage);
+  const char *cmd = argv[0], *path = argv[1];
+  const int seal = !strcmp(cmd, "seal");
+  FILE *f = fopen(path, seal ? "r+b" : "rb");
+  if (!f) return cli_fail(CLI_FAIL, "%s: %s", path, strerror(errno));
+  int rc;
+  if (seal) {
+    uih_error err = {0};
+    uint64_t records = 0;
+    rc = uih_snapshot_log_seal(f, path, &records, &err) == UIH_OK
+             ? (printf("%s: sealed after %" PRIu64 " records\n", path, records), CLI_OK)
+             : cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+  } else {
+    rc = read_log(f, path, strcmp(cmd, "dump") ? NULL : stdout, cmd);
+  }
+  if (fclose(f) != 0 && rc == CLI_OK) rc = cli_fail(CLI_FAIL, "%s: %s", path, strerror(errno));
   return rc;
 }
 
@@ -480,18 +533,51 @@ int cmd_materialize(int argc, char **argv) {
   for (size_t k = 0; !nomem && k < depth; k++) nomem |= !pend[k].users;
   if (rc == CLI_OK && nomem) rc = cli_fail(CLI_FAIL, "out of memory");
   uih_materialize_stats total = {0};
-  uint64_t first = 0;
+  uint64_t first = 0, lost = 0; /* the filling batch's first record number; damaged spans of the log */
   int headers = 0;
   double t0 = now();
   while (rc == CLI_OK) {
     const uint8_t *rec;
     size_t len;
     uint64_t off;
-    if (uih_snapshot_log_next(l, &rec, &len, &off, &err) != UIH_OK) {
+    const int got = uih_snapshot_log_next(l, &rec, &len, &off, &err);
+    if (got == UIH_ERR_CORRUPTION && p.on_mismatch != UIH_MISMATCH_FAIL) {
+      /* the reader has moved past the damage, which names the records lost */
+      fprintf(stderr, "uih materialize: lost: %s\n", uih_error_message(&err));
+      lost++;
+      continue;
+    }
+    if (got != UIH_OK) {
       rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
       break;
     }
-    if (rec) { /* copied: the log's buffer holds the next record after this */
+    const uint64_t number = rec ? uih_snapshot_log_number(l) : 0;
+    /* A batch's records are numbered first, first + 1, ...: it goes to the
+     * materializer when full, at the end, and before records lost in between. */
+    const int submit_now = n && (!rec || number != first + n);
+    for (int pass = 0; pass < 2 && rc == CLI_OK; pass++) {
+      if (pass == 0 ? submit_now : n == batch) { /* submitted: the materializer copies the records */
+        for (size_t i = 0; i < n; i++) recs[i] = bytes + offs[i];
+        pending_batch *pb = &pend[(head + npend) % depth];
+        pb->first = first;
+        pb->n = n;
+        if (uih_materializer_submit(mz, recs, lens, n, &err) != UIH_OK) {
+          rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+          break;
+        }
+        npend++;
+        n = nbytes = 0;
+      }
+      while (rc == CLI_OK && npend > 0 && (npend == depth || !rec)) {
+        const pending_batch *pb = &pend[head];
+        if (take_batch(mz, &p, schema, pb, out, &headers, &total, &err) != UIH_OK)
+          rc = cli_fail(CLI_FAIL, "%s (records %" PRIu64 "..%" PRIu64 " of the log)", uih_error_message(&err),
+                        pb->first, pb->first + pb->n - 1);
+        head = (head + 1) % depth;
+        npend--;
+      }
+      if (pass == 1 || !rec) break;
+      /* copied: the log's buffer holds the next record after this */
       if (nbytes + len > cap) {
         size_t ncap = cap ? cap * 2 : (size_t)1 << 16;
         while (ncap < nbytes + len) ncap *= 2;
@@ -505,31 +591,11 @@ int cmd_materialize(int argc, char **argv) {
       }
       memcpy(bytes + nbytes, rec, len);
       uih_snapshot_record r;
+      if (n == 0) first = number;
       pend[(head + npend) % depth].users[n] = uih_snapshot_record_decode(rec, len, &r, NULL) == UIH_OK ? r.user_id : 0;
       offs[n] = nbytes;
       lens[n++] = len;
       nbytes += len;
-    }
-    if (n == batch || (!rec && n)) { /* submitted: the materializer copies the records */
-      for (size_t i = 0; i < n; i++) recs[i] = bytes + offs[i];
-      pending_batch *pb = &pend[(head + npend) % depth];
-      pb->first = first;
-      pb->n = n;
-      if (uih_materializer_submit(mz, recs, lens, n, &err) != UIH_OK) {
-        rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
-        break;
-      }
-      npend++;
-      first += n;
-      n = nbytes = 0;
-    }
-    while (rc == CLI_OK && npend > 0 && (npend == depth || !rec)) {
-      const pending_batch *pb = &pend[head];
-      if (take_batch(mz, &p, schema, pb, out, &headers, &total, &err) != UIH_OK)
-        rc = cli_fail(CLI_FAIL, "%s (records %" PRIu64 "..%" PRIu64 " of the log)", uih_error_message(&err),
-                      pb->first, pb->first + pb->n - 1);
-      head = (head + 1) % depth;
-      npend--;
     }
     if (!rec) break;
   }
@@ -547,8 +613,9 @@ int cmd_materialize(int argc, char **argv) {
   if (rc == CLI_OK)
     fprintf(stderr,
             "uih materialize: %" PRIu64 " records of %" PRIu64 " user batches, %" PRIu64 " events, %" PRIu64
-            " mismatched, %" PRIu64 " unreadable; %" PRIu64 " stripes decoded, %.1f KB read; %.0f records/s\n",
-            total.records, total.users, total.events, total.mismatches, total.unreadable, total.stripes_read,
+            " mismatched, %" PRIu64 " unreadable, %" PRIu64 " damaged spans of the log (records lost, named above);"
+            " %" PRIu64 " stripes decoded, %.1f KB read; %.0f records/s\n",
+            total.records, total.users, total.events, total.mismatches, total.unreadable, lost, total.stripes_read,
             (double)total.bytes_read / 1e3, t > 0 ? (double)total.records / t : 0.0);
   uih_store_close(s);
   return rc;

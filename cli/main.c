@@ -32,6 +32,8 @@ static void usage(FILE *out) {
           "                                      training: the logged records' sequences\n"
           "                                      rebuilt and projected, as the same CSV\n"
           "  log dump FILE                       print a snapshot log's records as text\n"
+          "  log check FILE                      read a log whole: records, seal, damage\n"
+          "  log seal FILE                       close a log for good (rotation)\n"
           "  schema check FILE [--previous OLD]  validate a schema file (and its\n"
           "                                      evolution from OLD) and print it\n"
           "  gen --schema FILE --group NAME [--users N] [--seed S] [--days D]\n"

@@ -78,6 +78,7 @@ struct conn;
 
 typedef struct record_node {
   struct record_node *next;
+  uint64_t number;
   size_t len;
   uint8_t bytes[];
 } record_node;
@@ -148,7 +149,7 @@ static int log_record(const uint8_t *rec, size_t len, uint64_t *number) {
   r->len = len;
   memcpy(r->bytes, rec, len);
   pthread_mutex_lock(&g.log_mu);
-  *number = g.logged++;
+  *number = r->number = g.logged++;
   if (g.tail) g.tail->next = r;
   else g.head = r;
   g.tail = r;
@@ -169,7 +170,7 @@ static void *log_writer(void *arg) {
     for (record_node *r = batch, *next; r; r = next) {
       next = r->next;
       uih_error err = {0};
-      if (uih_snapshot_log_append(g.log, r->bytes, r->len, &err) != UIH_OK)
+      if (uih_snapshot_log_write(g.log, r->number, r->bytes, r->len, &err) != UIH_OK)
         fprintf(stderr, "inference_service: log: %s\n", uih_error_message(&err));
       free(r);
     }

@@ -301,6 +301,7 @@ _proto(engine, "uih_snapshot_record_format", c_size_t, POINTER(uih_snapshot_reco
 _proto(engine, "uih_snapshot_log_index", c_int, P, c_size_t, c_char_p, P, P, P, P, c_size_t,
        POINTER(c_size_t), E)
 _proto(engine, "uih_snapshot_log_append", c_int, P, P, c_size_t, E)
+_proto(engine, "uih_snapshot_log_write", c_int, P, c_uint64, P, c_size_t, E)
 _proto(engine, "uih_snapshot_log_repair", c_int, P, c_char_p, POINTER(c_uint64), POINTER(c_uint64), E)
 
 # store

@@ -13,9 +13,11 @@ from . import _lib as L
 
 class SnapshotLog:
     """A snapshot log read whole: `users`, `request_ts`, `offsets` and
-    `lengths` are numpy arrays, one entry per record in log order; `data`
-    holds the file's bytes. A log cut or damaged anywhere raises UihError
-    naming the record and byte offset."""
+    `lengths` are numpy arrays, one entry per record in log order (entry i
+    is record number i); `data` holds the file's bytes. A log cut or
+    damaged anywhere raises UihError naming the bytes and the records lost
+    (`uih log check` lists every damage; `uih materialize --on-mismatch
+    flag` rebuilds the records that survive)."""
 
     def __init__(self, path):
         self.path = os.fspath(path)
@@ -110,7 +112,7 @@ class LogWriter:
             raise ValueError("the log writer is closed")
         buf = bytes(record)
         err = L.uih_error()
-        L.check(L.uih_snapshot_log_append(self._f, buf, len(buf), ctypes.byref(err)), err)
+        L.check(L.uih_snapshot_log_write(self._f, self.records, buf, len(buf), ctypes.byref(err)), err)
         self.records += 1
 
     def flush(self):

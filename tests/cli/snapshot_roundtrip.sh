@@ -5,7 +5,9 @@
 # and its late events loaded; every logged record rebuilt, whole and
 # projected, equal (diff) to the CSV `uih snapshot` printed; a user erased
 # since: mismatches named (fail), flagged or skipped; a cut log named by the
-# reader and cut back by the next writer.
+# reader and cut back by the next writer; a damaged log loses only the
+# damaged record, named, and no other record changes its number; a sealed
+# log is closed.
 #   snapshot_roundtrip.sh UIH SCHEMA WORKDIR
 set -eu
 uih=$1
@@ -91,4 +93,37 @@ grep -q "record 300 at byte" "$work/err" || { cat "$work/err"; fail "the cut rec
   2>"$work/err" || { cat "$work/err"; fail "append after a torn tail"; }
 grep -q "cut a torn last record" "$work/err" || { cat "$work/err"; fail "the torn tail is reported"; }
 [ "$("$uih" log dump "$work/cut.log" | wc -l)" -eq 301 ] || fail "after the repair: 300 records and the new one"
+# A damaged frame header (record 89's length and number): the reader says
+# which record it lost and finds the next; later records keep their numbers.
+off=$("$uih" log dump "$work/snap.log" | awk '$1 == 89 {print substr($2, 2)}')
+[ -n "$off" ] || fail "record 89's offset"
+cp "$work/snap.log" "$work/dmg.log"
+printf '\377\377\377\377\377\377\377\377' | dd of="$work/dmg.log" bs=1 seek=$((off + 4)) conv=notrunc 2>/dev/null
+if "$uih" log check "$work/dmg.log" >"$work/check.out" 2>"$work/err"; then fail "log check of a damaged log"; fi
+grep -q "record 89 is lost" "$work/err" || { cat "$work/err"; fail "log check names the lost record"; }
+grep -q ": snapshot log format 2: 300 records (numbers 0..300)" "$work/check.out" || { cat "$work/check.out"; fail "log check's summary"; }
+if "$uih" materialize --store "$work/st" --log "$work/dmg.log" --group engagement:48 --quiet 2>"$work/err"; then
+  fail "a damaged log must fail under --on-mismatch fail"
+fi
+grep -q "record 89 is lost" "$work/err" || { cat "$work/err"; fail "materialize names the lost record"; }
+"$uih" materialize --store "$work/st" --log "$work/dmg.log" --group engagement:48 --on-mismatch flag \
+  --out "$work/dmg.csv" 2>"$work/err" || { cat "$work/err"; fail "materialize --on-mismatch flag of a damaged log"; }
+grep -q "lost: .*record 89 is lost" "$work/err" || { cat "$work/err"; fail "the lost record is reported"; }
+grep -q "1 damaged spans of the log" "$work/err" || { cat "$work/err"; fail "the damaged span is counted"; }
+# records of user 7 were erased since; every other record keeps its number and its sequence
+awk -F, 'NR > 1 && $2 != 7 && $1 != 89' "$work/seen.csv" >"$work/want.csv"
+awk -F, 'NR > 1 && $2 != 7' "$work/dmg.csv" >"$work/got.csv"
+cmp -s "$work/want.csv" "$work/got.csv" || { diff "$work/want.csv" "$work/got.csv" | head; fail "records renumbered or changed"; }
+awk -F, 'NR > 1 && $1 == 89' "$work/dmg.csv" | grep -q . && fail "the lost record is printed"
+
+# A sealed (rotated) log: said so, refuses records; cut at its last frame's
+# end, it reads as not sealed.
+cp "$work/snap.log" "$work/sealed.log"
+"$uih" log seal "$work/sealed.log" | grep -q "sealed after 301 records" || fail "log seal"
+"$uih" log check "$work/sealed.log" | grep -q "301 records (numbers 0..300), sealed" || fail "log check of a sealed log"
+if "$uih" snapshot --store "$work/st" --user 5 --ts "$last" --group engagement:48 --log "$work/sealed.log" --quiet \
+  2>"$work/err"; then fail "a sealed log must take no record"; fi
+grep -q "sealed (closed) after 301 records; start a new log" "$work/err" || { cat "$work/err"; fail "sealed: named"; }
+head -c $(($(wc -c <"$work/sealed.log") - 24)) "$work/sealed.log" >"$work/unsealed.log"
+"$uih" log check "$work/unsealed.log" | grep -q "301 records (numbers 0..300), not sealed" || fail "the cut seal"
 echo "snapshot_roundtrip: ok"

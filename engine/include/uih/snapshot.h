@@ -149,9 +149,22 @@ size_t uih_snapshot_record_format(const uih_snapshot_record *r, char *out, size_
 /* ---- logs ------------------------------------------------------------------ */
 
 /* A snapshot log, what `uih snapshot` appends to and `uih materialize`
- * reads: the 8 bytes "UIHSLOG1", then records, each a varint length
- * (1..UIH_SNAPSHOT_RECORD_MAX) and the record's bytes. */
-#define UIH_SNAPSHOT_LOG_MAGIC "UIHSLOG1"
+ * reads: the 8 bytes "UIHSLOG2", then a frame per record:
+ *
+ *   u32 sync "UIHR" | u32 length | u64 number | u32 header check |
+ *   the record (length bytes) | u32 record check
+ *
+ * little-endian; the header's check covers its length and number, the
+ * record's is seeded with the number (engine/snapshot/log_format.h). Records
+ * are numbered 0, 1, 2, ... over the log's life, and a record keeps its
+ * number whatever happens to the others: a reader that meets damage says
+ * which bytes and which numbers it lost, finds the next whole frame and
+ * goes on, so a later record is never read under another's number. A log
+ * that is closed (rotated) ends with a seal, a frame of length 0 whose
+ * number counts the records before it: a sealed log cut short is detected.
+ * Logs of format 1 ("UIHSLOG1": a varint length per record, numbered by
+ * position) still read; new records go to format-2 logs only. */
+#define UIH_SNAPSHOT_LOG_MAGIC "UIHSLOG2"
 #define UIH_SNAPSHOT_RECORD_MAX ((size_t)64 << 20)
 
 typedef struct uih_snapshot_log uih_snapshot_log;
@@ -160,34 +173,55 @@ typedef struct uih_snapshot_log uih_snapshot_log;
  * empty file is an empty log. */
 int uih_snapshot_log_open(FILE *f, const char *name, uih_snapshot_log **out, uih_error *err);
 /* The next record (*rec NULL after the last), valid until the next call;
- * *offset = the byte where its length starts. A log that ends inside a
- * record (a writer killed mid-write) is UIH_ERR_CORRUPTION naming the
- * record's number and offset. The records themselves are not decoded. */
+ * *offset = the byte where its frame starts; its number is
+ * uih_snapshot_log_number(). Damage is UIH_ERR_CORRUPTION naming the bytes
+ * and the record numbers it cost (a damaged frame, a span that holds no
+ * frame, records missing between two frames, a tail cut inside a frame,
+ * bytes after the seal); the reader has then moved past it, so a caller
+ * that goes on reads the next whole record. The records themselves are not
+ * decoded. */
 int uih_snapshot_log_next(uih_snapshot_log *l, const uint8_t **rec, size_t *len, uint64_t *offset, uih_error *err);
-void uih_snapshot_log_close(uih_snapshot_log *l); /* NULL is fine; does not close f */
+uint64_t uih_snapshot_log_number(const uih_snapshot_log *l); /* of the record last returned */
+int uih_snapshot_log_sealed(const uih_snapshot_log *l);      /* 1 once the reader met the seal */
+int uih_snapshot_log_version(const uih_snapshot_log *l);     /* 1 or 2 */
+void uih_snapshot_log_close(uih_snapshot_log *l);            /* NULL is fine; does not close f */
 
 /* A log held in memory whole (`len` bytes from its magic, e.g. a file
  * read or mapped; `name` names it in messages): per record, in log order,
- * the offset of its bytes in `buf` (after its length), its length, and its
- * user id and request time as its header gives them (0 and 0 for a record
- * that does not decode: materializing it says why), into the arrays (each
- * may be NULL) up to `cap` records; *n gets how many the log holds, which
- * may exceed cap. For callers that hand a log's records to the
+ * the offset of its bytes in `buf` (after its frame's header), its length,
+ * and its user id and request time as its header gives them (0 and 0 for a
+ * record that does not decode: materializing it says why), into the arrays
+ * (each may be NULL) up to `cap` records; *n gets how many the log holds,
+ * which may exceed cap. For callers that hand a log's records to the
  * materializer in batches, or partition them by user, without a call per
- * record. Framing errors as uih_snapshot_log_next's. */
+ * record. Strict: any damage is UIH_ERR_CORRUPTION as uih_snapshot_log_next
+ * reports it, so the i-th record indexed is always record number i. */
 int uih_snapshot_log_index(const uint8_t *buf, size_t len, const char *name, uint64_t *offsets, uint64_t *lens,
                            uint64_t *users, int64_t *request_ts, size_t cap, size_t *n, uih_error *err);
 
-/* Appends a record to the log `f`, the magic first when `f` is empty. */
+/* Appends record `number` to the log `f` (format 2; the magic first when
+ * `f` is empty). A writer that keeps count (from uih_snapshot_log_repair's
+ * *records, then one more per record) numbers without reading the file. */
+int uih_snapshot_log_write(FILE *f, uint64_t number, const uint8_t *rec, size_t len, uih_error *err);
+/* Appends a record numbered one past the log's last (read from the end of
+ * the file `f` appends to, "ab" or "a+b"). A format-1 log, a sealed one,
+ * or one whose end is not a whole frame is refused. */
 int uih_snapshot_log_append(FILE *f, const uint8_t *rec, size_t len, uih_error *err);
 
 /* Before appending to a log a writer may have left cut (killed
- * mid-record): counts its whole records (*records) and cuts a torn last
- * record, or a torn magic, off the file `f` (opened for reading and
- * writing, e.g. "a+b"; *dropped = bytes cut), so records appended after
- * it stay readable. A log damaged anywhere but its tail is
- * UIH_ERR_CORRUPTION naming the record and offset, and left as it is. */
+ * mid-record): reads it whole, *records = the number its next record gets
+ * (its records' count), and cuts a torn last frame, or a torn magic, off
+ * the file `f` (opened for reading and writing, e.g. "a+b"; *dropped =
+ * bytes cut), so records appended after it stay readable. A log damaged
+ * anywhere but its tail is UIH_ERR_CORRUPTION naming the damage, and left
+ * as it is; a sealed or format-1 log is UIH_ERR_INVALID_ARGUMENT (start a
+ * new log). */
 int uih_snapshot_log_repair(FILE *f, const char *name, uint64_t *records, uint64_t *dropped, uih_error *err);
+
+/* Closes the log `f` for good (rotation): checks it reads whole, appends
+ * the seal, syncs; *records = the records it holds. Sealing a sealed log
+ * does nothing. A damaged log is not sealed (UIH_ERR_CORRUPTION). */
+int uih_snapshot_log_seal(FILE *f, const char *name, uint64_t *records, uih_error *err);
 
 /* ---- identities ------------------------------------------------------------ */
 
