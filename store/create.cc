@@ -21,7 +21,8 @@ using namespace rocksdb;
 
 namespace {
 
-int CreateShard(const std::string& path, const uih_schema* schema, const char* json, size_t len, uih_error* err) {
+int CreateShard(const std::string& path, const uih_schema* schema, const char* json, size_t len, uint64_t id,
+                uih_error* err) {
   DBOptions dbo;
   dbo.create_if_missing = true;
   dbo.error_if_exists = true;
@@ -36,6 +37,7 @@ int CreateShard(const std::string& path, const uih_schema* schema, const char* j
   WriteBatch wb;
   s = wb.Put(handles[0], uih::SchemaKey(uih_schema_version(schema)), Slice(json, len));
   if (s.ok()) s = wb.Put(handles[0], uih::kFormatKey, uih::U32Value(uih::kStoreFormat));
+  if (s.ok()) s = wb.Put(handles[0], uih::kStoreIdKey, uih::U64Value(id));
   if (s.ok()) s = db->Write(wo, &wb);
   for (ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
   Status c = db->Close();
@@ -44,16 +46,12 @@ int CreateShard(const std::string& path, const uih_schema* schema, const char* j
   return s.ok() ? UIH_OK : uih::StatusError(err, path, s, "writing the schema");
 }
 
-// The descriptor's text, with a random id: it names the store in the
-// records logged against it.
-int Descriptor(uint32_t shards, std::string* text, uih_error* err) {
-  uint64_t id = 0;
-  while (id == 0)
-    if (getrandom(&id, sizeof id, 0) != static_cast<ssize_t>(sizeof id))
+// A random store id: it names the store in the records logged against it.
+int NewStoreId(uint64_t* id, uih_error* err) {
+  *id = 0;
+  while (*id == 0)
+    if (getrandom(id, sizeof *id, 0) != static_cast<ssize_t>(sizeof *id))
       return uih_error_set(err, UIH_ERR_IO, "store_init: getrandom: %s", strerror(errno));
-  char line[32];
-  snprintf(line, sizeof line, "id %016" PRIx64 "\n", id);
-  *text = "uihstore 1\nshards " + std::to_string(shards) + "\n" + line;
   return UIH_OK;
 }
 
@@ -84,12 +82,14 @@ int Init(const char* dir, const char* json, size_t len, const char* origin, cons
   if (!existed && !fs::create_directories(dir, ec))
     return uih_error_set(err, UIH_ERR_IO, "store_init: creating %s: %s", dir, ec.message().c_str());
   const std::string root = dir;
+  uint64_t id = 0;
+  rc = NewStoreId(&id, err);
   for (uint32_t i = 0; i < shards && rc == UIH_OK; i++) {
-    rc = CreateShard(root + "/" + uih::ShardName(i), schema, json, len, err);
+    rc = CreateShard(root + "/" + uih::ShardName(i), schema, json, len, id, err);
     if (rc == UIH_OK) rc = uih::CreateStoreMutable(root + "/" + uih::MutableName(i), o.chunk_span, err);
   }
-  std::string text;
-  if (rc == UIH_OK) rc = Descriptor(shards, &text, err);
+  std::string text(uih_store_descriptor_write(shards, id, nullptr, 0), '\0');
+  uih_store_descriptor_write(shards, id, text.data(), text.size() + 1);
   if (rc == UIH_OK) rc = uih::WriteFileDurably(root, uih::kDescriptorFile, text, err);
   if (rc != UIH_OK) {  // leave the directory as it was found
     for (uint32_t i = 0; i < shards; i++) {

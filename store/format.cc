@@ -64,6 +64,12 @@ std::string U32Value(uint32_t v) {
   return Bytes(b, sizeof b);
 }
 
+std::string U64Value(uint64_t v) {
+  uint8_t b[8];
+  uih_store_be64(b, v);
+  return Bytes(b, sizeof b);
+}
+
 std::string I64Value(int64_t v) {
   uint8_t b[8];
   uih_store_be64(b, uih_order_u64(v));
@@ -76,6 +82,15 @@ int ParseU32Value(const rocksdb::Slice& v, const char* key, uint32_t* out, uih_e
   if (p == nullptr || uih_cursor_left(&c) != 0)
     return uih_corruption(err, "metadata key '%s' holds %zu bytes, expected 4 (u32, big-endian)", key, v.size());
   *out = uih_load_be32(p);
+  return UIH_OK;
+}
+
+int ParseU64Value(const rocksdb::Slice& v, const char* key, uint64_t* out, uih_error* err) {
+  uih_cursor c = CursorOf(v);
+  const uint8_t* p = uih_cursor_take(&c, 8);
+  if (p == nullptr || uih_cursor_left(&c) != 0)
+    return uih_corruption(err, "metadata key '%s' holds %zu bytes, expected 8 (u64, big-endian)", key, v.size());
+  *out = uih_load_be64(p);
   return UIH_OK;
 }
 

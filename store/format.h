@@ -9,8 +9,9 @@
 //
 //   DIR/
 //     UIHSTORE              the descriptor (text: format, shard count, the
-//                           store's id); written last by init; also the
-//                           file readers' pins lock (pins.h)
+//                           store's id, a check; uih/generation.h); written
+//                           last by init, never again; also the file
+//                           readers' pins lock (pins.h), so never replaced
 //     shard-%04u/           the shard's immutable side: one RocksDB database
 //                           (its metadata and its generations)
 //     shard-%04u.published  "uihstore published shard S generation G\n": a
@@ -66,6 +67,11 @@
 //                             (uih_stripe_context_serialize), when it has any;
 //                             written and deleted with its record
 //     uih.current             u32: the current generation
+//     uih.store_id            u64: the id of the store the shard belongs to
+//                             (its descriptor's); written at init, and by a
+//                             loader's open of a shard made before it; an
+//                             open whose descriptor names another id (or
+//                             none) is refused
 //     uih.erased/<user:u64>   u32 the generation whose load erased the user,
 //                             i64 that load's through (the last erasure);
 //                             kept for good, so that no record logged before
@@ -133,6 +139,7 @@ inline constexpr const char kErasedKeyPrefix[] = "uih.erased/";
 inline constexpr const char kWatermarkKey[] = "uih.watermark";
 inline constexpr const char kChunkSpanKey[] = "uih.chunk_span";
 inline constexpr const char kAppliedKey[] = "uih.applied";
+inline constexpr const char kStoreIdKey[] = "uih.store_id";
 
 // ---- keys --------------------------------------------------------------------
 
@@ -148,10 +155,12 @@ int ParseKeyU64(const rocksdb::Slice& key, const char* prefix, uint64_t* n, uih_
 // ---- values ------------------------------------------------------------------
 
 std::string U32Value(uint32_t v);
+std::string U64Value(uint64_t v);
 std::string I64Value(int64_t v);
 // The value `v` of key `key`, checked: corruption naming the key, its
 // length and what was expected. A format-1 i64 is read little-endian.
 int ParseU32Value(const rocksdb::Slice& v, const char* key, uint32_t* out, uih_error* err);
+int ParseU64Value(const rocksdb::Slice& v, const char* key, uint64_t* out, uih_error* err);
 int ParseI64Value(const rocksdb::Slice& v, uint32_t format, const char* key, int64_t* out, uih_error* err);
 
 std::string ErasedValue(const Erasure& e);

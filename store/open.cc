@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -244,6 +245,31 @@ int OpenMutable(uih_store* s, Shard* sh, bool ro, uih_error* err) {
   return rc;
 }
 
+// The shard belongs to the store its descriptor names: the id it recorded
+// is the descriptor's. A loader records it in a shard made before shards
+// did (a read-only or serving open never writes).
+int CheckStoreId(uih_store* s, const Shard* sh, Database* im, bool ro, uih_error* err) {
+  std::string v;
+  bool found;
+  int rc = uih::GetMeta(im->db, im->meta, im->path, uih::kStoreIdKey, "the store id", &v, &found, err);
+  uint64_t id = 0;
+  if (rc == UIH_OK && found) rc = uih::ParseU64Value(v, uih::kStoreIdKey, &id, err);
+  if (rc != UIH_OK) return rc;
+  if (found && id != s->id) {
+    char named[40] = "no id line";
+    if (s->id) snprintf(named, sizeof named, "store %016" PRIx64, s->id);
+    return uih_corruption(err,
+                          "store %s: its UIHSTORE descriptor names %s, but shard %u belongs to store %016" PRIx64
+                          ": the descriptor is damaged (cut short?) or belongs to another store",
+                          s->dir.c_str(), named, sh->index, id);
+  }
+  if (found || ro || s->id == 0) return UIH_OK;
+  WriteOptions wo;
+  wo.sync = true;
+  Status st = im->db->Put(wo, im->meta, uih::kStoreIdKey, uih::U64Value(s->id));
+  return st.ok() ? UIH_OK : StatusError(err, im->path, st, "recording the store id");
+}
+
 }  // namespace
 
 namespace uih {
@@ -285,6 +311,7 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
     rc = uih::MoveMutable(s, sh, err);
     if (rc == UIH_OK) rc = uih::ReadShard(s, sh, ro, &state, err);
   }
+  if (rc == UIH_OK) rc = CheckStoreId(s, sh, state.im.get(), ro, err);
   if (rc != UIH_OK) return rc;
   if (ro) rc = uih::PinShard(s, index, &state, err);
   if (rc != UIH_OK) return rc;

@@ -2,8 +2,10 @@
 #include "uih/generation.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "bits.h"
 #include "error_internal.h"
@@ -114,6 +116,27 @@ static int id_line(const char *s, size_t n, uint64_t *out) {
   return 1;
 }
 
+/* "check " and 8 lowercase hex digits. */
+static int check_line(const char *s, size_t n, uint32_t *out) {
+  if (n != 14 || memcmp(s, "check ", 6) != 0) return 0;
+  uint32_t v = 0;
+  for (size_t i = 6; i < n; i++) {
+    int d = s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10 : -1;
+    if (d < 0) return 0;
+    v = v << 4 | (uint32_t)d;
+  }
+  *out = v;
+  return 1;
+}
+
+static uint32_t descriptor_check(const char *text, size_t len) { return (uint32_t)XXH3_64bits(text, len); }
+
+size_t uih_store_descriptor_write(uint32_t shards, uint64_t id, char *out, size_t cap) {
+  char body[96];
+  const int n = snprintf(body, sizeof body, "uihstore 2\nshards %u\nid %016" PRIx64 "\n", shards, id);
+  return (size_t)snprintf(out, cap, "%scheck %08x\n", body, descriptor_check(body, (size_t)n));
+}
+
 int uih_store_descriptor_parse(const char *text, size_t len, uint32_t *shards, uint64_t *id, uih_error *err) {
   UIH_RETURN_IF(text == NULL || shards == NULL || id == NULL, err, UIH_ERR_INVALID_ARGUMENT,
                 "store descriptor: NULL argument");
@@ -121,20 +144,32 @@ int uih_store_descriptor_parse(const char *text, size_t len, uint32_t *shards, u
   size_t n;
   uint64_t format, count;
   if (len == 0 || text[len - 1] != '\n')
-    return uih_corruption(err, "store descriptor: %zu bytes not ending in a newline (truncated?)", len);
+    return uih_corruption(err, "store descriptor: %zu bytes not ending in a newline (cut short?)", len);
   s = next_line(&p, end, &n);
   if (!s || !number_line(s, n, "uihstore", 1, UINT32_MAX, &format))
-    return uih_corruption(err, "store descriptor: line 1: expected 'uihstore 1'");
-  UIH_RETURN_IF(format > 1, err, UIH_ERR_NOT_SUPPORTED,
-                "store descriptor: format %" PRIu64 ", this build reads format 1", format);
+    return uih_corruption(err, "store descriptor: line 1: expected 'uihstore 2' (or 'uihstore 1')");
+  UIH_RETURN_IF(format > 2, err, UIH_ERR_NOT_SUPPORTED,
+                "store descriptor: format %" PRIu64 ", this build reads formats 1 and 2", format);
   s = next_line(&p, end, &n);
   if (!s || !number_line(s, n, "shards", 1, UIH_STORE_SHARDS_MAX, &count))
     return uih_corruption(err, "store descriptor: line 2: expected 'shards N' with N in 1..%d", UIH_STORE_SHARDS_MAX);
   uint64_t store = 0;
   s = next_line(&p, end, &n);
-  if (s && !id_line(s, n, &store))
-    return uih_corruption(err, "store descriptor: line 3: expected 'id' and 16 hex digits (lowercase, not all 0)");
-  if (p != end) return uih_corruption(err, "store descriptor: line %d: expected the end of the file", s ? 4 : 3);
+  if ((s || format == 2) && !(s && id_line(s, n, &store)))
+    return uih_corruption(err, "store descriptor: line 3: expected 'id' and 16 hex digits (lowercase, not all 0)%s",
+                          s ? "" : ": the descriptor is cut short");
+  if (format == 2) { /* the check covers the lines above it */
+    const size_t covered = (size_t)(p - text);
+    uint32_t check = 0;
+    s = next_line(&p, end, &n);
+    if (!s || !check_line(s, n, &check))
+      return uih_corruption(err, "store descriptor: line 4: expected 'check' and 8 hex digits (lowercase)%s",
+                            s ? "" : ": the descriptor is cut short");
+    if (check != descriptor_check(text, covered))
+      return uih_corruption(err, "store descriptor: line 4: check %08x, but lines 1..3 give %08x: the descriptor is "
+                            "damaged", check, descriptor_check(text, covered));
+  }
+  if (p != end) return uih_corruption(err, "store descriptor: line %d: expected the end of the file", format == 2 ? 5 : s ? 4 : 3);
   *shards = (uint32_t)count;
   *id = store;
   return UIH_OK;

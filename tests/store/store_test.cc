@@ -1010,6 +1010,10 @@ TEST_F(StoreTest, OlderFormatsOpenAndAWritableOpenMovesTheMutableTier) {
       EXPECT_EQ(v, uih::U32Value(3));
       EXPECT_TRUE(db->Get({}, meta, uih::kWatermarkKey, &v).IsNotFound());
       EXPECT_TRUE(db->Get({}, meta, uih::kChunkSpanKey, &v).IsNotFound());
+      uint64_t id = 0;
+      ASSERT_TRUE(db->Get({}, meta, uih::kStoreIdKey, &v).ok()) << "a loader's open records the store id";
+      ASSERT_EQ(uih::ParseU64Value(v, uih::kStoreIdKey, &id, nullptr), UIH_OK);
+      EXPECT_NE(id, 0u);
       std::vector<std::string> names;
       ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), st / "shard-0000", &names).ok());
       EXPECT_EQ(std::count(names.begin(), names.end(), UIH_MUTABLE_CF), 0) << "the shard's uih.mutable dropped";
@@ -1295,23 +1299,30 @@ TEST_F(StoreTest, OpenRefusesWhatIsNotAStore) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "shard-0000"));
 }
 
-// Each store gets a random id in its descriptor (line 3); a descriptor of a
-// store made before ids opens with id 0; a damaged id line is named.
-TEST_F(StoreTest, TheDescriptorNamesItsStore) {
+// Each store gets a random id in its descriptor, which is checked: every
+// cut and every changed byte of it is refused, and so is a descriptor that
+// names another store or none (its shards record the id). Format-1
+// descriptors (no check line; stores made before ids had no id line) still
+// parse.
+TEST_F(StoreTest, TheDescriptorNamesItsStoreAndIsChecked) {
   uih_store* a = Init("a", 1);
   uih_store* b = Init("b", 1);
   ASSERT_TRUE(a && b);
-  EXPECT_NE(uih_store_id(a), 0u);
-  EXPECT_NE(uih_store_id(a), uih_store_id(b));
-  char line[32];
-  snprintf(line, sizeof line, "id %016" PRIx64 "\n", uih_store_id(a));
-  std::ifstream in(dir_ / "a/UIHSTORE");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text, std::string("uihstore 1\nshards 1\n") + line);
+  const uint64_t ida = uih_store_id(a), idb = uih_store_id(b);
+  EXPECT_NE(ida, 0u);
+  EXPECT_NE(ida, idb);
   uih_store_close(a);
   uih_store_close(b);
-  uih_error err{};
-  uih_store* s = nullptr;
+  auto read = [&](const char* name) {
+    std::ifstream in(dir_ / (std::string(name) + "/UIHSTORE"));
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string text = read("a");
+  char line[32];
+  snprintf(line, sizeof line, "id %016" PRIx64 "\n", ida);
+  EXPECT_EQ(text.substr(0, 40), std::string("uihstore 2\nshards 1\n") + line);
+  EXPECT_EQ(text.size(), 40u + 15u) << text;
+
   struct Case {
     std::string text;
     int rc;
@@ -1323,17 +1334,62 @@ TEST_F(StoreTest, TheDescriptorNamesItsStore) {
       {"uihstore 1\nshards 1\nid 00000000000000FF\n", UIH_ERR_CORRUPTION, "line 3: expected 'id'"},
       {"uihstore 1\nshards 1\nid 12345\n", UIH_ERR_CORRUPTION, "line 3: expected 'id'"},
       {"uihstore 1\nshards 1\nid 00000000000000ff\nx\n", UIH_ERR_CORRUPTION, "line 4: expected the end"},
+      {"uihstore 2\nshards 1\n", UIH_ERR_CORRUPTION, "line 3: expected 'id' and 16 hex digits (lowercase, not all 0): the descriptor is cut short"},
+      {"uihstore 2\nshards 1\nid 00000000000000ff\n", UIH_ERR_CORRUPTION, "line 4: expected 'check' and 8 hex digits (lowercase): the descriptor is cut short"},
+      {"uihstore 2\nshards 1\nid 00000000000000ff\ncheck 00000000\n", UIH_ERR_CORRUPTION, "line 4: check 00000000, but lines 1..3 give"},
+      {"uihstore 3\nshards 1\n", UIH_ERR_NOT_SUPPORTED, "format 3, this build reads formats 1 and 2"},
   };
   for (const Case& c : cases) {
-    WriteFile(dir_ / "a/UIHSTORE", c.text);
-    EXPECT_EQ(uih_store_open((dir_ / "a").c_str(), nullptr, &s, &err), c.rc) << c.text;
+    uint32_t shards = 0;
+    uint64_t id = 7;
+    uih_error err{};
+    EXPECT_EQ(uih_store_descriptor_parse(c.text.data(), c.text.size(), &shards, &id, &err), c.rc) << c.text;
     if (c.rc == UIH_OK) {
-      EXPECT_EQ(uih_store_id(s), c.text.find("ff") != std::string::npos ? 0xffu : 0u) << c.text;
-      uih_store_close(s);
+      EXPECT_EQ(id, c.text.find("ff") != std::string::npos ? 0xffu : 0u) << c.text;
     } else {
       EXPECT_NE(std::string(uih_error_message(&err)).find(c.message), std::string::npos) << uih_error_message(&err);
     }
   }
+  char again[96];
+  ASSERT_EQ(uih_store_descriptor_write(1, ida, again, sizeof again), text.size());
+  EXPECT_EQ(std::string(again), text);
+
+  // Every cut and every changed byte: the open is refused, and says why.
+  uih_store* s = nullptr;
+  auto refused = [&](const std::string& t, const std::string& what) {
+    WriteFile(dir_ / "a/UIHSTORE", t);
+    uih_error err{};
+    const int rc = uih_store_open((dir_ / "a").c_str(), nullptr, &s, &err);
+    EXPECT_NE(rc, UIH_OK) << what;
+    if (rc == UIH_OK) uih_store_close(s);
+    else EXPECT_NE(std::string(uih_error_message(&err)).find("UIHSTORE"), std::string::npos) << uih_error_message(&err);
+  };
+  for (size_t cut = 0; cut < text.size(); cut++) refused(text.substr(0, cut), "cut at " + std::to_string(cut));
+  for (size_t at = 0; at < text.size(); at++)
+    for (int bit = 0; bit < 8; bit++) {
+      std::string t = text;
+      t[at] = static_cast<char>(t[at] ^ (1 << bit));
+      refused(t, "byte " + std::to_string(at) + " bit " + std::to_string(bit));
+    }
+  // A format-1 descriptor: with the store's id it opens; cut before its id
+  // line, or another store's, it names the shard that says otherwise.
+  WriteFile(dir_ / "a/UIHSTORE", std::string("uihstore 1\nshards 1\n") + line);
+  uih_error err{};
+  ASSERT_EQ(uih_store_open((dir_ / "a").c_str(), nullptr, &s, &err), UIH_OK) << uih_error_message(&err);
+  EXPECT_EQ(uih_store_id(s), ida);
+  uih_store_close(s);
+  WriteFile(dir_ / "a/UIHSTORE", "uihstore 1\nshards 1\n");
+  EXPECT_EQ(uih_store_open((dir_ / "a").c_str(), nullptr, &s, &err), UIH_ERR_CORRUPTION);
+  char want[160];
+  snprintf(want, sizeof want, "UIHSTORE descriptor names no id line, but shard 0 belongs to store %016" PRIx64, ida);
+  EXPECT_NE(std::string(uih_error_message(&err)).find(want), std::string::npos) << uih_error_message(&err);
+  WriteFile(dir_ / "a/UIHSTORE", read("b"));
+  EXPECT_EQ(uih_store_open((dir_ / "a").c_str(), nullptr, &s, &err), UIH_ERR_CORRUPTION);
+  snprintf(want, sizeof want, "names store %016" PRIx64 ", but shard 0 belongs to store %016" PRIx64, idb, ida);
+  EXPECT_NE(std::string(uih_error_message(&err)).find(want), std::string::npos) << uih_error_message(&err);
+  WriteFile(dir_ / "a/UIHSTORE", text);
+  ASSERT_EQ(uih_store_open((dir_ / "a").c_str(), nullptr, &s, &err), UIH_OK) << uih_error_message(&err);
+  uih_store_close(s);
 }
 
 // A load killed after it created its generation's column family but before

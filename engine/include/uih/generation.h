@@ -69,18 +69,27 @@ int uih_generation_decode(const uint8_t *buf, size_t len, uih_generation *out, u
 /* A store's descriptor: the text file UIHSTORE at the top of its directory,
  * written last by uih_store_init (a directory without it is not a store):
  *
- *   uihstore 1
+ *   uihstore 2
  *   shards 4
  *   id 9f86d081884c7d65
+ *   check 3c1f0a2e
  *
  * The id (16 lowercase hex digits, not all zero; random at init) names the
- * store in the snapshot records logged against it; stores made before it
- * existed have no id line (*id 0).
+ * store in the snapshot records logged against it; check is the low 32 bits
+ * of XXH3-64 of the three lines above it (with their newlines), in 8
+ * lowercase hex digits, so a damaged or cut descriptor is never read as
+ * another store. Format 1 ("uihstore 1") has no check line, and stores made
+ * before ids existed have no id line (*id 0); the store's shards record
+ * the id too (store/format.h), which catches a format-1 descriptor cut
+ * before its id.
  *
  * Parses `len` untrusted bytes; UIH_ERR_CORRUPTION naming the line and what
  * was expected, UIH_ERR_NOT_SUPPORTED for a newer format. */
 #define UIH_STORE_SHARDS_MAX 4096
 int uih_store_descriptor_parse(const char *text, size_t len, uint32_t *shards, uint64_t *id, uih_error *err);
+/* The descriptor (format 2) of a store of `shards` shards and id `id` into
+ * out; returns its length (snprintf's rule: output cut at `cap`). */
+size_t uih_store_descriptor_write(uint32_t shards, uint64_t id, char *out, size_t cap);
 
 #ifdef __cplusplus
 }
