@@ -52,6 +52,8 @@ int OpenWritable(uih_store* s, Shard* sh, Opened* o, uih_error* err) {
   if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u to move its mutable tier", sh->index);
   std::vector<ColumnFamilyDescriptor> cfs;
   for (const std::string& name : names) cfs.emplace_back(name, uih::ShardCfOptions(s, name));
+  int rc = uih::CheckTableProperties(sh->path, err);
+  if (rc != UIH_OK) return rc;
   st = DB::Open(dbo, sh->path, cfs, &o->handles, &o->db);
   if (!st.ok())
     return StatusError(err, sh->path, st,

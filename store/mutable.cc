@@ -252,6 +252,8 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
                            : uih::IsGenerationCf(name)   ? uih::GenerationCfOptions()
                                                           : ColumnFamilyOptions());
   if (created) cfs.emplace_back(UIH_MUTABLE_CF, cfo);
+  rc = uih::CheckTableProperties(path, err);
+  if (rc != UIH_OK) return rc;
   Status s = o.read_only ? DB::OpenForReadOnly(dbo, path, cfs, &m->handles, &m->db)
                          : DB::Open(dbo, path, cfs, &m->handles, &m->db);
   if (!s.ok()) return StatusError(err, path, s, "opening its database%s", uih::Logged(dbo).c_str());

@@ -132,6 +132,8 @@ int OpenDatabase(uih_store* s, Shard* sh, bool ro, Database* im,
   std::vector<ColumnFamilyDescriptor> cfs;
   for (const std::string& name : names) cfs.emplace_back(name, uih::ShardCfOptions(s, name));
   std::vector<ColumnFamilyHandle*> handles;
+  int rc = uih::CheckTableProperties(sh->path, err);
+  if (rc != UIH_OK) return rc;
   st = ro ? DB::OpenForReadOnly(dbo, sh->path, cfs, &handles, &im->db)
           : DB::Open(dbo, sh->path, cfs, &handles, &im->db);
   if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u%s", sh->index, uih::Logged(dbo).c_str());

@@ -144,6 +144,11 @@ rocksdb::ColumnFamilyOptions ShardCfOptions(const uih_store* s, const std::strin
 // write-ahead log replays whole or the open fails (only a record torn at
 // its very end is dropped), closed logs tracked in the MANIFEST.
 void StrictRecovery(rocksdb::DBOptions* dbo);
+
+// Before opening the database in `dir`: every block-based table file's
+// properties block verified (check_tables.cc says why RocksDB's own open
+// does not): a damaged one is a corruption naming the file. Reads only.
+int CheckTableProperties(const std::string& dir, uih_error* err);
 // " (RocksDB logged: ...)": what the database's logger (a ReportingLogger)
 // kept of a failed open at WARN and above — the log file and the bytes it
 // would drop — or "" when it kept nothing.

@@ -22,8 +22,12 @@
 #include <vector>
 
 #include "store/store_fixture.h"
+#include "file/random_access_file_reader.h"
+#include "options/cf_options.h"
 #include "rocksdb/db.h"
 #include "store_internal.h"
+#include "table/block_based/block_based_table_builder.h"
+#include "table/meta_blocks.h"
 #include "uih/key.h"
 #include "uih/loader.h"
 #include "uih/store.h"
@@ -1090,6 +1094,59 @@ TEST_F(StoreTest, ADamagedShardLogFailsTheOpenNamingIt) {
         << uih_error_message(&err);
     uih_store_close(bad);
   }
+}
+
+// A damaged properties block of one of RocksDB's own (block-based) table
+// files in a shard — which RocksDB parses before verifying it, and whose
+// damaged restart count trips an assert that kills the process in Debian's
+// build — fails every open cleanly, naming the file.
+TEST_F(StoreTest, ADamagedTablePropertiesBlockFailsTheOpenInsteadOfAborting) {
+  namespace fs = std::filesystem;
+  uih_store* s = Init("store", 1);
+  uih_error err{};
+  for (int day = 0; day < 3; day++) {
+    const std::string f = dir_ / ("d" + std::to_string(day) + ".csv");
+    WriteFile(f, kHeader + std::to_string(day + 1) + ",a," + std::to_string(100 + day * 1000) + ",5,1\n");
+    ASSERT_EQ(Load(s, {f}, 1000 + day * 1000, 0, &err), UIH_OK) << uih_error_message(&err);
+  }
+  uih_store_close(s);
+  int damaged = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir_ / "store/shard-0000")) {
+    if (e.path().extension() != ".sst") continue;
+    const uint64_t size = fs::file_size(e.path());
+    std::unique_ptr<rocksdb::RandomAccessFileReader> reader;
+    ASSERT_TRUE(rocksdb::RandomAccessFileReader::Create(rocksdb::FileSystem::Default(), e.path().string(),
+                                                        rocksdb::FileOptions(), &reader, nullptr)
+                    .ok());
+    rocksdb::BlockHandle props;
+    const rocksdb::ImmutableOptions io;
+    if (!rocksdb::FindMetaBlockInFile(reader.get(), size, rocksdb::kBlockBasedTableMagicNumber, io,
+                                      rocksdb::kPropertiesBlockName, &props)
+             .ok())
+      continue;  // a UihTable file (a generation's)
+    reader.reset();
+    // The block's last byte: the high byte of its restart count, whose top
+    // bit says "a hash index follows".
+    const std::string saved = uih_test::ReadFile(e.path());
+    uih_test::FlipByte(e.path(), props.offset() + props.size() - 1, 0x80);
+    for (int ro : {1, 0}) {
+      SCOPED_TRACE(e.path().filename().string() + (ro ? " read-only" : " writable"));
+      uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
+      o.read_only = ro;
+      uih_store* bad = nullptr;
+      EXPECT_EQ(uih_store_open((dir_ / "store").c_str(), &o, &bad, &err), UIH_ERR_CORRUPTION);
+      EXPECT_NE(std::string(uih_error_message(&err))
+                    .find("table file " + e.path().filename().string() + ": its properties block does not verify"),
+                std::string::npos)
+          << uih_error_message(&err);
+      uih_store_close(bad);
+    }
+    WriteFile(e.path(), saved);
+    damaged++;
+  }
+  EXPECT_GT(damaged, 0) << "the shard has block-based table files (its metadata's)";
+  ASSERT_NE(s = Open(dir_ / "store"), nullptr) << "whole again, it opens";
+  uih_store_close(s);
 }
 
 // A store keeps whom its loads erased, with the generation and through of
