@@ -456,12 +456,13 @@ static int take_batch(uih_materializer *mz, const uih_projection *p, const uih_s
   uih_batch_free(rows);
   for (size_t i = 0; i < pb->n; i++)
     if (flags[i] & (UIH_RECORD_MISMATCH | UIH_RECORD_UNREADABLE | UIH_RECORD_OTHER_STORE))
-      fprintf(stderr, "uih materialize: record %" PRIu64 ": %s\n", pb->first + i,
+      fprintf(stderr, "uih materialize: record %" PRIu64 " (user %" PRIu64 "): %s: %s\n", pb->first + i, pb->users[i],
               flags[i] & UIH_RECORD_UNREADABLE      ? "unreadable"
               : flags[i] & UIH_RECORD_OTHER_STORE   ? "logged against another store"
               : flags[i] & UIH_RECORD_ERASED        ? "its user was erased since (empty)"
               : p->on_mismatch == UIH_MISMATCH_SKIP ? "does not match the store (skipped)"
-                                                    : "does not match the store (flagged)");
+                                                    : "does not match the store (flagged)",
+              uih_materialized_why(m, i));
   uih_materialized_free(m);
   return rc;
 }

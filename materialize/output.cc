@@ -210,6 +210,10 @@ const uih_mat_group* uih_materialized_group(const uih_materialized* m, uint32_t 
 
 const uint8_t* uih_materialized_flags(const uih_materialized* m) { return m ? m->flags.data() : nullptr; }
 
+const char* uih_materialized_why(const uih_materialized* m, size_t i) {
+  return m && i < m->why.size() ? m->why[i].c_str() : "";
+}
+
 void uih_materialized_free(uih_materialized* m) {
   uih::CallCVoid([&] { delete m; });
 }

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "uih/materialize.h"
@@ -83,4 +84,5 @@ struct uih_materialized {
   size_t n = 0;
   std::vector<uih::mat::OutGroup> groups;
   std::vector<uint8_t> flags;
+  std::vector<std::string> why;  // per record: why it is flagged, or ""
 };

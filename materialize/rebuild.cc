@@ -94,9 +94,17 @@ void Rebuild::Mismatch(size_t rec, uint32_t gi, const char* why) {
   NoteFailure(rec, groups_[gi]->name, why);
 }
 
-// Under UIH_MISMATCH_FAIL: keeps the first failing record in the caller's
-// order (`group` the group it failed in, or NULL) for the batch's error.
+// Keeps the first reason a record is flagged (`group` the group it failed
+// in, or NULL), for uih_materialized_why.
+void Rebuild::Why(size_t rec, const char* group, const char* why) {
+  if (!why_[rec].empty()) return;
+  why_[rec] = group ? std::string("group ") + group + ": " + why : why;
+}
+
+// Keeps the reason; under UIH_MISMATCH_FAIL, the first failing record in
+// the caller's order for the batch's error.
 void Rebuild::NoteFailure(size_t rec, const char* group, const char* why) {
+  Why(rec, group, why);
   if (p_->on_mismatch != UIH_MISMATCH_FAIL || rec >= first_bad_) return;
   first_bad_ = rec;
   char msg[640];
@@ -108,6 +116,7 @@ void Rebuild::NoteFailure(size_t rec, const char* group, const char* why) {
 int Rebuild::DecodeRecords(const uint8_t* const* records, const size_t* lens, size_t n, uih_error* err) {
   recs_.resize(n);
   flags_.assign(n, 0);
+  why_.assign(n, std::string());
   picks_.assign(n, std::vector<Pick>(p_->ngroups));
   st_->records = n;
   for (size_t i = 0; i < n; i++) {
@@ -117,6 +126,7 @@ int Rebuild::DecodeRecords(const uint8_t* const* records, const size_t* lens, si
     if (p_->on_mismatch == UIH_MISMATCH_FAIL)
       return uih_corruption(err, "materialize: record %zu: %s", i, uih_error_message(&local));
     flags_[i] |= UIH_RECORD_UNREADABLE;
+    Why(i, nullptr, (std::string("the record does not decode: ") + uih_error_message(&local)).c_str());
     recs_[i] = uih_snapshot_record{};
     st_->unreadable++;
   }
@@ -135,6 +145,9 @@ int Rebuild::FlagOtherStores(uih_error* err) {
                             "): logged against store %08x, this is store %08x (%s)",
                             i, recs_[i].user_id, recs_[i].request_ts, theirs, store, uih_store_dir(s_));
     flags_[i] |= UIH_RECORD_OTHER_STORE;
+    char why[96];
+    snprintf(why, sizeof why, "logged against store %08x, this is store %08x", theirs, store);
+    Why(i, nullptr, why);
     recs_[i] = uih_snapshot_record{};
   }
   return UIH_OK;
@@ -319,6 +332,7 @@ int Rebuild::Run(const uint8_t* const* records, const size_t* lens, size_t n, ui
   if (first_bad_ != SIZE_MAX) return uih_corruption(err, "materialize: %s", bad_message_.c_str());
   for (uint8_t f : flags_) st_->mismatches += (f & (UIH_RECORD_MISMATCH | UIH_RECORD_OTHER_STORE)) != 0;
   writer_.Write(p_, groups_, flags_, picks_, served_, st_, out);
+  out->why = std::move(why_);
   return UIH_OK;
 }
 

@@ -55,6 +55,7 @@ struct Job {
   GenerationFiles::StripeSet first;
   size_t req = 0;  // its requests' first, when batched
   bool batched = false;
+  std::string damaged;  // why its stripes cannot be read (a corruption): its records are flagged
 };
 
 class Rebuild {
@@ -75,10 +76,13 @@ class Rebuild {
   int PlanGroup(const std::vector<size_t>& idx, uint32_t gi, const ShardView& v, uih_error* err);
   int DecodeMutable(size_t rec, uint32_t gi, const uih_snapshot_group& rg, uih_error* err);
   void Mismatch(size_t rec, uint32_t gi, const char* why);
+  void Why(size_t rec, const char* group, const char* why);
   void NoteFailure(size_t rec, const char* group, const char* why);
   // rebuild_read.cc: reading, verifying, picking.
   int ReadFirstRuns(uih_error* err);
   int ServeJob(Job& job, uih_error* err);
+  static bool Damaged(Job& job, int rc, const uih_error* err);
+  void FlagDamaged(const Job& job);
   int Collect(Job& job, std::vector<std::unique_ptr<BatchPtr>>* decoded, uih_error* err);
   bool Verify(const Job& job, const Need& nd, const std::vector<std::unique_ptr<BatchPtr>>& decoded, uih_error* err,
               int* rc);
@@ -96,6 +100,7 @@ class Rebuild {
   std::vector<std::vector<uint16_t>> reads_;  // per projected group: traits a window holds
   std::vector<uih_snapshot_record> recs_;
   std::vector<uint8_t> flags_;
+  std::vector<std::string> why_;  // per record: why it is flagged ("" when it is not)
   size_t first_bad_ = SIZE_MAX;  // under UIH_MISMATCH_FAIL: the first record that failed, and why
   std::string bad_message_;
   std::vector<std::vector<Pick>> picks_;     // [record][group]

@@ -43,7 +43,7 @@ int Rebuild::ReadFirstRuns(uih_error* err) {
     job.batched = io && job.files->Prepare(job.plan.data() + job.begin, n, &job.first, &reqs_);
     if (job.batched) continue;
     int rc = job.files->Read(job.plan.data() + job.begin, n, &job.first, err);
-    if (rc != UIH_OK) return rc;
+    if (rc != UIH_OK && !Damaged(job, rc, err)) return rc;
     st_->reads++;
   }
   if (reqs_.empty()) return UIH_OK;
@@ -55,7 +55,7 @@ int Rebuild::ReadFirstRuns(uih_error* err) {
     if (!job.batched) continue;
     int rc = job.files->Finish(job.plan.data() + job.begin, job.plan.size() - job.begin, &job.first,
                                reqs_.data() + job.req, err);
-    if (rc != UIH_OK) return rc;
+    if (rc != UIH_OK && !Damaged(job, rc, err)) return rc;
   }
   return UIH_OK;
 }
@@ -204,11 +204,39 @@ void Rebuild::PickPart(uint32_t gi, const Need& nd, const std::vector<std::uniqu
   pick.events += pick.mutable_events;
 }
 
+// A job whose stripes fail to read as damaged (a checksum, a framing): its
+// records are flagged, each naming what failed, and the batch goes on. Any
+// other failure (I/O, memory) fails the batch.
+bool Rebuild::Damaged(Job& job, int rc, const uih_error* err) {
+  if (rc != UIH_ERR_CORRUPTION) return false;
+  job.damaged = uih_error_message(err);
+  return true;
+}
+
+void Rebuild::FlagDamaged(const Job& job) {
+  char why[768];
+  snprintf(why, sizeof why, "its events in generation %u cannot be read: %s", job.gen->number(), job.damaged.c_str());
+  for (const Need& nd : job.needs) {
+    Pick& pick = picks_[nd.rec][job.gi];
+    pick = Pick{};  // nothing of the group: not even its mutable events, which come after what is lost
+    Mismatch(nd.rec, job.gi, why);
+  }
+}
+
 int Rebuild::ServeJob(Job& job, uih_error* err) {
+  if (!job.damaged.empty()) {
+    FlagDamaged(job);
+    return UIH_OK;
+  }
   std::vector<std::unique_ptr<BatchPtr>> decoded;  // newest first
   chain_rows_.clear();  // rows are this job's: no chain of another's resumes
   chain_h_.clear();
   int rc = Collect(job, &decoded, err);
+  if (rc != UIH_OK && Damaged(job, rc, err)) {
+    FlagDamaged(job);
+    for (auto& b : decoded) keep_.push_back(std::move(b));
+    return UIH_OK;
+  }
   for (size_t k = 0; k < job.needs.size() && rc == UIH_OK; k++) {
     if (Verify(job, job.needs[k], decoded, err, &rc) && rc == UIH_OK) PickPart(job.gi, job.needs[k], decoded);
   }

@@ -168,6 +168,8 @@ def test_mismatches_follow_the_policy(world, tmp_path):
             res = st.materialize(recs, uihstore.Projection({"engagement": 48}, on_mismatch=policy))
             assert res.mismatched.tolist() == hit
             assert (res.flags[hit] & uihstore.RECORD_MISMATCH).all()
+            assert all("erased" in res.why(i) for i in hit), res.why(hit[0])
+            assert all(res.why(i) == "" for i in range(len(recs)) if i not in hit)
             assert res.stats["mismatches"] == len(hit)
             if policy == "skip":
                 assert (res["engagement"].lengths[hit] == 0).all()

@@ -343,6 +343,7 @@ _proto(rocks, "uih_materializer_free", None, P)
 _proto(rocks, "uih_materialized_records", c_size_t, P)
 _proto(rocks, "uih_materialized_group", POINTER(uih_mat_group), P, c_uint32)
 _proto(rocks, "uih_materialized_flags", P, P)
+_proto(rocks, "uih_materialized_why", c_char_p, P, c_size_t)
 _proto(rocks, "uih_materialized_free", None, P)
 
 # libc, for the FILE * the log functions take

@@ -196,6 +196,14 @@ class Materialized:
         bad = L.RECORD_MISMATCH | L.RECORD_UNREADABLE | L.RECORD_OTHER_STORE
         return np.nonzero(self.flags & bad)[0]
 
+    def why(self, i):
+        """Why record i is flagged, in words (the group and what failed:
+        its stripes damaged, its identities different, its user erased...);
+        "" for a record that is not."""
+        if not 0 <= i < self.records:
+            raise IndexError(i)
+        return L.uih_materialized_why(self._handle, i).decode()
+
 
 
 def _trait_names(schema, mg):

@@ -228,6 +228,10 @@ size_t uih_materialized_records(const uih_materialized *m);
 const uih_mat_group *uih_materialized_group(const uih_materialized *m, uint32_t i);
 /* Per record: UIH_RECORD_* bits. */
 const uint8_t *uih_materialized_flags(const uih_materialized *m);
+/* Why record i is flagged, in words naming the group and what failed (its
+ * stripes in the store damaged, its identities different, its user
+ * erased, ...); "" for a record not flagged. Valid while m is. */
+const char *uih_materialized_why(const uih_materialized *m, size_t i);
 void uih_materialized_free(uih_materialized *m); /* NULL is fine */
 
 #ifdef __cplusplus
