@@ -271,6 +271,19 @@ static const char kLogUsage[] =
     "       uih log check FILE   read it whole: its format, records, seal and every damage\n"
     "       uih log seal FILE    close it for good (rotation): a sealed log cut short is detected\n";
 
+/* A log read to its end without a seal: said, since a log closed and then
+ * cut at a record's end reads exactly so. */
+static void note_unsealed(const char *cmd, const uih_snapshot_log *l, const char *path, uint64_t records,
+                          uint64_t last) {
+  if (uih_snapshot_log_version(l) < 2 || uih_snapshot_log_sealed(l)) return;
+  if (records)
+    fprintf(stderr, "uih %s: note: %s is not sealed: its last record is number %" PRIu64 "; if the log was closed, "
+                    "anything after it was cut off\n", cmd, path, last);
+  else
+    fprintf(stderr, "uih %s: note: %s is not sealed and holds no record; if the log was closed, its records were cut "
+                    "off\n", cmd, path);
+}
+
 /* Reads the log f whole, going on past damage: each record to `dump` as
  * text (when not NULL), each damage to stderr. Exit status: 0 when whole. */
 static int read_log(FILE *f, const char *path, FILE *dump, const char *cmd) {
@@ -321,6 +334,7 @@ static int read_log(FILE *f, const char *path, FILE *dump, const char *cmd) {
     uih_snapshot_record_format(&r, text, cap);
     fprintf(dump, "%" PRIu64 " @%" PRIu64 " (%zu bytes): %s\n", number, off, len, text);
   }
+  if (rc == CLI_OK && dump) note_unsealed("log dump", l, path, records, last);
   if (rc == CLI_OK && !dump) {
     const int sealed = uih_snapshot_log_sealed(l);
     printf("%s: snapshot log format %d: %" PRIu64 " records", path, uih_snapshot_log_version(l), records - undecodable);
@@ -535,6 +549,7 @@ int cmd_materialize(int argc, char **argv) {
   if (rc == CLI_OK && nomem) rc = cli_fail(CLI_FAIL, "out of memory");
   uih_materialize_stats total = {0};
   uint64_t first = 0, lost = 0; /* the filling batch's first record number; damaged spans of the log */
+  uint64_t records = 0, last = 0;
   int headers = 0;
   double t0 = now();
   while (rc == CLI_OK) {
@@ -553,6 +568,7 @@ int cmd_materialize(int argc, char **argv) {
       break;
     }
     const uint64_t number = rec ? uih_snapshot_log_number(l) : 0;
+    if (rec) records++, last = number;
     /* A batch's records are numbered first, first + 1, ...: it goes to the
      * materializer when full, at the end, and before records lost in between. */
     const int submit_now = n && (!rec || number != first + n);
@@ -601,6 +617,7 @@ int cmd_materialize(int argc, char **argv) {
     if (!rec) break;
   }
   double t = now() - t0;
+  if (rc == CLI_OK) note_unsealed("materialize", l, log_path, records, last);
   uih_materializer_free(mz);
   for (size_t k = 0; pend && k < depth; k++) free(pend[k].users);
   free(pend);

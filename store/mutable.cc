@@ -27,6 +27,7 @@ using uih::StatusError;
 
 uih_mutable::~uih_mutable() {
   if (db == nullptr || !owns_db) return;
+  if (writable) uih::FlushOut(db, {events, meta}).PermitUncheckedError();  // the WAL holds nothing needed after
   for (ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
   db->Close().PermitUncheckedError();
   delete db;
@@ -253,10 +254,12 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
                                                           : ColumnFamilyOptions());
   if (created) cfs.emplace_back(UIH_MUTABLE_CF, cfo);
   rc = uih::CheckTableProperties(path, err);
+  if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(path, err);
   if (rc != UIH_OK) return rc;
   Status s = o.read_only ? DB::OpenForReadOnly(dbo, path, cfs, &m->handles, &m->db)
                          : DB::Open(dbo, path, cfs, &m->handles, &m->db);
   if (!s.ok()) return StatusError(err, path, s, "opening its database%s", uih::Logged(dbo).c_str());
+  m->writable = !o.read_only;
   for (ColumnFamilyHandle* h : m->handles) {
     if (h->GetName() == UIH_MUTABLE_CF) m->events = h;
     if (h->GetName() == kDefaultColumnFamilyName) m->meta = h;

@@ -38,6 +38,7 @@ struct uih_mutable {
   uint32_t format = 0;  // of its metadata values (format.h)
   int64_t span = 0;     // the chunk span; 0: one key per (user, group) (a store made before chunks)
   bool owns_db = true;  // false: the database of a shard of an older format, lent to it read-only
+  bool writable = false;  // its owner's: flushed when closed
   uih_events_limits limits{};  // the merge operator's
   std::unique_ptr<uih::MutableCache> cache;  // a store's serving side: its write-through cache, or null
   // Closes the database, so a store given up half-open (an error or an

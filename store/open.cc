@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstring>
 #include <filesystem>
@@ -17,9 +18,11 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rocksdb/write_batch.h"
+#include "follow.h"
 #include "store_internal.h"
 #include "uih_plugin/c_api.h"
 #include "uih_plugin/logger.h"
@@ -133,10 +136,23 @@ int OpenDatabase(uih_store* s, Shard* sh, bool ro, Database* im,
   for (const std::string& name : names) cfs.emplace_back(name, uih::ShardCfOptions(s, name));
   std::vector<ColumnFamilyHandle*> handles;
   int rc = uih::CheckTableProperties(sh->path, err);
+  if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(sh->path, err);
   if (rc != UIH_OK) return rc;
-  st = ro ? DB::OpenForReadOnly(dbo, sh->path, cfs, &handles, &im->db)
-          : DB::Open(dbo, sh->path, cfs, &handles, &im->db);
+  // A read-only open races the shard's loader, whose flushes and
+  // compactions delete files (and obsolete write-ahead logs the MANIFEST
+  // still names) between RocksDB's reading of the MANIFEST and of them: a
+  // file gone is looked for again; one gone for good fails the last try.
+  for (int attempt = 0;; attempt++) {
+    st = ro ? DB::OpenForReadOnly(dbo, sh->path, cfs, &handles, &im->db)
+            : DB::Open(dbo, sh->path, cfs, &handles, &im->db);
+    const std::string why = st.ToString();
+    const bool gone = st.IsPathNotFound() || why.find("No such file or directory") != std::string::npos ||
+                      why.find("Missing WAL") != std::string::npos;
+    if (st.ok() || !ro || !gone || attempt == 20) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 + attempt));
+  }
   if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u%s", sh->index, uih::Logged(dbo).c_str());
+  im->writable = !ro;
   // Generations' handles wait in `others` (closed with the database) until
   // they are paired with their records.
   for (ColumnFamilyHandle* h : handles) {
@@ -306,6 +322,9 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
   sh->mutable_path = s->dir + "/" + uih::MutableName(index);
   s->shards[index] = std::move(owned);  // closed with the store from here on
   const bool ro = s->opts.read_only || s->opts.role == UIH_STORE_ROLE_SERVE;
+  // The hint before the database: a loader writes it after its publish is
+  // durable, so the database's current generation is never older than it.
+  const uint32_t hinted = uih::ReadPublished(s, index);
   ShardState state;
   int rc = uih::ReadShard(s, sh, ro, &state, err);
   if (rc == UIH_OK && !s->opts.read_only && state.im->format < uih::kFormatOwnMutable) {
@@ -314,6 +333,11 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
     if (rc == UIH_OK) rc = uih::ReadShard(s, sh, ro, &state, err);
   }
   if (rc == UIH_OK) rc = CheckStoreId(s, sh, state.im.get(), ro, err);
+  if (rc == UIH_OK && hinted > state.current)
+    rc = uih_corruption(err,
+                        "store %s: shard %u's database says generation %u is current, but generation %u was published "
+                        "(%s): the database lost a publish (a damaged MANIFEST or write-ahead log?)",
+                        s->dir.c_str(), index, state.current, hinted, uih::PublishedName(index).c_str());
   if (rc != UIH_OK) return rc;
   if (ro) rc = uih::PinShard(s, index, &state, err);
   if (rc != UIH_OK) return rc;

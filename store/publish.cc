@@ -182,6 +182,10 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
   if (rc == UIH_OK) rc = rc2;
   rc2 = Retire(w->s, sh, rc == UIH_OK ? err : &later);
   if (rc == UIH_OK) rc = rc2;
+  // The switch and the retirement out of the write-ahead log: a log damaged
+  // later cannot take the publish back.
+  st = uih::FlushOut(sh->im->db, {sh->im->meta});
+  if (!st.ok() && rc == UIH_OK) rc = StatusError(err, sh->path, st, "flushing its metadata");
   if (rc != UIH_OK)
     return UIH_PREFIXED(rc, err, "shard %u: generation %u is published and current, but: ", sh->index, w->generation);
   return UIH_OK;

@@ -110,8 +110,21 @@ int NotAStore(uih_error* err, const char* path, const char* why) {
 
 // ---- generations and shards ----------------------------------------------------
 
+rocksdb::Status FlushOut(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& cfs) {
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  fo.allow_write_stall = true;
+  return db->Flush(fo, cfs);
+}
+
 Database::~Database() {
   if (db == nullptr) return;
+  if (writable) {  // a clean close leaves nothing to its write-ahead log
+    std::vector<ColumnFamilyHandle*> cfs;
+    for (ColumnFamilyHandle* h : {meta, legacy_mutable})
+      if (h) cfs.push_back(h);
+    FlushOut(db, cfs).PermitUncheckedError();
+  }
   for (ColumnFamilyHandle* h : others) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
   for (ColumnFamilyHandle* h : {meta, legacy_mutable})
     if (h) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();

@@ -45,6 +45,7 @@ struct Database {
   rocksdb::ColumnFamilyHandle* legacy_mutable = nullptr;  // uih.mutable of a shard before format 3
   std::vector<rocksdb::ColumnFamilyHandle*> others;  // column families the store does not know: left alone
   uint32_t format = 1;                               // uih.format (format.h)
+  bool writable = false;  // opened by a loader: flushed when closed
   Database() = default;
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -144,11 +145,21 @@ rocksdb::ColumnFamilyOptions ShardCfOptions(const uih_store* s, const std::strin
 // write-ahead log replays whole or the open fails (only a record torn at
 // its very end is dropped), closed logs tracked in the MANIFEST.
 void StrictRecovery(rocksdb::DBOptions* dbo);
+// Flushes `cfs` of a writable database into table files, so that what
+// they hold no longer depends on its write-ahead log: done after a publish
+// and when a writer closes, so that the log a later damage may cut or
+// delete holds nothing needed. `where` names it in the error.
+rocksdb::Status FlushOut(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& cfs);
 
 // Before opening the database in `dir`: every block-based table file's
 // properties block verified (check_tables.cc says why RocksDB's own open
 // does not): a damaged one is a corruption naming the file. Reads only.
 int CheckTableProperties(const std::string& dir, uih_error* err);
+// Before opening the database in `dir`: each write-ahead log read whole; a
+// damaged one is a corruption naming the log and the offset, but for a
+// torn tail of the newest log (a writer stopped mid-record), which RocksDB
+// drops at the open. Reads only.
+int CheckWriteAheadLogs(const std::string& dir, uih_error* err);
 // " (RocksDB logged: ...)": what the database's logger (a ReportingLogger)
 // kept of a failed open at WARN and above — the log file and the bytes it
 // would drop — or "" when it kept nothing.
