@@ -54,6 +54,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -489,7 +490,10 @@ static void *worker(void *arg) {
 static void accept_clients(void) {
   for (;;) {
     int fd = accept4(g.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) usleep(10000); /* out of descriptors: not a busy loop */
+      return;
+    }
     conn *c = calloc(1, sizeof *c);
     pthread_mutex_lock(&g.conn_mu);
     int room = c && g.nopen < kMaxConns;
@@ -503,6 +507,10 @@ static void accept_clients(void) {
       continue;
     }
     c->fd = fd;
+    /* A client that stops reading its answers fails its send after 10 s
+     * and is closed, instead of holding a worker the others need. */
+    struct timeval patience = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &patience, sizeof patience);
     default_header(c->header, sizeof c->header);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c};
     epoll_ctl(g.epoll_fd, EPOLL_CTL_ADD, fd, &ev);

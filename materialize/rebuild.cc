@@ -346,6 +346,8 @@ int Materialize(uih_store* s, const uint8_t* const* records, const size_t* lens,
   if (s == nullptr || projection == nullptr || out == nullptr || (n && (records == nullptr || lens == nullptr)))
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "materialize: NULL argument");
   uih_materialize_stats local{};
+  uih_error own{};  // the reasons of flagged records come from errors: one to hold them
+  if (err == nullptr) err = &own;
   auto result = std::make_unique<uih_materialized>();
   mat::Rebuild m(s, projection, affinity, batch_io, &local);
   int rc = m.Run(records, lens, n, result.get(), err);

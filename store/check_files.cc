@@ -80,10 +80,12 @@ int CheckTableProperties(const std::string& dir, uih_error* err) {
 // field anywhere in the last 32 KB block reads as a torn tail. So each log
 // is read here first, record by record (RocksDB's physical format: 32 KB
 // blocks of records, each a masked CRC32C over its type and payload, a
-// 2-byte length, a type). A record that does not read is a torn tail only
-// in the newest log and only when no whole record follows it anywhere in
-// the file (a process or a machine stopped mid-write); anything else is
-// damage, named with the file and the offset.
+// 2-byte length, a type). A record that does not read is a torn tail when
+// no whole record follows it anywhere in the file (a process or a machine
+// stopped mid-write; RocksDB tolerates that in any log, and so do we);
+// anything else is damage, named with the file and the offset. Logs
+// written recycled or compressed (options a user may set on a mutable
+// store) have other record types: they are left to RocksDB.
 
 namespace {
 
@@ -130,12 +132,14 @@ bool AnyRecordAfter(const std::string& b, size_t from) {
 
 }  // namespace
 
-int CheckWriteAheadLogs(const std::string& dir, uih_error* err) {
+int CheckWriteAheadLogs(const std::string& dir, const DBOptions& dbo, uih_error* err) {
+  if (dbo.recycle_log_file_num > 0 || dbo.wal_compression != kNoCompression) return UIH_OK;
   std::error_code ec;
   std::vector<std::pair<uint64_t, fs::path>> logs;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (e.path().extension() != ".log" || name.find_first_not_of("0123456789") != name.size() - 4) continue;
+    if (e.path().extension() != ".log" || name.size() > 24 || name.find_first_not_of("0123456789") != name.size() - 4)
+      continue;
     logs.emplace_back(std::stoull(name.substr(0, name.size() - 4)), e.path());
   }
   std::sort(logs.begin(), logs.end());
@@ -145,13 +149,11 @@ int CheckWriteAheadLogs(const std::string& dir, uih_error* err) {
     const std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const size_t bad = FirstBad(b);
     if (bad == b.size()) continue;
-    const bool newest = i + 1 == logs.size();
-    if (newest && !AnyRecordAfter(b, bad)) continue;  // a torn tail: RocksDB drops it, nothing after it is lost
+    if (!AnyRecordAfter(b, bad)) continue;  // a torn tail: RocksDB drops it, nothing after it is lost
     return uih_corruption(err,
-                          "store %s: write-ahead log %s is damaged at byte %zu of %zu: %s; the open would drop "
-                          "them silently",
-                          dir.c_str(), logs[i].second.filename().c_str(), bad, b.size(),
-                          newest ? "whole records follow it" : "it is not the newest log, whose records all count");
+                          "store %s: write-ahead log %s is damaged at byte %zu of %zu: whole records follow it, "
+                          "which the open would drop silently",
+                          dir.c_str(), logs[i].second.filename().c_str(), bad, b.size());
   }
   return UIH_OK;
 }

@@ -254,7 +254,7 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
                                                           : ColumnFamilyOptions());
   if (created) cfs.emplace_back(UIH_MUTABLE_CF, cfo);
   rc = uih::CheckTableProperties(path, err);
-  if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(path, err);
+  if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(path, dbo, err);
   if (rc != UIH_OK) return rc;
   Status s = o.read_only ? DB::OpenForReadOnly(dbo, path, cfs, &m->handles, &m->db)
                          : DB::Open(dbo, path, cfs, &m->handles, &m->db);

@@ -136,7 +136,7 @@ int OpenDatabase(uih_store* s, Shard* sh, bool ro, Database* im,
   for (const std::string& name : names) cfs.emplace_back(name, uih::ShardCfOptions(s, name));
   std::vector<ColumnFamilyHandle*> handles;
   int rc = uih::CheckTableProperties(sh->path, err);
-  if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(sh->path, err);
+  if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(sh->path, dbo, err);
   if (rc != UIH_OK) return rc;
   // A read-only open races the shard's loader, whose flushes and
   // compactions delete files (and obsolete write-ahead logs the MANIFEST
@@ -326,7 +326,16 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
   // durable, so the database's current generation is never older than it.
   const uint32_t hinted = uih::ReadPublished(s, index);
   ShardState state;
-  int rc = uih::ReadShard(s, sh, ro, &state, err);
+  int rc;
+  for (int attempt = 0;; attempt++) {
+    rc = uih::ReadShard(s, sh, ro, &state, err);
+    // A read-only open that raced the loader's flush (its MANIFEST read
+    // before, the log holding the switch deleted after) sees the database
+    // as it was before the publish the hint names: it looks again.
+    if (rc != UIH_OK || !ro || hinted <= state.current || attempt == 20) break;
+    state = ShardState{};
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 + attempt));
+  }
   if (rc == UIH_OK && !s->opts.read_only && state.im->format < uih::kFormatOwnMutable) {
     state = ShardState{};  // closed: the move opens it writable
     rc = uih::MoveMutable(s, sh, err);

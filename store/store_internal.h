@@ -155,11 +155,11 @@ rocksdb::Status FlushOut(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamil
 // properties block verified (check_tables.cc says why RocksDB's own open
 // does not): a damaged one is a corruption naming the file. Reads only.
 int CheckTableProperties(const std::string& dir, uih_error* err);
-// Before opening the database in `dir`: each write-ahead log read whole; a
-// damaged one is a corruption naming the log and the offset, but for a
-// torn tail of the newest log (a writer stopped mid-record), which RocksDB
-// drops at the open. Reads only.
-int CheckWriteAheadLogs(const std::string& dir, uih_error* err);
+// Before opening the database in `dir` with `dbo`: each write-ahead log
+// read whole; a damaged one is a corruption naming the log and the offset,
+// but for a torn tail (a writer stopped mid-record), which RocksDB drops at
+// the open. Reads only.
+int CheckWriteAheadLogs(const std::string& dir, const rocksdb::DBOptions& dbo, uih_error* err);
 // " (RocksDB logged: ...)": what the database's logger (a ReportingLogger)
 // kept of a failed open at WARN and above — the log file and the bytes it
 // would drop — or "" when it kept nothing.

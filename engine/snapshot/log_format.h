@@ -54,7 +54,7 @@ static inline int frame_head_get(const uint8_t *head, uint32_t *length, uint64_t
   if (uih_load_le32(head) != kFrameSync || uih_load_le32(head + 16) != frame_head_check(head)) return 0;
   *length = uih_load_le32(head + 4);
   *number = uih_load_le64(head + 8);
-  return *length <= UIH_SNAPSHOT_RECORD_MAX;
+  return *length <= UIH_SNAPSHOT_RECORD_MAX && *number < UINT64_MAX; /* one more must fit */
 }
 
 typedef enum {
@@ -126,6 +126,21 @@ static inline frame_step frame_step_at(const uint8_t *p, size_t avail, int eof) 
   }
   s.used = frame;
   if (uih_load_le32(p + kFrameHead + len) != frame_body_check(p + kFrameHead, len, number)) {
+    /* A frame cut short by a failed write, then followed by whole ones:
+     * a header inside its span starts the next, and only the span before
+     * it is damage. */
+    uint32_t l2;
+    uint64_t n2;
+    for (size_t i = 1; i + kFrameHead <= frame; i++) {
+      const uint8_t *q = memchr(p + i, 'U', frame - kFrameHead + 1 - i);
+      if (!q) break;
+      i = (size_t)(q - p);
+      if (frame_head_get(q, &l2, &n2)) {
+        s.kind = kStepSkip;
+        s.used = i;
+        return s;
+      }
+    }
     s.kind = kStepBadBody;
     s.rec_len = len;
     return s;

@@ -37,6 +37,17 @@ frame_event frame_walk_next(frame_walk *w, const char *name, uint64_t at, const 
     ev.need = s.need;
     return ev;
   }
+  if (w->sealed) { /* only the end may follow the seal */
+    w->done = 1;
+    if (s.kind == kStepEnd) {
+      ev.kind = kEvEnd;
+      return ev;
+    }
+    ev.kind = kEvDamage;
+    ev.used = avail;
+    uih_corruption(err, "%s: bytes follow the log's seal, from byte %" PRIu64 " (the log was closed before them)", name, at);
+    return ev;
+  }
   if (s.kind == kStepSkip) {
     if (!w->in_damage) w->damage_from = at;
     w->in_damage = 1;
@@ -67,16 +78,6 @@ frame_event frame_walk_next(frame_walk *w, const char *name, uint64_t at, const 
                      name, w->damage_from, at - 1);
     return ev; /* the frame at `at` is read by the next call */
   }
-  if (w->sealed) { /* only the end may follow the seal */
-    w->done = 1;
-    if (s.kind == kStepEnd) {
-      ev.kind = kEvEnd;
-      return ev;
-    }
-    ev.used = avail;
-    uih_corruption(err, "%s: bytes follow the log's seal, from byte %" PRIu64 " (the log was closed before them)", name, at);
-    return ev;
-  }
   switch (s.kind) {
     case kStepEnd:
       w->done = 1;
@@ -106,6 +107,10 @@ frame_event frame_walk_next(frame_walk *w, const char *name, uint64_t at, const 
     return ev;
   }
   ev.used = s.used;
+  if (s.kind == kStepBadBody && s.rec_len == 0) {
+    uih_corruption(err, "%s: the seal at byte %" PRIu64 " fails its checksum", name, at);
+    return ev;
+  }
   if (s.kind == kStepBadBody) {
     uih_corruption(err, "%s: record %" PRIu64 " at byte %" PRIu64 ": its %" PRIu32 " bytes fail their checksum (the record is lost)",
                    name, s.number, at, s.rec_len);
@@ -226,7 +231,8 @@ static int next_v1_record(uih_snapshot_log *l, const uint8_t **rec, size_t *len,
   uint64_t n = 0;
   unsigned shift = 0, bytes = 0;
   for (;;) {
-    if (fill(l, bytes + 1, err) != UIH_OK) return err->code;
+    const int rc = fill(l, bytes + 1, err);
+    if (rc != UIH_OK) return rc;
     if (l->end - l->pos <= bytes) {
       if (bytes == 0) return UIH_OK; /* the end, between records */
       return uih_corruption(err, "%s: record %" PRIu64 " at byte %" PRIu64 ": the log ends inside its length", l->name,
@@ -243,7 +249,8 @@ static int next_v1_record(uih_snapshot_log *l, const uint8_t **rec, size_t *len,
   if (n == 0 || n > UIH_SNAPSHOT_RECORD_MAX)
     return uih_corruption(err, "%s: record %" PRIu64 " at byte %" PRIu64 ": length %" PRIu64 ", expected 1..%zu", l->name,
                           number, start, n, UIH_SNAPSHOT_RECORD_MAX);
-  if (fill(l, bytes + (size_t)n, err) != UIH_OK) return err->code;
+  const int rc = fill(l, bytes + (size_t)n, err);
+  if (rc != UIH_OK) return rc;
   if (l->end - l->pos < bytes + n)
     return uih_corruption(err,
                           "%s: record %" PRIu64 " at byte %" PRIu64 ": the log ends %zu bytes into its %" PRIu64
@@ -261,13 +268,14 @@ int uih_snapshot_log_next(uih_snapshot_log *l, const uint8_t **rec, size_t *len,
   *len = 0;
   *offset = l->at;
   if (l->version == 1) return next_v1(l, rec, len, err);
+  int rc;
   for (;;) {
     *offset = l->at;
     const uint8_t *here = l->buf ? l->buf + l->pos : l->buf; /* nothing read yet: NULL, 0 bytes */
     const frame_event ev = frame_walk_next(&l->walk, l->name, l->at, here, l->end - l->pos, l->eof, err);
     switch (ev.kind) {
       case kEvNeed:
-        if (fill(l, ev.need, err) != UIH_OK) return err->code;
+        if ((rc = fill(l, ev.need, err)) != UIH_OK) return rc;
         continue;
       case kEvAgain:
         consume(l, ev.used);

@@ -15,18 +15,24 @@ static int io_error(uih_error *err, const char *name, const char *what) {
   return uih_error_set(err, UIH_ERR_IO, "%s: %s: %s", name, what, strerror(errno ? errno : EIO));
 }
 
+/* Appends one frame; a write that fails is cut back off the file (a
+ * partial frame would read as damage over the records after it). */
 static int write_frame(FILE *f, const char *name, uint64_t number, const uint8_t *rec, size_t len, uih_error *err) {
-  if (fseeko(f, 0, SEEK_END) != 0) return io_error(err, name, "seeking");
+  if (fflush(f) != 0 || fseeko(f, 0, SEEK_END) != 0) return io_error(err, name, "seeking");
   const off_t end = ftello(f);
   if (end < 0) return io_error(err, name, "seeking");
-  if (end == 0 && fwrite(UIH_SNAPSHOT_LOG_MAGIC, 1, kLogMagicBytes, f) != kLogMagicBytes)
-    return io_error(err, name, "writing");
   uint8_t head[kFrameHead], tail[kFrameTail];
   frame_head_put(head, (uint32_t)len, number);
   uih_store_le32(tail, frame_body_check(rec, len, number));
-  if (fwrite(head, 1, sizeof head, f) != sizeof head || (len && fwrite(rec, 1, len, f) != len) ||
-      fwrite(tail, 1, sizeof tail, f) != sizeof tail)
+  if ((end == 0 && fwrite(UIH_SNAPSHOT_LOG_MAGIC, 1, kLogMagicBytes, f) != kLogMagicBytes) ||
+      fwrite(head, 1, sizeof head, f) != sizeof head || (len && fwrite(rec, 1, len, f) != len) ||
+      fwrite(tail, 1, sizeof tail, f) != sizeof tail || fflush(f) != 0) {
+    const int saved = errno;
+    clearerr(f);
+    if (ftruncate(fileno(f), end) == 0) fseeko(f, end, SEEK_SET);
+    errno = saved;
     return io_error(err, name, "writing");
+  }
   return UIH_OK;
 }
 
@@ -89,7 +95,9 @@ static int next_number_from_tail(int fd, uint64_t size, uint64_t *next, uih_erro
     return UIH_OK;
   }
   uint8_t *buf = NULL;
-  for (uint64_t window = body < 4096 ? body : 4096;; window = window * 4 < body ? window * 4 : body) {
+  const uint64_t most = body < UIH_SNAPSHOT_RECORD_MAX + kFrameHead + kFrameTail ? body
+                        : UIH_SNAPSHOT_RECORD_MAX + kFrameHead + kFrameTail; /* the largest frame */
+  for (uint64_t window = most < 4096 ? most : 4096;; window = window * 4 < most ? window * 4 : most) {
     uint8_t *b = realloc(buf, (size_t)window);
     if (!b) {
       free(buf);
@@ -112,7 +120,7 @@ static int next_number_from_tail(int fd, uint64_t size, uint64_t *next, uih_erro
       *next = number + 1;
       return UIH_OK;
     }
-    if (window == body || window > UIH_SNAPSHOT_RECORD_MAX + kFrameHead + kFrameTail) break;
+    if (window == most) break;
   }
   free(buf);
   return uih_corruption(err, "%s: its last bytes are not a whole record frame: repair it first "
@@ -128,7 +136,7 @@ int uih_snapshot_log_append(FILE *f, const uint8_t *rec, size_t len, uih_error *
   uint64_t next = 0;
   if (end > 0) {
     const int fd = reader_fd(f, err);
-    if (fd < 0) return err->code;
+    if (fd < 0) return UIH_ERR_IO;
     const int rc = next_number_from_tail(fd, (uint64_t)end, &next, err);
     close(fd);
     if (rc != UIH_OK) return rc;
@@ -144,8 +152,8 @@ static int walk_whole(FILE *f, const char *name, uint64_t *next, int *sealed, in
   *torn = 0;
   rewind(f);
   uih_snapshot_log *l = NULL;
-  if (uih_snapshot_log_open(f, name, &l, err) != UIH_OK) return err->code;
-  int rc;
+  int rc = uih_snapshot_log_open(f, name, &l, err);
+  if (rc != UIH_OK) return rc;
   for (;;) {
     const uint8_t *rec;
     size_t len;
@@ -181,10 +189,11 @@ int uih_snapshot_log_repair(FILE *f, const char *name, uint64_t *records, uint64
     good = 0;
   } else if (end > 0) {
     int version, sealed, torn;
-    if (read_version(f, name, &version, err) != UIH_OK) return err->code;
+    int rc = read_version(f, name, &version, err);
+    if (rc != UIH_OK) return rc;
     if (version == 1) return refuse_v1(err, name);
     uint64_t cut = 0;
-    const int rc = walk_whole(f, name, records, &sealed, &torn, &cut, err);
+    rc = walk_whole(f, name, records, &sealed, &torn, &cut, err);
     if (rc != UIH_OK && !torn) {
       char why[512];
       snprintf(why, sizeof why, "%s", uih_error_message(err));
@@ -212,13 +221,15 @@ int uih_snapshot_log_seal(FILE *f, const char *name, uint64_t *records, uih_erro
   if (end > 0) {
     int version, sealed, torn;
     uint64_t cut;
-    if (read_version(f, name, &version, err) != UIH_OK) return err->code;
+    int rc = read_version(f, name, &version, err);
+    if (rc != UIH_OK) return rc;
     if (version == 1) return refuse_v1(err, name);
-    if (walk_whole(f, name, records, &sealed, &torn, &cut, err) != UIH_OK) return err->code; /* damage: not sealed */
+    if ((rc = walk_whole(f, name, records, &sealed, &torn, &cut, err)) != UIH_OK) return rc; /* damage: not sealed */
     if (sealed) return UIH_OK;
   }
   static const uint8_t kNothing[1];
-  if (write_frame(f, name, *records, kNothing, 0, err) != UIH_OK) return err->code;
+  const int rc = write_frame(f, name, *records, kNothing, 0, err);
+  if (rc != UIH_OK) return rc;
   if (fflush(f) != 0 || fsync(fileno(f)) != 0) return io_error(err, name, "syncing");
   return UIH_OK;
 }
