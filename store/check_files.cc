@@ -68,7 +68,7 @@ int CheckTableProperties(const std::string& dir, uih_error* err) {
                              BlockType::kMetaIndex /* not kProperties: ReadMetaBlock asserts that */, &contents);
     if (!s.ok())
       return uih_corruption(err, "store %s: table file %s: its properties block does not verify (%s): the file is damaged",
-                            dir.c_str(), e.path().filename().c_str(), s.ToString().c_str());
+                            dir.c_str(), e.path().filename().c_str(), StatusWords(s).c_str());
   }
   return UIH_OK;
 }

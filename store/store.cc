@@ -24,6 +24,18 @@ using rocksdb::ColumnFamilyHandle;
 
 // ---- errors -------------------------------------------------------------------
 
+// RocksDB's words for a Status, each kind's prefix once: it builds some
+// messages from another Status's (a table's corruption inside a version's),
+// which reads "Corruption: Corruption: ...".
+std::string StatusWords(const rocksdb::Status& s) {
+  std::string w = s.ToString();
+  for (const char* p : {"Corruption: ", "IO error: ", "Invalid argument: ", "Not implemented: "}) {
+    const std::string twice = std::string(p) + p;
+    for (size_t at; (at = w.find(twice)) != std::string::npos;) w.erase(at, strlen(p));
+  }
+  return w;
+}
+
 int StatusError(uih_error* err, const std::string& where, const rocksdb::Status& s, const char* what, ...) {
   char msg[512];
   va_list ap;
@@ -33,9 +45,10 @@ int StatusError(uih_error* err, const std::string& where, const rocksdb::Status&
   const int code = FromStatus(s);
   const char* store = where.empty() ? "" : "store ";
   const char* sep = where.empty() ? "" : ": ";
+  const std::string words = StatusWords(s);
   if (code == UIH_ERR_CORRUPTION)
-    return uih_corruption(err, "%s%s%s%s: %s", store, where.c_str(), sep, msg, s.ToString().c_str());
-  return uih_error_set(err, code, "%s%s%s%s: %s", store, where.c_str(), sep, msg, s.ToString().c_str());
+    return uih_corruption(err, "%s%s%s%s: %s", store, where.c_str(), sep, msg, words.c_str());
+  return uih_error_set(err, code, "%s%s%s%s: %s", store, where.c_str(), sep, msg, words.c_str());
 }
 
 int GetMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, const std::string& where, const std::string& key,

@@ -112,6 +112,9 @@ inline rocksdb::Slice S(const uint8_t* p, size_t n) { return rocksdb::Slice(rein
 // file; empty when the caller's prefix names it): the code FromStatus gives
 // and "store WHERE: WHAT: <RocksDB's message>", WHAT printf-formatted.
 // Returns the code.
+// RocksDB's words for `s`, with no kind's prefix repeated ("Corruption:
+// Corruption: ..." as RocksDB nests one Status in another).
+std::string StatusWords(const rocksdb::Status& s);
 int StatusError(uih_error* err, const std::string& where, const rocksdb::Status& s, const char* what, ...)
     __attribute__((format(printf, 4, 5)));
 

@@ -134,6 +134,9 @@ def check(name, got, truth, st_copy):
     rc, out, err = got
     if rc < 0 or rc > 128:
         return "killed by signal %d: %s" % (-rc if rc < 0 else rc - 128, err[-400:])
+    for twice in ("Corruption: Corruption:", "IO error: IO error:"):
+        if twice in err:
+            return "a message that repeats itself: %s" % err[-300:]
     if rc != 0:
         return None if err.strip() else "failed (exit %d) without a word on stderr" % rc
     t_rc, t_out, t_err = truth
