@@ -376,8 +376,13 @@ int cmd_status(int argc, char **argv) {
       if (has) printf("%" PRId64, wm);
       else printf("null");
       printf(",\"immutable_bytes\":%" PRIu64 ",\"mutable_bytes\":%" PRIu64 ",\"chunk_span\":%" PRId64
-             ",\"generations\":[",
+             ",\"recovered\":\"",
              imm, mut, uih_mutable_chunk_span(tier));
+      for (const char *c = uih_store_recovered(s, i); *c; c++) /* file names and numbers; escaped all the same */
+        if (*c == '"' || *c == '\\') printf("\\%c", *c);
+        else if ((unsigned char)*c < 0x20) printf("\\u%04x", *c);
+        else putchar(*c);
+      printf("\",\"generations\":[");
       for (size_t g = 0; g < ng; g++) {
         const uih_generation *x = &gens[g];
         printf("%s{\"generation\":%u,\"parent\":%u,\"schema_version\":%u,\"through\":%" PRId64 ",\"horizon\":", g ? "," : "",
@@ -407,6 +412,7 @@ int cmd_status(int argc, char **argv) {
     const int64_t span = uih_mutable_chunk_span(tier);
     if (span) printf(" in chunks of %" PRId64 "\n", span);
     else printf(" (one list per user and group: a store made before chunks)\n");
+    if (*uih_store_recovered(s, i)) printf("  recovered: %s\n", uih_store_recovered(s, i));
     for (size_t g = 0; g < ng; g++) {
       const uih_generation *x = &gens[g];
       printf("  %s generation %u (on %u, schema v%u): through %" PRId64 ", %" PRIu64 " events in %" PRIu64

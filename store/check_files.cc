@@ -26,6 +26,7 @@
 #include "table/block_based/block_based_table_builder.h"
 #include "table/format.h"
 #include "table/meta_blocks.h"
+#include "logging/logging.h"
 #include "util/crc32c.h"
 
 namespace uih {
@@ -132,7 +133,8 @@ bool AnyRecordAfter(const std::string& b, size_t from) {
 
 }  // namespace
 
-int CheckWriteAheadLogs(const std::string& dir, const DBOptions& dbo, uih_error* err) {
+int CheckWriteAheadLogs(const std::string& dir, const DBOptions& dbo, std::string* torn, uih_error* err) {
+  torn->clear();
   if (dbo.recycle_log_file_num > 0 || dbo.wal_compression != kNoCompression) return UIH_OK;
   std::error_code ec;
   std::vector<std::pair<uint64_t, fs::path>> logs;
@@ -149,7 +151,14 @@ int CheckWriteAheadLogs(const std::string& dir, const DBOptions& dbo, uih_error*
     const std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const size_t bad = FirstBad(b);
     if (bad == b.size()) continue;
-    if (!AnyRecordAfter(b, bad)) continue;  // a torn tail: RocksDB drops it, nothing after it is lost
+    if (!AnyRecordAfter(b, bad)) {  // a torn tail: RocksDB drops it, nothing after it is lost
+      char said[256];
+      snprintf(said, sizeof said, "%s%s: a torn tail of %zu bytes at byte %zu dropped (a writer stopped mid-record)",
+               torn->empty() ? "" : "; ", logs[i].second.filename().c_str(), b.size() - bad, bad);
+      *torn += said;
+      if (dbo.info_log) ROCKS_LOG_WARN(dbo.info_log, "uihstore: write-ahead log %s", said + (said[0] == ';' ? 2 : 0));
+      continue;
+    }
     return uih_corruption(err,
                           "store %s: write-ahead log %s is damaged at byte %zu of %zu: whole records follow it, "
                           "which the open would drop silently",

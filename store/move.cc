@@ -54,7 +54,8 @@ int OpenWritable(uih_store* s, Shard* sh, Opened* o, uih_error* err) {
   std::vector<ColumnFamilyDescriptor> cfs;
   for (const std::string& name : names) cfs.emplace_back(name, uih::ShardCfOptions(s, name));
   int rc = uih::CheckTableProperties(sh->path, err);
-  if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(sh->path, dbo, err);
+  std::string torn;  // said again by the open that follows the move
+  if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(sh->path, dbo, &torn, err);
   if (rc != UIH_OK) return rc;
   st = DB::Open(dbo, sh->path, cfs, &o->handles, &o->db);
   if (!st.ok())

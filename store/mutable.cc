@@ -35,6 +35,8 @@ uih_mutable::~uih_mutable() {
 
 namespace uih {
 
+const std::string& MutableRecovered(const uih_mutable* m) { return m->recovered; }
+
 size_t MutableKey(int64_t span, uint64_t user, uint16_t group, int64_t ts, uint8_t key[UIH_KEY_SIZE]) {
   if (span == 0) {
     uih_key_group_prefix(user, group, key);
@@ -254,7 +256,7 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
                                                           : ColumnFamilyOptions());
   if (created) cfs.emplace_back(UIH_MUTABLE_CF, cfo);
   rc = uih::CheckTableProperties(path, err);
-  if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(path, dbo, err);
+  if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(path, dbo, &m->recovered, err);
   if (rc != UIH_OK) return rc;
   Status s = o.read_only ? DB::OpenForReadOnly(dbo, path, cfs, &m->handles, &m->db)
                          : DB::Open(dbo, path, cfs, &m->handles, &m->db);

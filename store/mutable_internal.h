@@ -39,6 +39,7 @@ struct uih_mutable {
   int64_t span = 0;     // the chunk span; 0: one key per (user, group) (a store made before chunks)
   bool owns_db = true;  // false: the database of a shard of an older format, lent to it read-only
   bool writable = false;  // its owner's: flushed when closed
+  std::string recovered;  // torn write-ahead log tails its open dropped, or ""
   uih_events_limits limits{};  // the merge operator's
   std::unique_ptr<uih::MutableCache> cache;  // a store's serving side: its write-through cache, or null
   // Closes the database, so a store given up half-open (an error or an
@@ -49,6 +50,9 @@ struct uih_mutable {
 namespace uih {
 
 class Gather;
+
+// Torn write-ahead log tails the mutable store's open dropped, in words; "".
+const std::string& MutableRecovered(const uih_mutable* m);
 
 // For C++ embedders and tests: the database and column family of a store.
 rocksdb::DB* MutableDB(uih_mutable* m);

@@ -136,7 +136,7 @@ int OpenDatabase(uih_store* s, Shard* sh, bool ro, Database* im,
   for (const std::string& name : names) cfs.emplace_back(name, uih::ShardCfOptions(s, name));
   std::vector<ColumnFamilyHandle*> handles;
   int rc = uih::CheckTableProperties(sh->path, err);
-  if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(sh->path, dbo, err);
+  if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(sh->path, dbo, &im->recovered, err);
   if (rc != UIH_OK) return rc;
   // A read-only open races the shard's loader, whose flushes and
   // compactions delete files (and obsolete write-ahead logs the MANIFEST
@@ -355,7 +355,11 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
   sh->current = state.current;
   sh->erased = std::move(state.erased);
   sh->any_erased.store(!sh->erased.empty(), std::memory_order_release);
-  return OpenMutable(s, sh, s->opts.read_only != 0, err);
+  rc = OpenMutable(s, sh, s->opts.read_only != 0, err);
+  if (!sh->im->recovered.empty()) sh->recovered = "its database's " + sh->im->recovered;
+  const std::string mut = sh->mut ? uih::MutableRecovered(sh->mut) : "";
+  if (!mut.empty()) sh->recovered += (sh->recovered.empty() ? "its mutable tier's " : "; its mutable tier's ") + mut;
+  return rc;
 }
 
 // ---- the store ----------------------------------------------------------------

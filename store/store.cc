@@ -353,6 +353,11 @@ int uih_store_has_shard(const uih_store* s, uint32_t shard) {
 }
 const char* uih_store_dir(const uih_store* s) { return s ? s->dir.c_str() : nullptr; }
 uint64_t uih_store_id(const uih_store* s) { return s ? s->id : 0; }
+
+const char* uih_store_recovered(const uih_store* s, uint32_t shard) {
+  if (s == nullptr || shard >= s->shards.size() || !s->shards[shard]) return "";
+  return s->shards[shard]->recovered.c_str();
+}
 const char* uih_store_tmpdir(const uih_store* s) { return s ? s->tmp.c_str() : nullptr; }
 
 int uih_store_cache_stats(uih_store* s, uih_cache_stats* out, uih_error* err) {

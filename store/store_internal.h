@@ -45,6 +45,7 @@ struct Database {
   rocksdb::ColumnFamilyHandle* legacy_mutable = nullptr;  // uih.mutable of a shard before format 3
   std::vector<rocksdb::ColumnFamilyHandle*> others;  // column families the store does not know: left alone
   uint32_t format = 1;                               // uih.format (format.h)
+  std::string recovered;  // torn write-ahead log tails its open dropped (CheckWriteAheadLogs), or ""
   bool writable = false;  // opened by a loader: flushed when closed
   Database() = default;
   Database(const Database&) = delete;
@@ -73,6 +74,7 @@ struct Shard {
   // the outcome of its last refresh.
   std::mutex refresh_mu;  // one refresh at a time; hint_seen, retention
   uint32_t hint_seen = 0;
+  std::string recovered;  // what its open recovered from, in words (uih_store_recovered)
   // Watermarks the retention filter takes once no reader holds the
   // generation served before them, oldest first (follow.cc).
   std::vector<std::pair<std::weak_ptr<Generation>, int64_t>> retention;
@@ -161,8 +163,9 @@ int CheckTableProperties(const std::string& dir, uih_error* err);
 // Before opening the database in `dir` with `dbo`: each write-ahead log
 // read whole; a damaged one is a corruption naming the log and the offset,
 // but for a torn tail (a writer stopped mid-record), which RocksDB drops at
-// the open. Reads only.
-int CheckWriteAheadLogs(const std::string& dir, const rocksdb::DBOptions& dbo, uih_error* err);
+// the open: said in *torn (and in the database's LOG), "" when none. Reads
+// only.
+int CheckWriteAheadLogs(const std::string& dir, const rocksdb::DBOptions& dbo, std::string* torn, uih_error* err);
 // " (RocksDB logged: ...)": what the database's logger (a ReportingLogger)
 // kept of a failed open at WARN and above — the log file and the bytes it
 // would drop — or "" when it kept nothing.

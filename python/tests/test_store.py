@@ -35,6 +35,7 @@ def test_status_is_what_uih_status_says(world):
             assert [g["generation"] for g in mine["generations"]] == [g["generation"] for g in theirs["generations"]]
             assert mine["generations"][-1]["through"] == world["through"]
             assert mine["immutable_bytes"] > 0 and mine["mutable_bytes"] >= 0
+            assert st.recovered(mine["shard"]) == theirs["recovered"] == ""  # closed cleanly: nothing torn
         assert s["schema"]["version"] == 2
         assert "item_id" in s["schema"]["groups"]["engagement"]["traits"]
 

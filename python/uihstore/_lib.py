@@ -320,6 +320,7 @@ _proto(rocks, "uih_store_pinned", c_int, P, c_uint32, c_uint32, POINTER(c_int), 
 _proto(rocks, "uih_store_refresh", c_int, P, E)
 _proto(rocks, "uih_store_cache_stats", c_int, P, POINTER(uih_cache_stats), E)
 _proto(rocks, "uih_store_following", c_int, P, c_uint32, POINTER(c_uint32), E)
+_proto(rocks, "uih_store_recovered", c_char_p, P, c_uint32)
 _proto(rocks, "uih_store_sizes", c_int, P, c_uint32, POINTER(c_uint64), POINTER(c_uint64), E)
 _proto(rocks, "uih_store_read", c_int, P, c_uint64, c_uint16, c_int64, c_int64, c_uint32, c_uint32,
        POINTER(POINTER(uih_batch)), E)

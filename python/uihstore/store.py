@@ -102,6 +102,12 @@ class Store:
         L.check(L.uih_store_following(self._handle(), shard, ctypes.byref(g), ctypes.byref(err)), err)
         return g.value
 
+    def recovered(self, shard):
+        """What opening `shard` recovered from, in words: the torn tails of
+        write-ahead logs it dropped (a process stopped mid-record); "" when
+        nothing."""
+        return L.uih_store_recovered(self._handle(), shard).decode()
+
     def close(self):
         if self._h is None:
             return

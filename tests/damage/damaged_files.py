@@ -149,10 +149,12 @@ def commands(uih, st, log):
 
 
 def status_facts(out):
-    """What status says of the store but for sizes, which damage may change."""
+    """What status says of the store but for sizes, which damage may change,
+    and what the open recovered from (a torn log tail it dropped, said)."""
     def strip(v):
         if isinstance(v, dict):
-            return {k: strip(x) for k, x in v.items() if not k.endswith("_bytes") and k != "store"}
+            return {k: strip(x) for k, x in v.items()
+                    if not k.endswith("_bytes") and k not in ("store", "recovered")}  # a torn tail dropped: said
         if isinstance(v, list):
             return [strip(x) for x in v]
         return v

@@ -1121,6 +1121,57 @@ TEST_F(StoreTest, ADamagedShardLogFailsTheOpenNamingIt) {
   }
 }
 
+// A serving process killed while writing a record leaves its mutable
+// tier's log with a torn tail: the next open drops that record alone and
+// says so (uih_store_recovered, and the LOG of a writable open); every
+// acknowledged append before it is there.
+TEST_F(StoreTest, ATornLogTailIsRecoveredAndSaid) {
+  namespace fs = std::filesystem;
+  uih_store* s = Init("store", 1);
+  uih_error err{};
+  uih_mutable* m = uih_test::MutableOf(s, 0);
+  for (int k = 0; k < 30; k++) {  // one log record each
+    uih_batch* b = nullptr;
+    ASSERT_EQ(uih_batch_create(uih_schema_group_by_id(uih_store_schema(s), 1), 1, nullptr, 0, &b, &err), UIH_OK);
+    uint32_t row;
+    ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
+    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, static_cast<uint64_t>(5000 + k));
+    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, 9);
+    ASSERT_EQ(uih_mutable_append(m, 7, b, 0, &err), UIH_OK) << uih_error_message(&err);
+    uih_batch_free(b);
+  }
+  EXPECT_STREQ(uih_store_recovered(s, 0), "");
+  // The directory as the kill leaves it (the appends in the log alone), its
+  // last record cut short.
+  const fs::path st = dir_ / "store", image = dir_ / "killed";
+  fs::copy(st, image, fs::copy_options::recursive);
+  uih_store_close(s);
+  fs::remove_all(st);
+  fs::rename(image, st);
+  const fs::path log = uih_test::LargestLog(st / "mutable-0000");
+  ASSERT_FALSE(log.empty());
+  fs::resize_file(log, fs::file_size(log) - 3);
+  for (int ro : {1, 0}) {
+    SCOPED_TRACE(ro ? "read-only" : "writable");
+    uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
+    o.read_only = ro;
+    ASSERT_EQ(uih_store_open(st.c_str(), &o, &s, &err), UIH_OK) << uih_error_message(&err);
+    const std::string said = uih_store_recovered(s, 0);
+    EXPECT_NE(said.find("its mutable tier's " + log.filename().string() + ": a torn tail of"), std::string::npos) << said;
+    uih_batch* out = nullptr;
+    ASSERT_EQ(uih_store_read(s, 7, 1, INT64_MIN, INT64_MAX, UIH_TIER_ALL, 0, &out, &err), UIH_OK);
+    EXPECT_EQ(out ? out->count : 0u, 29u) << "every record but the torn last one";
+    uih_batch_free(out);
+    uih_store_close(s);
+    if (ro) continue;
+    const std::string logged = uih_test::ReadFile(st / "mutable-0000/LOG");
+    EXPECT_NE(logged.find("uihstore: write-ahead log " + log.filename().string() + ": a torn tail"), std::string::npos);
+  }
+  ASSERT_EQ(uih_store_open(st.c_str(), nullptr, &s, &err), UIH_OK);
+  EXPECT_STREQ(uih_store_recovered(s, 0), "") << "the writable open flushed it: nothing left to recover";
+  uih_store_close(s);
+}
+
 // A damaged properties block of one of RocksDB's own (block-based) table
 // files in a shard — which RocksDB parses before verifying it, and whose
 // damaged restart count trips an assert that kills the process in Debian's

@@ -161,6 +161,13 @@ const char *uih_store_dir(const uih_store *s);
  * made before ids): snapshot records carry its low 32 bits, and a record
  * logged against another store is refused by uih_materialize. */
 uint64_t uih_store_id(const uih_store *s);
+/* What opening shard `shard` recovered from, in words: the torn tails of
+ * write-ahead logs its databases dropped (a process or a machine stopped
+ * in the middle of writing a record: what that record held is gone), each
+ * log named with the bytes and the offset; also in the database's LOG
+ * (for a writable open). "" when nothing, and for a shard not opened.
+ * Valid until close. Damage other than a torn tail fails the open. */
+const char *uih_store_recovered(const uih_store *s, uint32_t shard);
 
 /* A serving store: opens every shard's database again now and serves its
  * current generation, in this call, whatever the .published hints say
