@@ -345,7 +345,8 @@ int OpenShard(uih_store* s, uint32_t index, uih_error* err) {
   if (rc == UIH_OK && hinted > state.current)
     rc = uih_corruption(err,
                         "store %s: shard %u's database says generation %u is current, but generation %u was published "
-                        "(%s): the database lost a publish (a damaged MANIFEST or write-ahead log?)",
+                        "(%s): the database lost a publish (a damaged MANIFEST or write-ahead log?), or that hint "
+                        "file is damaged (it is only a hint: removed, the next load writes it again)",
                         s->dir.c_str(), index, state.current, hinted, uih::PublishedName(index).c_str());
   if (rc != UIH_OK) return rc;
   if (ro) rc = uih::PinShard(s, index, &state, err);

@@ -1172,6 +1172,36 @@ TEST_F(StoreTest, ATornLogTailIsRecoveredAndSaid) {
   uih_store_close(s);
 }
 
+// A shard whose database is older than its .published hint (a publish
+// lost to a damaged MANIFEST or log, or a damaged hint) is refused, by
+// writable and read-only opens alike, naming both; without the hint, or
+// with a hint that is not newer, it opens.
+TEST_F(StoreTest, ADatabaseOlderThanItsPublishedHintIsRefused) {
+  uih_store* s = Init("store", 1);
+  uih_error err{};
+  const std::string f = dir_ / "d.csv";
+  WriteFile(f, kHeader + "1,a,100,5,1\n");
+  ASSERT_EQ(Load(s, {f}, 1000, 0, &err), UIH_OK) << uih_error_message(&err);
+  uih_store_close(s);
+  const std::string hint = dir_ / ("store/" + uih::PublishedName(0));
+  EXPECT_EQ(uih_test::ReadFile(hint), uih::PublishedText(0, 1));
+  WriteFile(hint, uih::PublishedText(0, 2));
+  for (int ro : {1, 0}) {
+    uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
+    o.read_only = ro;
+    EXPECT_EQ(uih_store_open((dir_ / "store").c_str(), &o, &s, &err), UIH_ERR_CORRUPTION);
+    EXPECT_NE(std::string(uih_error_message(&err))
+                  .find("shard 0's database says generation 1 is current, but generation 2 was published (" +
+                        uih::PublishedName(0) + ")"),
+              std::string::npos)
+        << uih_error_message(&err);
+  }
+  std::filesystem::remove(hint);
+  ASSERT_NE(s = Open(dir_ / "store"), nullptr) << "without the hint it opens, and writes it again";
+  uih_store_close(s);
+  EXPECT_EQ(uih_test::ReadFile(hint), uih::PublishedText(0, 1));
+}
+
 // A damaged properties block of one of RocksDB's own (block-based) table
 // files in a shard — which RocksDB parses before verifying it, and whose
 // damaged restart count trips an assert that kills the process in Debian's
