@@ -102,30 +102,28 @@ static int number_line(const char *s, size_t n, const char *keyword, uint64_t lo
   return 1;
 }
 
-/* "id " and 16 lowercase hex digits, not all zero. */
-static int id_line(const char *s, size_t n, uint64_t *out) {
-  if (n != 19 || memcmp(s, "id ", 3) != 0) return 0;
+/* "KEYWORD " and `digits` lowercase hex digits. */
+static int hex_line(const char *s, size_t n, const char *keyword, size_t digits, uint64_t *out) {
+  const size_t k = strlen(keyword);
+  if (n != k + 1 + digits || memcmp(s, keyword, k) != 0 || s[k] != ' ') return 0;
   uint64_t v = 0;
-  for (size_t i = 3; i < n; i++) {
+  for (size_t i = k + 1; i < n; i++) {
     int d = s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10 : -1;
     if (d < 0) return 0;
     v = v << 4 | (uint64_t)d;
   }
-  if (v == 0) return 0;
   *out = v;
   return 1;
 }
 
+/* "id " and 16 lowercase hex digits, not all zero. */
+static int id_line(const char *s, size_t n, uint64_t *out) { return hex_line(s, n, "id", 16, out) && *out != 0; }
+
 /* "check " and 8 lowercase hex digits. */
 static int check_line(const char *s, size_t n, uint32_t *out) {
-  if (n != 14 || memcmp(s, "check ", 6) != 0) return 0;
-  uint32_t v = 0;
-  for (size_t i = 6; i < n; i++) {
-    int d = s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10 : -1;
-    if (d < 0) return 0;
-    v = v << 4 | (uint32_t)d;
-  }
-  *out = v;
+  uint64_t v;
+  if (!hex_line(s, n, "check", 8, &v)) return 0;
+  *out = (uint32_t)v;
   return 1;
 }
 

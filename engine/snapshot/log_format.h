@@ -57,6 +57,19 @@ static inline int frame_head_get(const uint8_t *head, uint32_t *length, uint64_t
   return *length <= UIH_SNAPSHOT_RECORD_MAX && *number < UINT64_MAX; /* one more must fit */
 }
 
+/* The offset of the first whole frame header in p[1, n), or 0 when none. */
+static inline size_t frame_head_after(const uint8_t *p, size_t n) {
+  uint32_t len;
+  uint64_t number;
+  for (size_t i = 1; i + kFrameHead <= n; i++) {
+    const uint8_t *q = memchr(p + i, 'U', n - kFrameHead + 1 - i);
+    if (!q) break;
+    i = (size_t)(q - p);
+    if (frame_head_get(q, &len, &number)) return i;
+  }
+  return 0;
+}
+
 typedef enum {
   kStepRecord,  /* a whole record: number, rec_len; its bytes at kFrameHead */
   kStepSeal,    /* the seal: number = the records it counts */
@@ -97,18 +110,10 @@ static inline frame_step frame_step_at(const uint8_t *p, size_t avail, int eof) 
   }
   if (!frame_head_get(p, &len, &number)) { /* look for the next header */
     s.kind = kStepSkip;
-    for (size_t i = 1; i + kFrameHead <= avail; i++) {
-      const uint8_t *q = memchr(p + i, 'U', avail - kFrameHead + 1 - i);
-      if (!q) break;
-      i = (size_t)(q - p);
-      if (frame_head_get(q, &len, &number)) {
-        s.used = i;
-        return s;
-      }
-    }
+    s.used = frame_head_after(p, avail);
     /* none: all of it is damage, but for a header that may begin in the
      * last kFrameHead - 1 bytes when more follow */
-    s.used = eof ? avail : avail - (kFrameHead - 1);
+    if (s.used == 0) s.used = eof ? avail : avail - (kFrameHead - 1);
     return s;
   }
   const size_t frame = kFrameHead + (size_t)len + kFrameTail;
@@ -129,17 +134,11 @@ static inline frame_step frame_step_at(const uint8_t *p, size_t avail, int eof) 
     /* A frame cut short by a failed write, then followed by whole ones:
      * a header inside its span starts the next, and only the span before
      * it is damage. */
-    uint32_t l2;
-    uint64_t n2;
-    for (size_t i = 1; i + kFrameHead <= frame; i++) {
-      const uint8_t *q = memchr(p + i, 'U', frame - kFrameHead + 1 - i);
-      if (!q) break;
-      i = (size_t)(q - p);
-      if (frame_head_get(q, &l2, &n2)) {
-        s.kind = kStepSkip;
-        s.used = i;
-        return s;
-      }
+    const size_t next = frame_head_after(p, frame);
+    if (next) {
+      s.kind = kStepSkip;
+      s.used = next;
+      return s;
     }
     s.kind = kStepBadBody;
     s.rec_len = len;
