@@ -36,5 +36,6 @@ int cmd_shard(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_materialize(int argc, char **argv);
 int cmd_log(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 #endif /* UIH_CLI_H */

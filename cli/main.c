@@ -18,6 +18,8 @@ static void usage(FILE *out) {
           "                                      fold CSV files (plain, .gz, .zst) into the\n"
           "                                      immutable tier as a new generation\n"
           "  status --store DIR [--json]         shards, generations, watermark, sizes\n"
+          "  verify --store DIR [--json] [--all] read everything, every checksum: each\n"
+          "                                      damaged file and the users it holds\n"
           "  read --store DIR --user ID --group NAME [--from TS] [--to TS]\n"
           "      [--tier immutable|mutable|all] [--generation N] [--arrival]\n"
           "                                      print a user's events as CSV\n"
@@ -80,6 +82,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "snapshot")) return cmd_snapshot(argc - 2, argv + 2);
   if (!strcmp(cmd, "materialize")) return cmd_materialize(argc - 2, argv + 2);
   if (!strcmp(cmd, "log")) return cmd_log(argc - 2, argv + 2);
+  if (!strcmp(cmd, "verify")) return cmd_verify(argc - 2, argv + 2);
   fprintf(stderr, "uih: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return CLI_USAGE;

@@ -34,10 +34,7 @@ namespace uih {
 namespace fs = std::filesystem;
 using namespace rocksdb;
 
-namespace {
-
-// The last 8 bytes of the file at `path` (its table magic), 0 when shorter.
-uint64_t TableMagic(const fs::path& path, uint64_t size) {
+uint64_t TableMagicOf(const std::string& path, uint64_t size) {
   if (size < 8) return 0;
   std::ifstream in(path, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(size - 8));
@@ -48,8 +45,6 @@ uint64_t TableMagic(const fs::path& path, uint64_t size) {
   return v;
 }
 
-}  // namespace
-
 int CheckTableProperties(const std::string& dir, uih_error* err) {
   std::error_code ec;
   fs::directory_iterator it(dir, ec);
@@ -58,7 +53,7 @@ int CheckTableProperties(const std::string& dir, uih_error* err) {
   for (const fs::directory_entry& e : it) {
     if (e.path().extension() != ".sst") continue;
     const uint64_t size = e.file_size(ec);
-    if (ec || TableMagic(e.path(), size) != kBlockBasedTableMagicNumber) continue;
+    if (ec || TableMagicOf(e.path().string(), size) != kBlockBasedTableMagicNumber) continue;
     std::unique_ptr<RandomAccessFileReader> reader;
     IOStatus io = RandomAccessFileReader::Create(FileSystem::Default(), e.path().string(), FileOptions(), &reader,
                                                  nullptr);

@@ -160,6 +160,9 @@ rocksdb::Status FlushOut(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamil
 // properties block verified (check_tables.cc says why RocksDB's own open
 // does not): a damaged one is a corruption naming the file. Reads only.
 int CheckTableProperties(const std::string& dir, uih_error* err);
+// The last 8 bytes of the file at `path`, `size` bytes (a table file's
+// magic number), 0 when shorter or unreadable.
+uint64_t TableMagicOf(const std::string& path, uint64_t size);
 // Before opening the database in `dir` with `dbo`: each write-ahead log
 // read whole; a damaged one is a corruption naming the log and the offset,
 // but for a torn tail (a writer stopped mid-record), which RocksDB drops at

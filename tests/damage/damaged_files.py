@@ -14,13 +14,16 @@ flipped, the file cut, a 4 KB page zeroed, garbage appended, the file
 deleted) — and the commands an operator runs on it:
 
   uih status --json, uih read --tier all (three users), uih log dump,
-  uih log check, uih materialize --on-mismatch flag
+  uih log check, uih materialize --on-mismatch flag, uih verify --json
 
 Each must end by itself (a hang is a failure), never by a signal (a crash
 is a failure), and when it exits 0 its answer must be the undamaged
 store's: the same status (but for file sizes), the same events, the same
 records; a rebuild may leave out or flag a record only when it says so on
-stderr, naming it. A command that fails must say why on stderr.
+stderr, naming it. A command that fails must say why on stderr. The
+scrub, uih verify, must find damage whenever a command that reads the
+store refused it (a clean scrub of a store that does not read would send
+an operator the wrong way), and a damage it reports must name a file.
 
   damaged_files.py --uih UIH --schema SCHEMA --work DIR [--service SVC] [--trials N] [--seed S]
   (UIH_DAMAGE_TRIALS=N in the environment overrides --trials)
@@ -142,7 +145,8 @@ def commands(uih, st, log):
             "log dump": [uih, "log", "dump", log],
             "log check": [uih, "log", "check", log],
             "materialize": [uih, "materialize", "--store", st, "--log", log, "--group", "engagement:32",
-                            "--on-mismatch", "flag"]}
+                            "--on-mismatch", "flag"],
+            "verify": [uih, "verify", "--store", st, "--json"]}
     for u in (3, 4, 7):
         cmds["read %d" % u] = [uih, "read", "--store", st, "--user", str(u), "--group", "engagement", "--tier", "all"]
     return cmds
@@ -179,6 +183,8 @@ def check(name, got, truth, st_copy):
     for twice in ("Corruption: Corruption:", "IO error: IO error:"):
         if twice in err:
             return "a message that repeats itself: %s" % err[-300:]
+    if name == "verify":
+        return check_verify(rc, out, err)
     if rc != 0:
         return None if err.strip() else "failed (exit %d) without a word on stderr" % rc
     t_rc, t_out, t_err = truth
@@ -204,6 +210,27 @@ def check(name, got, truth, st_copy):
     if name == "log dump" and out != t_out and t_out.startswith(out) and "not sealed" in err:
         return None  # a sealed log cut at a record's end: said
     return None if out == t_out else "exit 0 with another answer:\n%s\n--- expected ---\n%s" % (out[:400], t_out[:400])
+
+
+def check_verify(rc, out, err):
+    """The scrub: 0 with a clean report, or 1 with each damage named."""
+    if rc not in (0, 1):
+        return "verify exited %d: %s" % (rc, err[-300:])
+    if rc == 1 and not out.strip():  # no store to scrub (the descriptor deleted): said
+        return None if "not a uihstore store" in err else "verify failed without a report: %s" % err[-300:]
+    report = json.loads(out)
+    damaged = [i for i in report["items"] if i["damage"] and i["counts"]]
+    if (rc == 0) != report["ok"] or report["ok"] != (not damaged) or report["damaged"] != len(damaged):
+        return "verify: exit %d, ok %s, %d damaged items: they disagree" % (rc, report["ok"], len(damaged))
+    for i in damaged:
+        if not i["path"] or not i["kind"]:
+            return "verify: a damage without a file: %s" % i
+    return None
+
+
+# The commands that read the store (not the snapshot log alone): when one
+# of them refuses a copy, the scrub must not call it clean.
+STORE_COMMANDS = ("status", "read 3", "read 4", "read 7", "materialize")
 
 
 def said_records(err):
@@ -320,12 +347,18 @@ def main():
         shutil.copytree(st, os.path.join(copy, "st"))
         shutil.copy(log, os.path.join(copy, "snap.log"))
         what = damage(os.path.join(copy, rel), how, rng)
+        results = {}
         for name, argv in commands(a.uih, os.path.join(copy, "st"), os.path.join(copy, "snap.log")).items():
-            got = run(argv)
+            got = results[name] = run(argv)
             wrong = check(name, got, truth[name], copy)
-            tally[(kind, "wrong" if wrong else "refused" if got[0] != 0 else "right")] += 1
+            tally[(kind, "wrong" if wrong else "refused" if got is None or got[0] != 0 else "right")] += 1
             if wrong:
                 failures.append("trial %d: %s %s: %s: %s" % (trial, rel, what, name, wrong))
+        refused = [n for n in STORE_COMMANDS if results[n] and results[n][0] != 0
+                   and not (n == "materialize" and kind == "snapshot log")]
+        if refused and results["verify"] and results["verify"][0] == 0:
+            failures.append("trial %d: %s %s: verify calls the store clean, but %s refused it: %s" %
+                            (trial, rel, what, refused[0], results[refused[0]][2][-300:]))
     for kind in kinds:
         print("%-17s right %4d  refused %4d  wrong %d" % (kind, tally[(kind, "right")], tally[(kind, "refused")],
                                                          tally[(kind, "wrong")]))

@@ -237,6 +237,48 @@ enum {
 int uih_store_read(uih_store *s, uint64_t user_id, uint16_t group, int64_t from, int64_t to,
                    unsigned tier, uint32_t generation, uih_batch **batch, uih_error *err);
 
+/* ---- scrubbing ------------------------------------------------------------ */
+
+/* One thing a scrub read: a file, a shard's folder of write-ahead logs, a
+ * database as a whole, its metadata, a generation, a mutable tier. */
+typedef struct uih_verify_item {
+  const char *path;      /* relative to the store: "UIHSTORE", "shard-0000/000012.sst", "mutable-0001" */
+  const char *kind;      /* "descriptor", "hint", "write-ahead logs", "database", "generation table",
+                            "metadata table", "mutable table", "metadata", "generation", "mutable tier" */
+  uint32_t shard;        /* UINT32_MAX: the store's own (the descriptor) */
+  uint32_t generation;   /* a generation table's, or a generation's (0: none or not known) */
+  uint64_t entries;      /* what was read whole: stripes, records, event lists, logs */
+  uint64_t bytes;        /* on disk */
+  int has_users;         /* 1: it holds users first_user..last_user (a table's keys, a tier's lists) */
+  uint64_t first_user, last_user;
+  const char *damage;    /* NULL: verified; else what is wrong, naming where (offset, key) */
+  int counts;            /* 0: a file the database no longer uses (damage there loses nothing) */
+  const char *note;      /* NULL, or what else is worth knowing (a torn log tail recovered at open) */
+} uih_verify_item;
+
+typedef void (*uih_verify_fn)(void *arg, const uih_verify_item *item);
+
+typedef struct uih_verify_totals {
+  uint64_t items, damaged;         /* items reported, and those damaged (that count) */
+  uint64_t stripes, records, lists; /* stripes read (each decoded where its shard opened), metadata
+                                      records parsed, event lists read */
+  uint64_t bytes;
+} uih_verify_totals;
+
+/* Scrubs the store at `dir` (the one to run after a disk incident):
+ * opens each shard read-only as every reader does, then reads everything
+ * it holds — every table file of each shard and of its mutable tier, each
+ * block or value checksum verified; every stripe of a live generation
+ * decoded whole under its schema version, checked against its key, and
+ * each generation's stripes and events counted against its record; every
+ * metadata record parsed; the mutable tier read whole through its
+ * database, every event list validated — and calls `fn` (may be NULL)
+ * with each item, in order, damaged or not. Nothing is written. UIH_OK
+ * when nothing is damaged; UIH_ERR_CORRUPTION counting the damaged items
+ * and naming the first; UIH_ERR_NOT_FOUND when `dir` is no store.
+ * *totals (may be NULL) is filled either way. */
+int uih_store_verify(const char *dir, uih_verify_fn fn, void *arg, uih_verify_totals *totals, uih_error *err);
+
 /* ---- what the loader uses ------------------------------------------------- */
 
 /* Every (key, stripe) of a shard's live generation (0: the current one; none
