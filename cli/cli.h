@@ -37,5 +37,6 @@ int cmd_snapshot(int argc, char **argv);
 int cmd_materialize(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
 
 #endif /* UIH_CLI_H */

@@ -1,6 +1,7 @@
 /* uih verify — the scrub an operator runs after a disk incident
  * (uih_store_verify, uih/store.h): every file of a store read, every
- * checksum verified; each damaged file named with what it holds. */
+ * checksum verified; each damaged file named with what it holds.
+ * uih repair — accepting a named loss an open refuses (uih_store_repair). */
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -112,4 +113,45 @@ int cmd_verify(int argc, char **argv) {
   fflush(stdout);
   if (rc != UIH_OK) fprintf(stderr, "uih: %s\n", uih_error_message(&err));
   return rc == UIH_OK ? CLI_OK : CLI_FAIL;
+}
+
+/* ---- uih repair ------------------------------------------------------------ */
+
+static const char kRepairUsage[] =
+    "usage: uih repair --store DIR [--shard I]\n"
+    "  accepts a named loss, so that a store every open refuses opens again: a write-ahead\n"
+    "  log that does not replay whole or is missing, one that lost acknowledged appends, a\n"
+    "  damaged acknowledged mark or .published hint. The refused files are kept in\n"
+    "  DIR/lost/; each loss is printed and appended to DIR/REPAIRS. Damaged table files,\n"
+    "  MANIFESTs or the descriptor are not repaired (uih verify says what they hold).\n"
+    "  No other process may have the store open.\n"
+    "Exit status: 0 every shard opens, 1 something could not be repaired, 2 usage.";
+
+static void on_line(void *arg, const char *line) {
+  (void)arg;
+  printf("uih repair: %s\n", line);
+}
+
+int cmd_repair(int argc, char **argv) {
+  const char *dir = NULL;
+  uint64_t shard = 0;
+  int one = 0;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      printf("%s\n", kRepairUsage);
+      return CLI_OK;
+    }
+    if (!strcmp(argv[i], "--store") && i + 1 < argc) dir = argv[++i];
+    else if (!strcmp(argv[i], "--shard") && i + 1 < argc) {
+      if (!cli_parse_u64("--shard", argv[++i], &shard) || shard > UINT32_MAX) return CLI_USAGE;
+      one = 1;
+    } else
+      return cli_fail(CLI_USAGE, "bad argument %s\n%s", argv[i], kRepairUsage);
+  }
+  if (!dir) return cli_fail(CLI_USAGE, "%s", kRepairUsage);
+  uih_error err = {0};
+  const int rc = uih_store_repair(dir, one, (uint32_t)shard, on_line, NULL, &err);
+  fflush(stdout);
+  if (rc != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+  return CLI_OK;
 }

@@ -20,6 +20,9 @@ static void usage(FILE *out) {
           "  status --store DIR [--json]         shards, generations, watermark, sizes\n"
           "  verify --store DIR [--json] [--all] read everything, every checksum: each\n"
           "                                      damaged file and the users it holds\n"
+          "  repair --store DIR [--shard I]      accept a named loss an open refuses (a damaged\n"
+          "                                      or lost write-ahead log): kept in DIR/lost/,\n"
+          "                                      recorded in DIR/REPAIRS\n"
           "  read --store DIR --user ID --group NAME [--from TS] [--to TS]\n"
           "      [--tier immutable|mutable|all] [--generation N] [--arrival]\n"
           "                                      print a user's events as CSV\n"
@@ -83,6 +86,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "materialize")) return cmd_materialize(argc - 2, argv + 2);
   if (!strcmp(cmd, "log")) return cmd_log(argc - 2, argv + 2);
   if (!strcmp(cmd, "verify")) return cmd_verify(argc - 2, argv + 2);
+  if (!strcmp(cmd, "repair")) return cmd_repair(argc - 2, argv + 2);
   fprintf(stderr, "uih: unknown command '%s'\n\n", cmd);
   usage(stderr);
   return CLI_USAGE;

@@ -93,6 +93,19 @@
 //              uih.applied    u32: in a store's mutable tier, the newest
 //                             generation of its shard whose erasures and
 //                             through it has applied (absent: 0)
+//   and, beside its database's files, UIH-ACKED (acked.cc): 56 bytes,
+//   "UIHACK01", u64 the sequence number of the last write the store
+//   acknowledged, u64 that of the last synced one, the machine's boot id
+//   (16 bytes, /proc/sys/kernel/random/boot_id), u64 0, u64 XXH3-64 of the
+//   48 bytes before. Rewritten in place after every write (not synced:
+//   after a power loss it may lag, never lead, what a synced log holds);
+//   every open checks that the database holds at least the synced number,
+//   and the acknowledged one unless the machine restarted since, so a
+//   write-ahead log that lost acknowledged appends (deleted, cut or zeroed
+//   whole after its process died — RocksDB tracks only closed logs in the
+//   MANIFEST) fails the open instead of reading as a log that never held
+//   them; the unsynced appends a restart lost are said. Absent (a store
+//   made before it): nothing to check; a writable open creates it.
 //
 // Format 1 (stores written before uih.format) held the watermark and the
 // chunk span as 8 bytes little-endian, two's complement. Format 2 wrote
@@ -128,6 +141,7 @@ inline constexpr uint32_t kMutableFormat = 2;
 inline constexpr uint32_t kFormatOwnMutable = 3;
 
 inline constexpr const char kDescriptorFile[] = "UIHSTORE";
+inline constexpr const char kAckedFile[] = "UIH-ACKED";
 inline constexpr const char kGenerationCfPrefix[] = "uih.gen.";
 
 inline constexpr const char kFormatKey[] = "uih.format";

@@ -257,6 +257,7 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
   if (created) cfs.emplace_back(UIH_MUTABLE_CF, cfo);
   rc = uih::CheckTableProperties(path, err);
   if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(path, dbo, &m->recovered, err);
+  if (rc == UIH_OK && !created) rc = m->acked.Read(path, !o.read_only, err);
   if (rc != UIH_OK) return rc;
   Status s = o.read_only ? DB::OpenForReadOnly(dbo, path, cfs, &m->handles, &m->db)
                          : DB::Open(dbo, path, cfs, &m->handles, &m->db);
@@ -276,6 +277,8 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
     if (!s.ok()) return StatusError(err, path, s, "writing the chunk span");
   }
   rc = LoadMeta(m.get(), o.read_only != 0, err);
+  if (rc == UIH_OK && created) rc = m->acked.Read(path, true, err);
+  if (rc == UIH_OK) rc = m->acked.Check(m->db, &m->recovered, err);
   if (rc != UIH_OK) return rc;  // m's destructor closes the database
   *out = m.release();
   return UIH_OK;
@@ -370,6 +373,7 @@ int AppendMany(uih_mutable* m, const uint64_t* user_ids, const uih_batch* const*
   wo.sync = (flags & UIH_APPEND_SYNC) != 0;
   Status s = m->db->Write(wo, &wb);
   if (!s.ok()) return StatusError(err, m->path, s, "appending");
+  m->acked.Advance(m->db->GetLatestSequenceNumber(), wo.sync);
   for (Operand& op : ops)  // written: through to the cache
     m->cache->Merge(op.user, op.group, op.start, std::move(op.bytes));
   return UIH_OK;
@@ -390,6 +394,7 @@ int SetWatermark(uih_mutable* m, int64_t watermark, uih_error* err) {
   wo.sync = true;
   Status s = m->db->Put(wo, m->meta, uih::kWatermarkKey, uih::I64Value(watermark));
   if (!s.ok()) return StatusError(err, m->path, s, "writing the watermark");
+  m->acked.Advance(m->db->GetLatestSequenceNumber(), true);
   m->wm.store(watermark, std::memory_order_release);
   m->has_wm.store(true, std::memory_order_release);
   if (m->retention) m->retention->SetWatermark(watermark);
@@ -440,6 +445,7 @@ int ApplyToMutable(uih_mutable* m, const std::vector<uint64_t>& erased, int64_t 
   if (s.ok()) s = m->db->Write(wo, &wb);
   if (!s.ok()) return StatusError(err, m->path, s, "applying generation %u (%zu erased users, through %" PRId64 ")",
                                   generation, erased.size(), through);
+  m->acked.Advance(m->db->GetLatestSequenceNumber(), true);
   if (m->cache) {
     std::vector<uint16_t> groups;
     for (uint32_t k = 0; k < uih_schema_group_count(schema); k++) groups.push_back(uih_schema_group_at(schema, k)->id);

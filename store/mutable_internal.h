@@ -5,6 +5,7 @@
 // the watermark; mutable_read.cc reads.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -17,6 +18,50 @@
 #include "uih/key.h"
 #include "uih/mutable.h"
 #include "uih_plugin/events.h"
+
+namespace uih {
+
+// The acknowledged mark of a mutable store (acked.cc; format.h: UIH-ACKED):
+// the sequence numbers of the last write the store acknowledged and of the
+// last synced one, with the machine's boot id, in a file beside the
+// database, advanced after each write (in place, not synced) and checked
+// by every open: a database that holds less lost acknowledged writes with
+// its write-ahead log.
+class AckedMark {
+ public:
+  // Reads DIR/UIH-ACKED before the database opens (a writer appending
+  // meanwhile only moves it past what this open will see): absent, there
+  // is nothing to check in a read-only open; damaged, a corruption.
+  // `writable`: kept open (created when absent), to be advanced.
+  int Read(const std::string& dir, bool writable, uih_error* err);
+  // Then `db`, just opened, must hold as much — what was synced always, all
+  // that was acknowledged unless the machine restarted since (its boot id):
+  // else a corruption saying what was lost. The unsynced writes a restart
+  // lost are said in *recovered. A writable mark moves to what it holds.
+  int Check(rocksdb::DB* db, std::string* recovered, uih_error* err);
+  // After a write acknowledged at sequence number `seq` (or later), synced
+  // or not: the mark follows, never back. A failure to write it leaves it
+  // behind: a weaker check, never a false alarm.
+  void Advance(uint64_t seq, bool synced);
+  // `uih repair`: the mark written again, durably, to what `db` holds now.
+  static int Reset(const std::string& dir, rocksdb::DB* db, uih_error* err);
+  AckedMark() = default;
+  AckedMark(const AckedMark&) = delete;
+  AckedMark& operator=(const AckedMark&) = delete;
+  ~AckedMark();
+
+ private:
+  std::string dir_;
+  uint64_t acked_ = 0, synced_ = 0;  // as read
+  bool same_boot_ = false;           // written in this boot of the machine
+  std::array<uint8_t, 16> boot_{};
+  int fd_ = -1;  // open only in a writable store
+  std::mutex mu_;
+  std::atomic<uint64_t> written_{0};
+  uint64_t written_synced_ = 0;  // under mu_
+};
+
+}  // namespace uih
 
 // Who may touch what: `schema` changes when a load publishes a newer
 // version (atomically); the watermark's writes are serialized by
@@ -42,6 +87,7 @@ struct uih_mutable {
   std::string recovered;  // torn write-ahead log tails its open dropped, or ""
   uih_events_limits limits{};  // the merge operator's
   std::unique_ptr<uih::MutableCache> cache;  // a store's serving side: its write-through cache, or null
+  uih::AckedMark acked;  // a database of its own (owns_db)
   // Closes the database, so a store given up half-open (an error or an
   // exception after DB::Open) does not keep its LOCK.
   ~uih_mutable();

@@ -9,9 +9,9 @@ appends, which its write-ahead logs alone hold. Then, per
 trial, a copy of it with one file damaged once — every kind of file the
 store keeps (generation and metadata table files, RocksDB's write-ahead
 logs, MANIFEST, CURRENT, OPTIONS and LOG files, the descriptor, the
-.published hints, the snapshot log) and every kind of damage (bytes
-flipped, the file cut, a 4 KB page zeroed, garbage appended, the file
-deleted) — and the commands an operator runs on it:
+.published hints, the acknowledged marks, the snapshot log) and every
+kind of damage (bytes flipped, the file cut, a 4 KB page zeroed, garbage
+appended, the file deleted) — and the commands an operator runs on it:
 
   uih status --json, uih read --tier all (three users), uih log dump,
   uih log check, uih materialize --on-mismatch flag, uih verify --json
@@ -24,17 +24,19 @@ stderr, naming it. A command that fails must say why on stderr. The
 scrub, uih verify, must find damage whenever a command that reads the
 store refused it (a clean scrub of a store that does not read would send
 an operator the wrong way), and a damage it reports must name a file.
+Last, uih repair: it accepts a loss or says why not, and a store it
+repaired opens.
 
   damaged_files.py --uih UIH --schema SCHEMA --work DIR [--service SVC] [--trials N] [--seed S]
   (UIH_DAMAGE_TRIALS=N in the environment overrides --trials)
 
 Prints "damaged_files: ok" and counts per file kind and outcome.
 
-With --service (not in the suite yet) the fixture ends with a serving
+With --service (as the suite runs it) the fixture ends with a serving
 process killed after acknowledging appends, which only its live
-write-ahead log holds: that log deleted or zeroed whole still reads as
-the log of a process that stopped before those appends (issue 40's
-remaining gap: nothing outside the live log says how much it held).
+write-ahead log holds: that log deleted or zeroed whole must not read as
+the log of a process that stopped before those appends (the tier's
+acknowledged mark, UIH-ACKED, says how much it held).
 """
 
 import argparse
@@ -271,6 +273,8 @@ def kind_of(path):
             return prefix
     if base == "UIHSTORE":
         return "descriptor"
+    if base == "UIH-ACKED":
+        return "acked mark"
     if base.endswith(".published"):
         return "published hint"
     if base == "snap.log":
@@ -354,14 +358,29 @@ def main():
             tally[(kind, "wrong" if wrong else "refused" if got is None or got[0] != 0 else "right")] += 1
             if wrong:
                 failures.append("trial %d: %s %s: %s: %s" % (trial, rel, what, name, wrong))
+        # Then the operator's way on: uih repair accepts what it can (and
+        # says what it cannot); once it has, the store opens.
+        repaired = run([a.uih, "repair", "--store", os.path.join(copy, "st")])
+        wrong = None
+        if repaired is None or repaired[0] not in (0, 1):
+            wrong = "repair: %s" % ("hung" if repaired is None else "exit %d: %s" % (repaired[0], repaired[2][-300:]))
+        elif repaired[0] == 1 and not repaired[2].strip():
+            wrong = "repair failed without a word"
+        elif repaired[0] == 0:
+            after = run([a.uih, "status", "--store", os.path.join(copy, "st"), "--json"])
+            if after is None or after[0] != 0:
+                wrong = "repair said done, but status fails: %s" % (after and after[2][-300:])
+        tally[(kind, "repaired" if repaired and repaired[0] == 0 and "accepted" in repaired[1] else "")] += 1
+        if wrong:
+            failures.append("trial %d: %s %s: %s" % (trial, rel, what, wrong))
         refused = [n for n in STORE_COMMANDS if results[n] and results[n][0] != 0
                    and not (n == "materialize" and kind == "snapshot log")]
         if refused and results["verify"] and results["verify"][0] == 0:
             failures.append("trial %d: %s %s: verify calls the store clean, but %s refused it: %s" %
                             (trial, rel, what, refused[0], results[refused[0]][2][-300:]))
     for kind in kinds:
-        print("%-17s right %4d  refused %4d  wrong %d" % (kind, tally[(kind, "right")], tally[(kind, "refused")],
-                                                         tally[(kind, "wrong")]))
+        print("%-17s right %4d  refused %4d  wrong %d  (repaired %d)" % (
+            kind, tally[(kind, "right")], tally[(kind, "refused")], tally[(kind, "wrong")], tally[(kind, "repaired")]))
     if failures:
         print("\n".join(failures[:40]))
         print("damaged_files: %d wrong answers, crashes or hangs in %d trials" % (len(failures), a.trials))

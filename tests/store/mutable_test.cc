@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include <xxhash.h>
+
 #include "batch_model.h"
 #include "uih_plugin/c_api.h"
 #include "engine/stripe_gen.h"
@@ -744,10 +746,13 @@ TEST(CApi, ExceptionsBecomeErrors) {
 TEST_F(Mutable, ADamagedWriteAheadLogFailsTheOpenInsteadOfDroppingEvents) {
   namespace fs = std::filesystem;
   Open();
-  for (int64_t i = 0; i < 400; i++) Append(1 + i % 7, AtTimes({1000 + i}));  // one log record each
+  const fs::path db = dir_.path(), image = dir_.path() + ".killed", mark399 = dir_.path() + ".mark399";
+  for (int64_t i = 0; i < 400; i++) {  // one log record each
+    if (i == 399) fs::copy_file(db / "UIH-ACKED", mark399, fs::copy_options::overwrite_existing);
+    Append(1 + i % 7, AtTimes({1000 + i}));
+  }
   // The directory as a process killed now leaves it (its events in the
   // write-ahead log alone); a clean close flushes them into a table file.
-  const fs::path db = dir_.path(), image = dir_.path() + ".killed";
   fs::remove_all(image);
   fs::copy(db, image, fs::copy_options::recursive);
   uih_mutable_close(m_);
@@ -795,12 +800,115 @@ TEST_F(Mutable, ADamagedWriteAheadLogFailsTheOpenInsteadOfDroppingEvents) {
     const std::string zeros(4096, '\0');
     f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
   });
-  // Cut inside the last record: that record alone is gone.
+  // Cut inside the last record, acknowledged: a loss the open refuses,
+  // saying what the acknowledged mark says.
   fs::copy_file(copy, log, fs::copy_options::overwrite_existing);
   fs::resize_file(log, size - 3);
+  {
+    uih_error err{};
+    uih_mutable* m = nullptr;
+    EXPECT_EQ(UIH_ERR_CORRUPTION, uih_mutable_open(db.c_str(), schema_, nullptr, &m, &err));
+    EXPECT_NE(std::string(err.msg).find("were acknowledged"), std::string::npos) << err.msg;
+    uih_mutable_close(m);
+  }
+  // The same cut where the process died writing that record (never
+  // acknowledged: the mark is the one before it): that record alone is
+  // gone, and said.
+  fs::copy_file(mark399, db / "UIH-ACKED", fs::copy_options::overwrite_existing);
   Open();
   size_t events = 0;
   for (uint64_t u = 1; u <= 7; u++) events += Read(u).size();
   EXPECT_EQ(events, 399u) << "every record but the torn last one";
   fs::remove(copy);
+  fs::remove(mark399);
+}
+
+// The acknowledged mark (UIH-ACKED): a process killed after acknowledging
+// appends whose write-ahead log is then deleted whole is refused, not read
+// as a log that never held them; after a machine restart (another boot
+// id) the unsynced appends it lost are said and the synced ones required.
+TEST_F(Mutable, AWholeLogLostAfterAKillIsRefusedAndARestartsUnsyncedLossSaid) {
+  namespace fs = std::filesystem;
+  Open();
+  for (int64_t i = 0; i < 20; i++) Append(1, AtTimes({100 + i}), UIH_APPEND_SYNC);
+  uih_error err{};
+  ASSERT_EQ(UIH_OK, uih_mutable_flush(m_, &err)) << err.msg;  // the synced ones in a table file
+  for (int64_t i = 0; i < 30; i++) Append(2, AtTimes({500 + i}));
+  const fs::path db = dir_.path(), image = dir_.path() + ".killed";
+  fs::remove_all(image);
+  fs::copy(db, image, fs::copy_options::recursive);  // as the kill leaves it
+  uih_mutable_close(m_);
+  m_ = nullptr;
+  fs::remove_all(db);
+  fs::rename(image, db);
+  fs::path live;  // the log the process was writing: the newest
+  for (const fs::directory_entry& e : fs::directory_iterator(db))
+    if (e.path().extension() == ".log" && (live.empty() || e.path().filename() > live.filename())) live = e.path();
+  ASSERT_FALSE(live.empty());
+  fs::remove(live);
+  auto refused = [&](const char* says) {
+    uih_mutable* m = nullptr;
+    uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
+    for (int ro : {1, 0}) {
+      o.read_only = ro;
+      EXPECT_EQ(UIH_ERR_CORRUPTION, uih_mutable_open(db.c_str(), schema_, &o, &m, &err)) << (ro ? "read-only" : "");
+      EXPECT_NE(std::string(err.msg).find(says), std::string::npos) << err.msg;
+      uih_mutable_close(m);
+      m = nullptr;
+    }
+  };
+  refused("in this boot of the machine");
+
+  // The same after a restart: the mark rewritten with another boot id.
+  const std::string mark = uih_test::ReadFile(db / "UIH-ACKED");
+  ASSERT_EQ(mark.size(), 56u);
+  auto with_boot = [&](const std::string& m, uint8_t b) {
+    std::string x = m;
+    for (int i = 24; i < 40; i++) x[i] = static_cast<char>(b);
+    const uint64_t check = XXH3_64bits(x.data(), 48);
+    for (int i = 0; i < 8; i++) x[48 + i] = static_cast<char>(check >> (56 - 8 * i));
+    return x;
+  };
+  uih_test::WriteFile(db / "UIH-ACKED", with_boot(mark, 0x5a));
+  Open();
+  EXPECT_EQ(Read(1).size(), 20u) << "the synced appends";
+  EXPECT_EQ(Read(2).size(), 0u);
+  EXPECT_NE(uih::MutableRecovered(m_).find("the machine restarted: 30 unsynced acknowledged writes"),
+            std::string::npos)
+      << uih::MutableRecovered(m_);
+  uih_mutable_close(m_);
+  m_ = nullptr;
+
+  // A mark saying more was synced than the database holds: refused after
+  // a restart too; a damaged mark is named.
+  std::string synced_more = with_boot(mark, 0x5a);
+  for (int i = 0; i < 8; i++) synced_more[16 + i] = static_cast<char>(i == 7 ? 0xff : 0);
+  uih_test::WriteFile(db / "UIH-ACKED", with_boot(synced_more, 0x5a));
+  refused("synced ones");
+  uih_test::WriteFile(db / "UIH-ACKED", mark.substr(0, 30));
+  refused("UIH-ACKED is damaged");
+}
+
+// Readers opening a tier while its owner appends never see a mark ahead
+// of the log they read: the mark is read before the database opens.
+TEST_F(Mutable, ReadOnlyOpensBesideAnAppenderNeverRaiseAFalseAlarm) {
+  Open();
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int64_t i = 0; i < 3000 && !done; i++) Append(1 + i % 5, AtTimes({1000 + i}));
+  });
+  uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
+  o.read_only = 1;
+  int opened = 0;
+  for (int k = 0; k < 60; k++) {
+    uih_mutable* m = nullptr;
+    uih_error err{};
+    const int rc = uih_mutable_open(dir_.path().c_str(), schema_, &o, &m, &err);
+    if (rc == UIH_OK) opened++;
+    else EXPECT_EQ(std::string(err.msg).find("acknowledged"), std::string::npos) << err.msg;
+    uih_mutable_close(m);
+  }
+  done = true;
+  writer.join();
+  EXPECT_GT(opened, 0);
 }

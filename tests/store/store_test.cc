@@ -1130,7 +1130,11 @@ TEST_F(StoreTest, ATornLogTailIsRecoveredAndSaid) {
   uih_store* s = Init("store", 1);
   uih_error err{};
   uih_mutable* m = uih_test::MutableOf(s, 0);
+  const fs::path st = dir_ / "store", image = dir_ / "killed", mark = dir_ / "mark29";
   for (int k = 0; k < 30; k++) {  // one log record each
+    // The acknowledged mark before the last append: what a process killed
+    // while writing that append leaves (it was never acknowledged).
+    if (k == 29) fs::copy_file(st / "mutable-0000/UIH-ACKED", mark);
     uih_batch* b = nullptr;
     ASSERT_EQ(uih_batch_create(uih_schema_group_by_id(uih_store_schema(s), 1), 1, nullptr, 0, &b, &err), UIH_OK);
     uint32_t row;
@@ -1142,9 +1146,9 @@ TEST_F(StoreTest, ATornLogTailIsRecoveredAndSaid) {
   }
   EXPECT_STREQ(uih_store_recovered(s, 0), "");
   // The directory as the kill leaves it (the appends in the log alone), its
-  // last record cut short.
-  const fs::path st = dir_ / "store", image = dir_ / "killed";
+  // last record cut short, and the mark of what was acknowledged before it.
   fs::copy(st, image, fs::copy_options::recursive);
+  fs::copy_file(mark, image / "mutable-0000/UIH-ACKED", fs::copy_options::overwrite_existing);
   uih_store_close(s);
   fs::remove_all(st);
   fs::rename(image, st);

@@ -200,3 +200,91 @@ TEST_F(StoreVerifyTest, MissingFilesAndADamagedDescriptorAreNamed) {
 
 }  // namespace
 }  // namespace uih_test
+
+namespace uih_test {
+namespace {
+
+std::vector<std::string> Repaired(const std::string& dir, int* rc, std::string* message) {
+  std::vector<std::string> lines;
+  uih_error err{};
+  *rc = uih_store_repair(
+      dir.c_str(), 0, 0, [](void* arg, const char* line) { static_cast<std::vector<std::string>*>(arg)->push_back(line); },
+      &lines, &err);
+  *message = uih_error_message(&err);
+  return lines;
+}
+
+// A serving process killed after acknowledging appends, its live log then
+// deleted: every open refuses the store, naming the loss; uih_store_repair
+// accepts it (keeping the refused files, recording it), and the store opens
+// with what its logs still held. What a repair cannot accept is named.
+TEST_F(StoreVerifyTest, ARepairAcceptsALostLogAndRecordsItButNotDamagedTables) {
+  const std::string st = Build();
+  uih_store* s = Open(st);
+  ASSERT_NE(s, nullptr);
+  uih_mutable* m = MutableOf(s, 0);
+  uih_error err{};
+  uih_batch* b = nullptr;
+  ASSERT_EQ(uih_batch_create(uih_schema_group_by_id(uih_store_schema(s), 2), 1, nullptr, 0, &b, &err), UIH_OK);
+  uint32_t row;
+  ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
+  uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, static_cast<uint64_t>(kBase + 3 * kDay));
+  uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, 77);
+  uint64_t user = 1;
+  while (uih_shard_of(user, 2) != 0) user++;
+  ASSERT_EQ(uih_mutable_append(m, user, b, 0, &err), UIH_OK) << uih_error_message(&err);
+  uih_batch_free(b);
+  const fs::path image = dir_ / "killed";
+  fs::copy(st, image, fs::copy_options::recursive);  // as the kill leaves it
+  uih_store_close(s);
+  fs::path live;
+  for (const auto& e : fs::directory_iterator(image / "mutable-0000"))
+    if (e.path().extension() == ".log" && (live.empty() || e.path().filename() > live.filename())) live = e.path();
+  ASSERT_FALSE(live.empty());
+  fs::remove(live);
+
+  uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
+  o.read_only = 1;
+  s = nullptr;
+  EXPECT_EQ(uih_store_open(image.c_str(), &o, &s, &err), UIH_ERR_CORRUPTION);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("were acknowledged"), std::string::npos);
+  EXPECT_EQ(Verify(image).rc, UIH_ERR_CORRUPTION) << "the scrub says so too";
+
+  int rc;
+  std::string message;
+  std::vector<std::string> lines = Repaired(image, &rc, &message);
+  ASSERT_EQ(rc, UIH_OK) << message;
+  ASSERT_EQ(lines.size(), 2u) << "shard 0's mutable tier, then shard 1: nothing";
+  EXPECT_NE(lines[0].find("mutable-0000: accepted"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("were acknowledged"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("shard 1: opens whole, nothing to repair"), std::string::npos) << lines[1];
+  EXPECT_NE(ReadFile(image / "REPAIRS").find(lines[0].substr(0, 40)), std::string::npos);
+  bool kept = false;
+  for (const auto& e : fs::recursive_directory_iterator(image / "lost"))
+    kept |= e.path().filename() == "UIH-ACKED" && e.path().parent_path().filename().string().find("-mutable-0000") !=
+                                                      std::string::npos;
+  EXPECT_TRUE(kept) << "the refused tier's mark (and logs, MANIFEST) kept in lost/";
+  ASSERT_EQ(uih_store_open(image.c_str(), &o, &s, &err), UIH_OK) << uih_error_message(&err);
+  uih_batch* out = nullptr;
+  ASSERT_EQ(uih_store_read(s, user, 2, INT64_MIN, INT64_MAX, UIH_TIER_MUTABLE, 0, &out, &err), UIH_OK);
+  EXPECT_EQ(out->count, 3u) << "the appends the flush at close kept; the one the lost log held is gone";
+  uih_batch_free(out);
+  uih_store_close(s);
+  EXPECT_EQ(Verify(image).rc, UIH_OK);
+  lines = Repaired(image, &rc, &message);
+  EXPECT_EQ(rc, UIH_OK);
+  EXPECT_EQ(lines.size(), 2u);
+
+  // A damaged generation table: not a loss a repair accepts.
+  for (const auto& e : fs::directory_iterator(image / "shard-0000"))
+    if (e.path().extension() == ".sst" && IsGenerationFile(e.path())) {
+      WriteFile(e.path(), ReadFile(e.path()).substr(0, 100));
+      break;
+    }
+  lines = Repaired(image, &rc, &message);
+  EXPECT_EQ(rc, UIH_ERR_CORRUPTION);
+  EXPECT_NE(message.find("not a loss a repair accepts"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace uih_test

@@ -22,6 +22,21 @@
  * max_successive_merges = 64 so a hot key's operand chain in a memtable is
  * collapsed before reads of it get slow.
  *
+ * Durability. An append returns (is acknowledged) once its write is in
+ * RocksDB's write-ahead log, written to the operating system: it survives
+ * the process's death; with UIH_APPEND_SYNC the log is synced first and it
+ * survives the machine's too. Every open replays the logs whole or fails
+ * naming the log and the offset (only a record torn at the very end, a
+ * write its process died in and never acknowledged, is dropped, and said),
+ * and checks the acknowledged mark (a file UIH-ACKED beside the database:
+ * the last acknowledged and the last synced sequence number, the machine's
+ * boot id): a database holding less than was synced, or, in the same boot,
+ * less than was acknowledged — a log deleted, cut or zeroed after its
+ * process died — fails the open; after a machine restart, the unsynced
+ * appends that did not reach the disk are said (uih_store_recovered).
+ * uih_store_repair (uih/store.h; `uih repair`) accepts such a loss,
+ * recording it.
+ *
  * Implemented and installed with libuih_rocksdb, the RocksDB glue (pkg-config
  * uih_rocksdb, CMake uihstore::uih_rocksdb), which uses libuihstore's types.
  * No C++ exception leaves these functions. A store is safe to use from any
@@ -82,7 +97,7 @@ int uih_mutable_open(const char *path, const uih_schema *schema, const uih_mutab
 void uih_mutable_close(uih_mutable *m);
 
 enum {
-  UIH_APPEND_SYNC = 1 << 0, /* fsync the WAL before returning */
+  UIH_APPEND_SYNC = 1 << 0, /* fsync the WAL before returning: the append survives a power loss */
 };
 
 /* Appends the events of `events` (a batch of one of the schema's groups;

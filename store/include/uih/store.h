@@ -279,6 +279,24 @@ typedef struct uih_verify_totals {
  * *totals (may be NULL) is filled either way. */
 int uih_store_verify(const char *dir, uih_verify_fn fn, void *arg, uih_verify_totals *totals, uih_error *err);
 
+/* Accepts a named loss, so that a store an open refuses opens again (every
+ * shard, or `shard` alone with `one_shard`): a write-ahead log that does
+ * not replay whole or is missing, one that lost acknowledged appends
+ * (uih/mutable.h: the acknowledged mark), a damaged mark, a damaged
+ * .published hint, a hint naming a publish the database lost. The
+ * refused files are copied to DIR/lost/<time>-<folder>/ first; a mutable
+ * tier is reopened on every whole record of its logs, a shard's database
+ * on its logs up to the first damage (its hint written again: the load
+ * that published the lost generation is to be run again); each loss and
+ * what was done goes to `fn` (may be NULL) as a line and to DIR/REPAIRS.
+ * Nothing else is repaired: damaged table files, MANIFESTs or the
+ * descriptor fail with UIH_ERR_CORRUPTION naming them (restore the folder,
+ * or load the shard again; uih_store_verify says what they hold). No other
+ * process may have the store open (it takes each database's LOCK). UIH_OK:
+ * every shard repaired opens. */
+typedef void (*uih_repair_fn)(void *arg, const char *line);
+int uih_store_repair(const char *dir, int one_shard, uint32_t shard, uih_repair_fn fn, void *arg, uih_error *err);
+
 /* ---- what the loader uses ------------------------------------------------- */
 
 /* Every (key, stripe) of a shard's live generation (0: the current one; none
