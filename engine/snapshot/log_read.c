@@ -356,6 +356,55 @@ static int index_v1(const uint8_t *buf, size_t len, const char *name, uint64_t *
   return UIH_OK;
 }
 
+/* The walk both indexes share: strict (any damage ends it) or past damage
+ * (each said to on_damage, numbers kept). */
+static int index_v2(const uint8_t *buf, size_t len, const char *name, uint64_t *offsets, uint64_t *lens,
+                    uint64_t *numbers, uint64_t *users, int64_t *request_ts, size_t cap, size_t *n,
+                    uih_log_damage_fn on_damage, void *arg, int *sealed, uih_error *err) {
+  frame_walk w;
+  frame_walk_init(&w);
+  size_t at = kLogMagicBytes, count = 0;
+  for (;;) {
+    uih_error said = {0};
+    const frame_event ev = frame_walk_next(&w, name, at, buf + at, len - at, 1, on_damage ? &said : err);
+    if (ev.kind == kEvEnd) break;
+    if (ev.kind == kEvDamage) {
+      if (!on_damage) return UIH_ERR_CORRUPTION; /* strict: record i is record number i */
+      on_damage(arg, uih_error_message(&said));
+    }
+    if (ev.kind == kEvRecord) {
+      if (numbers && count < cap) numbers[count] = ev.number;
+      index_one(buf, at + kFrameHead, ev.len, count++, cap, offsets, lens, users, request_ts);
+    }
+    at += ev.used;
+  }
+  if (sealed) *sealed = w.sealed;
+  *n = count;
+  return UIH_OK;
+}
+
+int uih_snapshot_log_index_past_damage(const uint8_t *buf, size_t len, const char *name, uint64_t *offsets,
+                                       uint64_t *lens, uint64_t *numbers, uint64_t *users, int64_t *request_ts,
+                                       size_t cap, size_t *n, int *sealed, uih_log_damage_fn on_damage, void *arg,
+                                       uih_error *err) {
+  if (!n || !on_damage || (!buf && len))
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "snapshot log: NULL argument");
+  if (!name) name = "<log>";
+  *n = 0;
+  if (sealed) *sealed = 0;
+  if (len == 0) return UIH_OK;
+  const int version = len >= kLogMagicBytes ? log_magic_version(buf) : 0;
+  if (!version)
+    return uih_corruption(err, "%s: not a snapshot log (its first 8 bytes are neither \"%s\" nor \"%s\")", name,
+                          UIH_SNAPSHOT_LOG_MAGIC, UIH_SNAPSHOT_LOG_MAGIC_V1);
+  if (version == 1) { /* numbered by position: damage loses every later number, so it stays strict */
+    int rc = index_v1(buf, len, name, offsets, lens, users, request_ts, cap, n, err);
+    for (size_t i = 0; rc == UIH_OK && numbers && i < *n && i < cap; i++) numbers[i] = i;
+    return rc;
+  }
+  return index_v2(buf, len, name, offsets, lens, numbers, users, request_ts, cap, n, on_damage, arg, sealed, err);
+}
+
 int uih_snapshot_log_index(const uint8_t *buf, size_t len, const char *name, uint64_t *offsets, uint64_t *lens,
                            uint64_t *users, int64_t *request_ts, size_t cap, size_t *n, uih_error *err) {
   if (!n || (!buf && len)) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "snapshot log: NULL argument");
@@ -367,16 +416,5 @@ int uih_snapshot_log_index(const uint8_t *buf, size_t len, const char *name, uin
     return uih_corruption(err, "%s: not a snapshot log (its first 8 bytes are neither \"%s\" nor \"%s\")", name,
                           UIH_SNAPSHOT_LOG_MAGIC, UIH_SNAPSHOT_LOG_MAGIC_V1);
   if (version == 1) return index_v1(buf, len, name, offsets, lens, users, request_ts, cap, n, err);
-  frame_walk w;
-  frame_walk_init(&w);
-  size_t at = kLogMagicBytes, count = 0;
-  for (;;) {
-    const frame_event ev = frame_walk_next(&w, name, at, buf + at, len - at, 1, err);
-    if (ev.kind == kEvEnd) break;
-    if (ev.kind == kEvDamage) return UIH_ERR_CORRUPTION; /* strict: record i is record number i */
-    if (ev.kind == kEvRecord) index_one(buf, at + kFrameHead, ev.len, count++, cap, offsets, lens, users, request_ts);
-    at += ev.used;
-  }
-  *n = count;
-  return UIH_OK;
+  return index_v2(buf, len, name, offsets, lens, NULL, users, request_ts, cap, n, NULL, NULL, NULL, err);
 }

@@ -77,6 +77,25 @@ def test_snapshots_are_the_cli_snapshots_record_for_record(world):
         assert uihstore.decode_record(log.record(5))["text"] in dump[5]
 
 
+def test_a_damaged_log_reads_past_the_damage_and_keeps_every_number(world, tmp_path):
+    whole = uihstore.SnapshotLog(world["log"])
+    assert list(whole.numbers) == list(range(len(whole)))
+    data = bytearray(open(world["log"], "rb").read())
+    data[int(whole.offsets[5]) + 3] ^= 0x40  # inside record 5's bytes: its check fails
+    damaged = tmp_path / "damaged.log"
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(uihstore.UihError, match="record 5"):
+        uihstore.SnapshotLog(str(damaged))
+    log = uihstore.SnapshotLog(str(damaged), past_damage=True)
+    assert list(log.numbers) == [i for i in range(len(whole)) if i != 5], "record 5 alone is lost, no number moves"
+    assert len(log.damage) == 1 and "record 5" in log.damage[0], log.damage
+    for i, n in enumerate(log.numbers):
+        assert log.record(i) == whole.record(int(n))
+        assert log.users[i] == whole.users[int(n)]
+    assert log.sealed == ("sealed" in uih("log", "check", world["log"]).stdout and
+                          "not sealed" not in uih("log", "check", world["log"]).stdout)
+
+
 def test_append_then_read_and_retry_changes_nothing(store_copy, world):
     with uihstore.Store.open(store_copy) as st:
         ts = world["last"] + np.arange(1, 6, dtype=np.int64) * 1000

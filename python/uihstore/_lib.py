@@ -300,6 +300,9 @@ _proto(engine, "uih_snapshot_record_decode", c_int, P, c_size_t, POINTER(uih_sna
 _proto(engine, "uih_snapshot_record_format", c_size_t, POINTER(uih_snapshot_record), c_char_p, c_size_t)
 _proto(engine, "uih_snapshot_log_index", c_int, P, c_size_t, c_char_p, P, P, P, P, c_size_t,
        POINTER(c_size_t), E)
+LOG_DAMAGE_FN = CFUNCTYPE(None, c_void_p, c_char_p)
+_proto(engine, "uih_snapshot_log_index_past_damage", c_int, P, c_size_t, c_char_p, P, P, P, P, P, c_size_t,
+       POINTER(c_size_t), POINTER(c_int), LOG_DAMAGE_FN, c_void_p, E)
 _proto(engine, "uih_snapshot_log_append", c_int, P, P, c_size_t, E)
 _proto(engine, "uih_snapshot_log_write", c_int, P, c_uint64, P, c_size_t, E)
 _proto(engine, "uih_snapshot_log_repair", c_int, P, c_char_p, POINTER(c_uint64), POINTER(c_uint64), E)

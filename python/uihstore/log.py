@@ -12,32 +12,57 @@ from . import _lib as L
 
 
 class SnapshotLog:
-    """A snapshot log read whole: `users`, `request_ts`, `offsets` and
-    `lengths` are numpy arrays, one entry per record in log order (entry i
-    is record number i); `data` holds the file's bytes. A log cut or
-    damaged anywhere raises UihError naming the bytes and the records lost
-    (`uih log check` lists every damage; `uih materialize --on-mismatch
-    flag` rebuilds the records that survive)."""
+    """A snapshot log read whole: `users`, `request_ts`, `offsets`, `lengths`
+    and `numbers` are numpy arrays, one entry per record in log order;
+    `numbers[i]` is entry i's own record number (what `uih log dump` and
+    `uih materialize` print); `data` holds the file's bytes.
 
-    def __init__(self, path):
+    By default a log cut or damaged anywhere raises UihError naming the
+    bytes and the records lost (`uih log check` lists every damage), so
+    entry i is record number i. With past_damage=True the log is read as
+    `uih materialize --on-mismatch flag` reads it: every damaged span is
+    stepped over and said in `damage` (a list of messages, empty when
+    whole), every record that survives keeps its own number (a lost record
+    never shifts a later one), and `sealed` says whether the log ended on
+    its seal (a rotated log cut short reads as not sealed)."""
+
+    def __init__(self, path, past_damage=False):
         self.path = os.fspath(path)
         self.data = np.fromfile(self.path, dtype=np.uint8)
+        self.damage = []
         name = self.path.encode()
-        n = ctypes.c_size_t()
-        err = L.uih_error()
         ptr = self.data.ctypes.data if len(self.data) else None
-        L.check(L.uih_snapshot_log_index(ptr, len(self.data), name, None, None, None, None, 0, ctypes.byref(n),
-                                         ctypes.byref(err)), err)
-        count = n.value
+        count = self._index(ptr, name, 0, None, past_damage)
         self.offsets = np.zeros(count, np.uint64)
         self.lengths = np.zeros(count, np.uint64)
+        self.numbers = np.arange(count, dtype=np.uint64)
         self.users = np.zeros(count, np.uint64)
         self.request_ts = np.zeros(count, np.int64)
-        L.check(L.uih_snapshot_log_index(ptr, len(self.data), name, self.offsets.ctypes.data,
-                                         self.lengths.ctypes.data, self.users.ctypes.data,
-                                         self.request_ts.ctypes.data, count, ctypes.byref(n), ctypes.byref(err)), err)
+        self.damage = []
+        self._index(ptr, name, count, (self.offsets, self.lengths, self.numbers, self.users, self.request_ts),
+                    past_damage)
         # Each record's address, for the materializer's array of pointers.
         self.pointers = (self.offsets + np.uint64(self.data.ctypes.data)) if count else self.offsets
+
+    def _index(self, ptr, name, cap, arrays, past_damage):
+        """One pass of the C index: the records it holds (into `arrays` up
+        to `cap`), the damage it met."""
+        n = ctypes.c_size_t()
+        err = L.uih_error()
+        ptrs = [a.ctypes.data for a in arrays] if arrays else [None] * 5
+        if not past_damage:
+            L.check(L.uih_snapshot_log_index(ptr, len(self.data), name, ptrs[0], ptrs[1], ptrs[3], ptrs[4], cap,
+                                             ctypes.byref(n), ctypes.byref(err)), err)
+            self.sealed = None  # not asked
+            return n.value
+        said = []
+        on_damage = L.LOG_DAMAGE_FN(lambda _arg, what: said.append(what.decode(errors="replace")))
+        sealed = ctypes.c_int()
+        L.check(L.uih_snapshot_log_index_past_damage(ptr, len(self.data), name, *ptrs, cap, ctypes.byref(n),
+                                                     ctypes.byref(sealed), on_damage, None, ctypes.byref(err)), err)
+        self.damage = said
+        self.sealed = bool(sealed.value)
+        return n.value
 
     def __len__(self):
         return len(self.offsets)

@@ -286,6 +286,28 @@ TEST_F(SnapshotLogTest, DamageNeverShowsARecordUnderAnotherNumberNorLosesOneSile
     if (rc == UIH_OK) {
       EXPECT_EQ(count, r.records.size());
     }
+    // Read past damage in memory: the streaming reader's records, numbers,
+    // damage and seal exactly.
+    std::vector<uint64_t> offs(r.records.size() + 1), lens(offs.size()), nums(offs.size());
+    std::vector<std::string> said;
+    int in_sealed = -1;
+    const int lossy = uih_snapshot_log_index_past_damage(
+        reinterpret_cast<const uint8_t*>(bad.data()), bad.size(), "t.log", offs.data(), lens.data(), nums.data(),
+        nullptr, nullptr, offs.size(), &count, &in_sealed,
+        [](void* arg, const char* what) { static_cast<std::vector<std::string>*>(arg)->push_back(what); }, &said,
+        &err_);
+    if (lossy != UIH_OK) {  // not a log at all (its magic damaged): the streaming reader's open failed too
+      EXPECT_EQ(lossy, UIH_ERR_CORRUPTION);
+      EXPECT_TRUE(r.records.empty() && r.damage.size() == 1) << uih_error_message(&err_);
+      continue;
+    }
+    ASSERT_EQ(count, r.records.size());
+    for (size_t i = 0; i < count; i++) {
+      EXPECT_EQ(nums[i], r.records[i].first);
+      EXPECT_EQ(bad.substr(offs[i], lens[i]), r.records[i].second);
+    }
+    EXPECT_EQ(said, r.damage);
+    EXPECT_EQ(in_sealed == 1, r.sealed);
   }
   EXPECT_GT(trials, 2500);
   EXPECT_GT(detected, trials * 8 / 10) << "most damage is reported";

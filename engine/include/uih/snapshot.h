@@ -199,6 +199,19 @@ void uih_snapshot_log_close(uih_snapshot_log *l);            /* NULL is fine; do
 int uih_snapshot_log_index(const uint8_t *buf, size_t len, const char *name, uint64_t *offsets, uint64_t *lens,
                            uint64_t *users, int64_t *request_ts, size_t cap, size_t *n, uih_error *err);
 
+/* The same index read past damage, as `uih materialize --on-mismatch
+ * flag` reads a log: each damaged span said to `on_damage` (the bytes and
+ * the record numbers it cost, as uih_snapshot_log_next words it) and
+ * stepped over; numbers[i] is the i-th indexed record's own number, so a
+ * lost record never shifts a later one's; *sealed (may be NULL) 1 when
+ * the walk met the seal. A format-1 log (numbered by position) stays
+ * strict. */
+typedef void (*uih_log_damage_fn)(void *arg, const char *what);
+int uih_snapshot_log_index_past_damage(const uint8_t *buf, size_t len, const char *name, uint64_t *offsets,
+                                       uint64_t *lens, uint64_t *numbers, uint64_t *users, int64_t *request_ts,
+                                       size_t cap, size_t *n, int *sealed, uih_log_damage_fn on_damage, void *arg,
+                                       uih_error *err);
+
 /* Appends record `number` to the log `f` (format 2; the magic first when
  * `f` is empty). A writer that keeps count (from uih_snapshot_log_repair's
  * *records, then one more per record) numbers without reading the file. */
