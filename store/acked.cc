@@ -67,60 +67,62 @@ void Encode(uint64_t acked, uint64_t synced, const std::array<uint8_t, 16>& boot
 
 }  // namespace
 
-int AckedMark::Read(const std::string& dir, bool writable, uih_error* err) {
+int AckedMark::Read(const std::string& dir, uih_error* err) {
   dir_ = dir;
   boot_ = BootId();
+  present_ = false;
   const std::string path = dir + "/" + kAckedFile;
-  int fd = open(path.c_str(), (writable ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, 0644);
-  if (fd < 0 && errno == ENOENT && !writable) return UIH_OK;  // a store made before the mark
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) return UIH_OK;  // a store made before the mark (a writable open writes it)
   if (fd < 0)
     return uih_error_set(err, UIH_ERR_IO, "mutable store %s: cannot open %s: %s", dir.c_str(), kAckedFile,
                          strerror(errno));
   uint8_t b[kSize + 1];
   ssize_t n = 0;
-  bool ok = false;
+  const char* wrong = nullptr;
   // A reader's pread may meet the owner's pwrite half done: it reads again.
-  for (int attempt = 0; attempt < (writable ? 1 : 5) && !ok; attempt++) {
+  for (int attempt = 0; attempt < 5; attempt++) {
     n = pread(fd, b, sizeof b, 0);
-    ok = n == static_cast<ssize_t>(kSize) && memcmp(b, kMagic, 8) == 0 && uih_load_be64(b + 48) == XXH3_64bits(b, 48);
+    wrong = n < 0                                         ? "it does not read"
+            : n != static_cast<ssize_t>(kSize)            ? "its size is wrong"
+            : memcmp(b, kMagic, 8) != 0                   ? "it does not begin with \"UIHACK01\""
+            : uih_load_be64(b + 48) != XXH3_64bits(b, 48) ? "its check does not match its bytes"
+                                                          : nullptr;
+    if (!wrong) break;
   }
-  if (!ok && !(n == 0 && writable)) {  // empty: created by an open that stopped before writing it
-    close(fd);
+  const int e = errno;
+  close(fd);
+  if (wrong)
     return uih_corruption(err,
-                          "mutable store %s: %s is damaged (%zd bytes, expected %zu: \"UIHACK01\", sequence numbers, "
-                          "a boot id, a check): it says how much the write-ahead log must hold; `uih repair` writes "
-                          "it again",
-                          dir.c_str(), kAckedFile, n, kSize);
-  }
-  if (ok) {
-    acked_ = uih_load_be64(b + 8);
-    synced_ = uih_load_be64(b + 16);
-    std::array<uint8_t, 16> boot;
-    memcpy(boot.data(), b + 24, 16);
-    same_boot_ = boot == boot_ && boot != std::array<uint8_t, 16>{};
-  }
-  written_.store(acked_, std::memory_order_release);
-  written_synced_ = synced_;
-  if (writable)
-    fd_ = fd;
-  else
-    close(fd);
+                          "mutable store %s: %s is damaged: %s (%zd bytes%s%s; expected %zu: \"UIHACK01\", the last "
+                          "acknowledged and synced sequence numbers, a boot id, a check); it says how much the "
+                          "write-ahead log must hold, and `uih repair` writes it again",
+                          dir.c_str(), kAckedFile, wrong, n, n < 0 ? ": " : "", n < 0 ? strerror(e) : "", kSize);
+  present_ = true;
+  acked_ = uih_load_be64(b + 8);
+  synced_ = uih_load_be64(b + 16);
+  std::array<uint8_t, 16> boot;
+  memcpy(boot.data(), b + 24, 16);
+  same_boot_ = boot == boot_ && boot != std::array<uint8_t, 16>{};
   return UIH_OK;
 }
 
-int AckedMark::Check(rocksdb::DB* db, std::string* recovered, uih_error* err) {
+int AckedMark::Check(rocksdb::DB* db, bool writable, std::string* recovered, bool* lost, uih_error* err) {
+  *lost = false;
   const uint64_t holds = db->GetLatestSequenceNumber();
-  if (holds < synced_ || (holds < acked_ && same_boot_))
+  if (present_ && (holds < synced_ || (holds < acked_ && same_boot_))) {
+    *lost = true;
     return uih_corruption(err,
-                          "mutable store %s: writes through sequence number %" PRIu64 " were acknowledged (%" PRIu64
-                          " of them synced), but the database holds only through %" PRIu64
+                          "mutable store %s: writes through sequence number %" PRIu64 " were acknowledged (through %" PRIu64
+                          " synced), but the database holds only through %" PRIu64
                           ": its write-ahead log lost acknowledged appends (%s); `uih repair` accepts the loss and "
                           "records it",
                           dir_.c_str(), acked_, synced_, holds,
                           holds < synced_ ? "synced ones: a log damaged, cut or deleted"
                                           : "in this boot of the machine, so not a power loss: a log deleted, cut or "
                                             "zeroed after its process stopped");
-  if (holds < acked_) {  // the machine restarted: unsynced appends are not kept across that (uih/mutable.h)
+  }
+  if (present_ && holds < acked_) {  // the machine restarted: unsynced appends are not kept across that
     char said[320];
     snprintf(said, sizeof said,
              "%sthe machine restarted: %" PRIu64 " unsynced acknowledged writes (sequence numbers %" PRIu64 "..%" PRIu64
@@ -128,30 +130,50 @@ int AckedMark::Check(rocksdb::DB* db, std::string* recovered, uih_error* err) {
              recovered->empty() ? "" : "; ", acked_ - holds, holds + 1, acked_);
     *recovered += said;
   }
-  Advance(holds, holds >= synced_);
+  if (!writable) return UIH_OK;
+  // The owner starts from what the database holds, in this boot: written
+  // whole and durably (a mark is never found empty), then kept open to be
+  // advanced in place.
+  int rc = Rewrite(dir_, holds, boot_, err);
+  if (rc != UIH_OK) return rc;
+  const std::string path = dir_ + "/" + kAckedFile;
+  fd_ = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd_ < 0)
+    return uih_error_set(err, UIH_ERR_IO, "mutable store %s: cannot open %s: %s", dir_.c_str(), kAckedFile,
+                         strerror(errno));
+  acked_w_.store(holds, std::memory_order_release);
+  synced_w_.store(holds, std::memory_order_release);
   return UIH_OK;
 }
 
-void AckedMark::Advance(uint64_t seq, bool synced) {
-  if (fd_ < 0 || (seq <= written_.load(std::memory_order_acquire) && !synced)) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  uint64_t acked = std::max(seq, written_.load(std::memory_order_relaxed));
-  uint64_t sync_seq = synced ? std::max(seq, written_synced_) : written_synced_;
-  if (acked == written_.load(std::memory_order_relaxed) && sync_seq == written_synced_) return;
+// Raises `a` to `v`; true when it moved.
+static bool RaiseTo(std::atomic<uint64_t>* a, uint64_t v) {
+  uint64_t cur = a->load(std::memory_order_relaxed);
+  while (v > cur)
+    if (a->compare_exchange_weak(cur, v, std::memory_order_acq_rel)) return true;
+  return false;
+}
+
+void AckedMark::Advance(uint64_t acked, uint64_t synced) {
+  if (fd_ < 0) return;
+  const bool moved = RaiseTo(&acked_w_, acked) | RaiseTo(&synced_w_, synced);
+  if (!moved) return;
   uint8_t b[kSize];
-  Encode(acked, sync_seq, boot_, b);
-  // In place, not synced: the mark may lag behind a power loss (a weaker
-  // check, never a false one); 56 bytes at offset 0 are written whole.
-  if (pwrite(fd_, b, kSize, 0) != static_cast<ssize_t>(kSize)) return;
-  written_.store(acked, std::memory_order_release);
-  written_synced_ = sync_seq;
+  Encode(acked_w_.load(std::memory_order_acquire), synced_w_.load(std::memory_order_acquire), boot_, b);
+  // In place, not synced, without a lock: two writers racing may leave the
+  // older of their values (the mark lags: a weaker check, never a false
+  // one); a 56-byte write at offset 0 lands whole.
+  (void)!pwrite(fd_, b, kSize, 0);
+}
+
+int AckedMark::Rewrite(const std::string& dir, uint64_t holds, const std::array<uint8_t, 16>& boot, uih_error* err) {
+  uint8_t b[kSize];
+  Encode(holds, holds, boot, b);
+  return WriteFileDurably(dir, kAckedFile, std::string(reinterpret_cast<char*>(b), kSize), err);
 }
 
 int AckedMark::Reset(const std::string& dir, rocksdb::DB* db, uih_error* err) {
-  uint8_t b[kSize];
-  const uint64_t holds = db->GetLatestSequenceNumber();
-  Encode(holds, holds, BootId(), b);
-  return WriteFileDurably(dir, kAckedFile, std::string(reinterpret_cast<char*>(b), kSize), err);
+  return Rewrite(dir, db->GetLatestSequenceNumber(), BootId(), err);
 }
 
 AckedMark::~AckedMark() {

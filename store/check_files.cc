@@ -78,8 +78,9 @@ int CheckTableProperties(const std::string& dir, uih_error* err) {
 // blocks of records, each a masked CRC32C over its type and payload, a
 // 2-byte length, a type). A record that does not read is a torn tail when
 // no whole record follows it anywhere in the file (a process or a machine
-// stopped mid-write; RocksDB tolerates that in any log, and so do we);
-// anything else is damage, named with the file and the offset. Logs
+// stopped mid-write; RocksDB tolerates that in any log, we in the newest);
+// anything else is damage, named with the file and the offset; in a log
+// older than the newest, any record that does not read is damage. Logs
 // written recycled or compressed (options a user may set on a mutable
 // store) have other record types: they are left to RocksDB.
 
@@ -146,7 +147,10 @@ int CheckWriteAheadLogs(const std::string& dir, const DBOptions& dbo, std::strin
     const std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const size_t bad = FirstBad(b);
     if (bad == b.size()) continue;
-    if (!AnyRecordAfter(b, bad)) {  // a torn tail: RocksDB drops it, nothing after it is lost
+    // A torn tail: RocksDB drops it, nothing after it is lost. Only the
+    // newest log can have one (a writer stops mid-record only in the log it
+    // is writing; an older log was whole when the next one began).
+    if (i + 1 == logs.size() && !AnyRecordAfter(b, bad)) {
       char said[256];
       snprintf(said, sizeof said, "%s%s: a torn tail of %zu bytes at byte %zu dropped (a writer stopped mid-record)",
                torn->empty() ? "" : "; ", logs[i].second.filename().c_str(), b.size() - bad, bad);
@@ -155,9 +159,10 @@ int CheckWriteAheadLogs(const std::string& dir, const DBOptions& dbo, std::strin
       continue;
     }
     return uih_corruption(err,
-                          "store %s: write-ahead log %s is damaged at byte %zu of %zu: whole records follow it, "
-                          "which the open would drop silently",
-                          dir.c_str(), logs[i].second.filename().c_str(), bad, b.size());
+                          "store %s: write-ahead log %s is damaged at byte %zu of %zu: %s",
+                          dir.c_str(), logs[i].second.filename().c_str(), bad, b.size(),
+                          i + 1 == logs.size() ? "whole records follow it, which the open would drop silently"
+                                               : "a newer log follows it, so it was whole when that one began");
   }
   return UIH_OK;
 }

@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+#include <chrono>
+#include <thread>
+
+#include "db/write_batch_internal.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/slice_transform.h"
@@ -25,15 +29,31 @@
 using namespace rocksdb;
 using uih::StatusError;
 
+static void CloseDatabase(uih_mutable* m);
+
 uih_mutable::~uih_mutable() {
   if (db == nullptr || !owns_db) return;
   if (writable) uih::FlushOut(db, {events, meta}).PermitUncheckedError();  // the WAL holds nothing needed after
-  for (ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
-  db->Close().PermitUncheckedError();
-  delete db;
+  CloseDatabase(this);
+}
+
+// The database closed, its handles first (no flush: a reader's, or a
+// writer's after it flushed).
+static void CloseDatabase(uih_mutable* m) {
+  for (ColumnFamilyHandle* h : m->handles) m->db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+  m->handles.clear();
+  m->events = m->meta = nullptr;
+  m->db->Close().PermitUncheckedError();
+  delete m->db;
+  m->db = nullptr;
 }
 
 namespace uih {
+
+uint64_t LastSequence(rocksdb::WriteBatch& wb) {
+  const uint32_t n = WriteBatchInternal::Count(&wb);
+  return n ? WriteBatchInternal::Sequence(&wb) + n - 1 : 0;
+}
 
 const std::string& MutableRecovered(const uih_mutable* m) { return m->recovered; }
 
@@ -255,30 +275,39 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
                            : uih::IsGenerationCf(name)   ? uih::GenerationCfOptions()
                                                           : ColumnFamilyOptions());
   if (created) cfs.emplace_back(UIH_MUTABLE_CF, cfo);
-  rc = uih::CheckTableProperties(path, err);
-  if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(path, dbo, &m->recovered, err);
-  if (rc == UIH_OK && !created) rc = m->acked.Read(path, !o.read_only, err);
-  if (rc != UIH_OK) return rc;
-  Status s = o.read_only ? DB::OpenForReadOnly(dbo, path, cfs, &m->handles, &m->db)
-                         : DB::Open(dbo, path, cfs, &m->handles, &m->db);
-  if (!s.ok()) return StatusError(err, path, s, "opening its database%s", uih::Logged(dbo).c_str());
-  m->writable = !o.read_only;
-  for (ColumnFamilyHandle* h : m->handles) {
-    if (h->GetName() == UIH_MUTABLE_CF) m->events = h;
-    if (h->GetName() == kDefaultColumnFamilyName) m->meta = h;
+  // A reader racing its owner's flush can read the MANIFEST from before
+  // it and the logs from after (the flushed one deleted): what the
+  // acknowledged mark says is then missing from its view. It looks again.
+  for (int attempt = 0;; attempt++) {
+    rc = uih::CheckTableProperties(path, err);
+    if (rc == UIH_OK) rc = uih::CheckWriteAheadLogs(path, dbo, &m->recovered, err);
+    if (rc == UIH_OK) rc = m->acked.Read(path, err);
+    if (rc != UIH_OK) return rc;
+    Status s = o.read_only ? DB::OpenForReadOnly(dbo, path, cfs, &m->handles, &m->db)
+                           : DB::Open(dbo, path, cfs, &m->handles, &m->db);
+    if (!s.ok()) return StatusError(err, path, s, "opening its database%s", uih::Logged(dbo).c_str());
+    m->writable = !o.read_only;
+    for (ColumnFamilyHandle* h : m->handles) {
+      if (h->GetName() == UIH_MUTABLE_CF) m->events = h;
+      if (h->GetName() == kDefaultColumnFamilyName) m->meta = h;
+    }
+    if (created) {  // a new store is chunked: its span and format are written once, durably
+      WriteBatch wb;
+      s = wb.Put(m->meta, uih::kChunkSpanKey, uih::I64Value(o.chunk_span));
+      if (s.ok()) s = wb.Put(m->meta, uih::kFormatKey, uih::U32Value(uih::kMutableFormat));
+      WriteOptions wo;
+      wo.sync = true;
+      if (s.ok()) s = m->db->Write(wo, &wb);
+      if (!s.ok()) return StatusError(err, path, s, "writing the chunk span");
+    }
+    rc = LoadMeta(m.get(), o.read_only != 0, err);
+    bool lost = false;
+    if (rc == UIH_OK) rc = m->acked.Check(m->db, !o.read_only, &m->recovered, &lost, err);
+    if (rc == UIH_OK || !lost || !o.read_only || attempt == 20) break;
+    CloseDatabase(m.get());
+    m->recovered.clear();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2 + attempt));
   }
-  if (created) {  // a new store is chunked: its span and format are written once, durably
-    WriteBatch wb;
-    s = wb.Put(m->meta, uih::kChunkSpanKey, uih::I64Value(o.chunk_span));
-    if (s.ok()) s = wb.Put(m->meta, uih::kFormatKey, uih::U32Value(uih::kMutableFormat));
-    WriteOptions wo;
-    wo.sync = true;
-    if (s.ok()) s = m->db->Write(wo, &wb);
-    if (!s.ok()) return StatusError(err, path, s, "writing the chunk span");
-  }
-  rc = LoadMeta(m.get(), o.read_only != 0, err);
-  if (rc == UIH_OK && created) rc = m->acked.Read(path, true, err);
-  if (rc == UIH_OK) rc = m->acked.Check(m->db, &m->recovered, err);
   if (rc != UIH_OK) return rc;  // m's destructor closes the database
   *out = m.release();
   return UIH_OK;
@@ -373,7 +402,7 @@ int AppendMany(uih_mutable* m, const uint64_t* user_ids, const uih_batch* const*
   wo.sync = (flags & UIH_APPEND_SYNC) != 0;
   Status s = m->db->Write(wo, &wb);
   if (!s.ok()) return StatusError(err, m->path, s, "appending");
-  m->acked.Advance(m->db->GetLatestSequenceNumber(), wo.sync);
+  m->acked.Advance(m->db->GetLatestSequenceNumber(), wo.sync ? uih::LastSequence(wb) : 0);
   for (Operand& op : ops)  // written: through to the cache
     m->cache->Merge(op.user, op.group, op.start, std::move(op.bytes));
   return UIH_OK;
@@ -392,9 +421,11 @@ int SetWatermark(uih_mutable* m, int64_t watermark, uih_error* err) {
                          m->path.c_str(), watermark, cur);
   WriteOptions wo;
   wo.sync = true;
-  Status s = m->db->Put(wo, m->meta, uih::kWatermarkKey, uih::I64Value(watermark));
+  WriteBatch wb;
+  Status s = wb.Put(m->meta, uih::kWatermarkKey, uih::I64Value(watermark));
+  if (s.ok()) s = m->db->Write(wo, &wb);
   if (!s.ok()) return StatusError(err, m->path, s, "writing the watermark");
-  m->acked.Advance(m->db->GetLatestSequenceNumber(), true);
+  m->acked.Advance(m->db->GetLatestSequenceNumber(), uih::LastSequence(wb));
   m->wm.store(watermark, std::memory_order_release);
   m->has_wm.store(true, std::memory_order_release);
   if (m->retention) m->retention->SetWatermark(watermark);
@@ -445,7 +476,7 @@ int ApplyToMutable(uih_mutable* m, const std::vector<uint64_t>& erased, int64_t 
   if (s.ok()) s = m->db->Write(wo, &wb);
   if (!s.ok()) return StatusError(err, m->path, s, "applying generation %u (%zu erased users, through %" PRId64 ")",
                                   generation, erased.size(), through);
-  m->acked.Advance(m->db->GetLatestSequenceNumber(), true);
+  m->acked.Advance(m->db->GetLatestSequenceNumber(), LastSequence(wb));
   if (m->cache) {
     std::vector<uint16_t> groups;
     for (uint32_t k = 0; k < uih_schema_group_count(schema); k++) groups.push_back(uih_schema_group_at(schema, k)->id);

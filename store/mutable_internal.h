@@ -15,6 +15,7 @@
 
 #include "cache.h"
 #include "rocksdb/db.h"
+#include "rocksdb/write_batch.h"
 #include "uih/key.h"
 #include "uih/mutable.h"
 #include "uih_plugin/events.h"
@@ -30,19 +31,22 @@ namespace uih {
 class AckedMark {
  public:
   // Reads DIR/UIH-ACKED before the database opens (a writer appending
-  // meanwhile only moves it past what this open will see): absent, there
-  // is nothing to check in a read-only open; damaged, a corruption.
-  // `writable`: kept open (created when absent), to be advanced.
-  int Read(const std::string& dir, bool writable, uih_error* err);
+  // meanwhile only moves it past what this open will see): absent (a store
+  // made before the mark) there is nothing to check; damaged (any size but
+  // its own, a wrong magic or check), a corruption naming what is wrong.
+  int Read(const std::string& dir, uih_error* err);
   // Then `db`, just opened, must hold as much — what was synced always, all
   // that was acknowledged unless the machine restarted since (its boot id):
-  // else a corruption saying what was lost. The unsynced writes a restart
-  // lost are said in *recovered. A writable mark moves to what it holds.
-  int Check(rocksdb::DB* db, std::string* recovered, uih_error* err);
-  // After a write acknowledged at sequence number `seq` (or later), synced
-  // or not: the mark follows, never back. A failure to write it leaves it
-  // behind: a weaker check, never a false alarm.
-  void Advance(uint64_t seq, bool synced);
+  // else a corruption saying what was lost (*lost true: a reader racing its
+  // owner's flush may look again). The unsynced writes a restart lost are
+  // said in *recovered. `writable`: the mark is written again, durably, to
+  // what the database holds in this boot, and kept open to be advanced.
+  int Check(rocksdb::DB* db, bool writable, std::string* recovered, bool* lost, uih_error* err);
+  // After a write: the last sequence number acknowledged, and the last
+  // synced (the write's own when it was synced: a later one of another
+  // thread may not be). The mark follows, never back; a failure to write
+  // it leaves it behind: a weaker check, never a false alarm.
+  void Advance(uint64_t acked, uint64_t synced);
   // `uih repair`: the mark written again, durably, to what `db` holds now.
   static int Reset(const std::string& dir, rocksdb::DB* db, uih_error* err);
   AckedMark() = default;
@@ -51,14 +55,14 @@ class AckedMark {
   ~AckedMark();
 
  private:
+  static int Rewrite(const std::string& dir, uint64_t holds, const std::array<uint8_t, 16>& boot, uih_error* err);
   std::string dir_;
+  bool present_ = false;             // as read
   uint64_t acked_ = 0, synced_ = 0;  // as read
   bool same_boot_ = false;           // written in this boot of the machine
   std::array<uint8_t, 16> boot_{};
   int fd_ = -1;  // open only in a writable store
-  std::mutex mu_;
-  std::atomic<uint64_t> written_{0};
-  uint64_t written_synced_ = 0;  // under mu_
+  std::atomic<uint64_t> acked_w_{0}, synced_w_{0};  // what the owner last wrote
 };
 
 }  // namespace uih
@@ -96,6 +100,10 @@ struct uih_mutable {
 namespace uih {
 
 class Gather;
+
+// The sequence number of the last write in `wb`, once written (RocksDB
+// numbers its writes as it writes it); 0 for an empty batch.
+uint64_t LastSequence(rocksdb::WriteBatch& wb);
 
 // Torn write-ahead log tails the mutable store's open dropped, in words; "".
 const std::string& MutableRecovered(const uih_mutable* m);

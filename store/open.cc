@@ -230,7 +230,7 @@ int DropMovedMutable(Database* im, bool ro, uih_error* err) {
 // The shard's mutable tier, as the role wants it: its own database (format
 // 3), or, read-only, the column family of an older shard.
 int OpenMutable(uih_store* s, Shard* sh, bool ro, uih_error* err) {
-  if (!ro && s->opts.role == UIH_STORE_ROLE_LOAD) return UIH_OK;  // a serving process owns it
+  if (s->opts.role == UIH_STORE_ROLE_LOAD) return UIH_OK;  // a serving process owns it (read-only: not asked for)
   Database* im = sh->im.get();
   if (im->format < uih::kFormatOwnMutable) {
     if (im->legacy_mutable == nullptr)

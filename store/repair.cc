@@ -6,21 +6,24 @@
 // "go on without it", shard by shard:
 //   - the evidence first: the databases' logs, MANIFEST, CURRENT and mark
 //     copied to DIR/lost/<time>-<folder>/;
-//   - a mutable tier opened writable with every whole record of its logs
-//     replayed and damaged ones skipped (its merges are a set union: what
-//     survives is exactly what was not damaged), its logs' tracking in the
-//     MANIFEST not enforced, then flushed, and its mark written again;
+//   - a mutable tier opened writable with its logs replayed past damage
+//     (RocksDB skips a damaged record and the rest of its 32 KB block, and
+//     says how many bytes in its LOG: that goes into the record; its merges
+//     are a set union, so what survives needs nothing that was dropped),
+//     its logs' tracking in the MANIFEST not enforced, then flushed, and
+//     its mark written again;
 //   - a shard's database the same, but replayed only up to the first
 //     damage (its metadata's writes depend on each other), its hint
 //     written again from what it now holds (a lost publish: its load is to
 //     be run again);
-//   - what was refused and what was done appended to DIR/REPAIRS (synced),
-//     and said to the caller.
+//   - what was refused appended to DIR/REPAIRS (synced) before anything
+//     changes, what was done after, each line also said to the caller.
 // Damage a repair cannot accept (a table file, a MANIFEST, the descriptor)
 // is left as it is, and said: restore that shard or load it again.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <ctime>
@@ -40,13 +43,32 @@ using namespace rocksdb;
 
 namespace {
 
-// Whether an open's refusal is one a repair accepts: a write-ahead log
-// that does not replay whole, or is missing, lost acknowledged appends,
-// the mark, or a hint ahead of its database.
-bool Acceptable(const std::string& why) {
+// An open's refusal: its code and words ("" and UIH_OK when it opened).
+struct Refusal {
+  int rc = UIH_OK;
+  std::string why;
+};
+
+// Whether a refusal is one a repair accepts: damage (not an I/O error or a
+// lock held) in a write-ahead log that does not replay whole or is
+// missing, one that lost acknowledged appends, the mark, or a hint ahead
+// of its database.
+bool Acceptable(const Refusal& r) {
+  if (r.rc != UIH_ERR_CORRUPTION) return false;
   for (const char* words : {"write-ahead log", "Missing WAL", "were acknowledged", "UIH-ACKED", "was published"})
-    if (why.find(words) != std::string::npos) return true;
+    if (r.why.find(words) != std::string::npos) return true;
   return false;
+}
+
+// Copies `from` into the folder `to` and syncs the copy.
+bool CopySynced(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  const fs::path dst = to / from.filename();
+  if (!fs::copy_file(from, dst, fs::copy_options::overwrite_existing, ec)) return false;
+  int fd = open(dst.c_str(), O_RDONLY | O_CLOEXEC);
+  const bool ok = fd >= 0 && fsync(fd) == 0;
+  if (fd >= 0) close(fd);
+  return ok;
 }
 
 std::string Now() {
@@ -66,22 +88,25 @@ class Repair {
     const std::string mut = uih::MutableName(shard), name = uih::ShardName(shard);
     int rc = HintReadable(shard, err);
     // The mutable tier, by itself.
-    std::string why;
+    Refusal r;
     if (rc == UIH_OK && fs::is_directory(dir_ + "/" + mut)) {
-      why = MutableRefusal(mut);
-      if (!why.empty()) rc = Salvage(mut, true, why, err);
+      r = MutableRefusal(mut);
+      if (r.rc != UIH_OK) rc = Salvage(mut, true, r, err);
     }
     // The shard's database (and the store id, the hint): as a reader opens it.
     if (rc == UIH_OK) {
-      why = ShardRefusal(shard);
-      if (!why.empty()) rc = Salvage(name, false, why, err);
-      if (rc == UIH_OK && !why.empty() && why.find("was published") != std::string::npos) rc = Rehint(shard, err);
+      r = ShardRefusal(shard);
+      if (r.rc != UIH_OK && r.why.find("was published") != std::string::npos)
+        rc = Rehint(shard, r, err);  // the database lost a publish: the hint goes with it
+      else if (r.rc != UIH_OK)
+        rc = Salvage(name, false, r, err);
     }
     if (rc != UIH_OK) return rc;
-    why = ShardRefusal(shard);
-    if (!why.empty())
-      return uih_corruption(err, "store %s: shard %u still does not open after the repair: %s", dir_.c_str(), shard,
-                            why.c_str());
+    r = ShardRefusal(shard);
+    if (r.rc == UIH_OK && fs::is_directory(dir_ + "/" + mut)) r = MutableRefusal(mut);
+    if (r.rc != UIH_OK)
+      return uih_error_set(err, r.rc, "store %s: shard %u still does not open after the repair: %s", dir_.c_str(),
+                           shard, r.why.c_str());
     if (!repaired_) Say("shard " + std::to_string(shard) + ": opens whole, nothing to repair");
     repaired_ = false;
     return UIH_OK;
@@ -102,60 +127,89 @@ class Repair {
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     uint32_t g;
     if (uih::ParsePublished(text, shard, &g)) return UIH_OK;
+    const std::string name = uih::PublishedName(shard);
+    int rc = Keep(name, {path}, err);
+    if (rc == UIH_OK)
+      rc = Record(name, "accepting: it is damaged (not a hint of shard " + std::to_string(shard) +
+                            "); removing it (a hint only: the next load writes it again)",
+                  err);
+    if (rc != UIH_OK) return rc;
     fs::remove(path, ec);
-    if (ec) return uih_error_set(err, UIH_ERR_IO, "store %s: removing %s: %s", dir_.c_str(), path.c_str(),
+    if (ec) return uih_error_set(err, UIH_ERR_IO, "store %s: removing %s: %s", dir_.c_str(), name.c_str(),
                                  ec.message().c_str());
-    return Record(uih::PublishedName(shard), "damaged (not a hint of shard " + std::to_string(shard) + ")",
-                  "removed (a hint only: the next load writes it again)", err);
+    return Record(name, "done: removed", err);
   }
 
-  std::string MutableRefusal(const std::string& mut) {
+  // The refused files, copied to DIR/lost/<time>-<what>/ and synced (files
+  // and folders) before anything changes.
+  int Keep(const std::string& what, const std::vector<fs::path>& files, uih_error* err) {
+    const fs::path to = fs::path(dir_) / "lost" / (stamp_ + "-" + what);
+    std::error_code ec;
+    fs::create_directories(to, ec);
+    for (const fs::path& f : files)
+      if (ec || !CopySynced(f, to))
+        return uih_error_set(err, UIH_ERR_IO, "store %s: keeping %s in %s: %s", dir_.c_str(), f.filename().c_str(),
+                             to.c_str(), ec ? ec.message().c_str() : strerror(errno));
+    int rc = uih::SyncDirectory(to.string(), err);
+    if (rc == UIH_OK) rc = uih::SyncDirectory(dir_ + "/lost", err);
+    return rc == UIH_OK ? uih::SyncDirectory(dir_, err) : rc;
+  }
+
+  Refusal MutableRefusal(const std::string& mut) {
     uih_mutable_opts mo = UIH_MUTABLE_OPTS_DEFAULT;
     mo.create_if_missing = 0;
     mo.read_only = 1;
     uih_mutable* m = nullptr;
     uih_error e{};
-    const int rc = uih::OpenStoreMutable(dir_ + "/" + mut, mo, &m, &e);
+    Refusal r;
+    r.rc = uih::OpenStoreMutable(dir_ + "/" + mut, mo, &m, &e);
     uih_mutable_close(m);
-    return rc == UIH_OK ? "" : uih_error_message(&e);
+    if (r.rc != UIH_OK) r.why = uih_error_message(&e);
+    return r;
   }
 
-  std::string ShardRefusal(uint32_t shard) {
+  Refusal ShardRefusal(uint32_t shard) {
     uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
     o.read_only = 1;
     o.one_shard = 1;
     o.shard = shard;
-    o.cache_bytes = 0;
+    o.role = UIH_STORE_ROLE_LOAD;  // read-only: the shard's database alone
     uih_store* s = nullptr;
     uih_error e{};
-    const int rc = uih_store_open(dir_.c_str(), &o, &s, &e);
+    Refusal r;
+    r.rc = uih_store_open(dir_.c_str(), &o, &s, &e);
     uih_store_close(s);
-    return rc == UIH_OK ? "" : uih_error_message(&e);
+    if (r.rc != UIH_OK) r.why = uih_error_message(&e);
+    return r;
   }
 
   // The database in `sub` opened writable on what its logs still hold,
-  // flushed, its mark written again: the loss `why` accepted.
-  int Salvage(const std::string& sub, bool is_mutable, const std::string& why, uih_error* err) {
-    if (!Acceptable(why))
-      return uih_corruption(err,
-                            "store %s: %s: %s; not a loss a repair accepts (it replays write-ahead logs, not damaged "
-                            "table files or MANIFESTs): restore the folder from a copy, or load the shard again",
-                            dir_.c_str(), sub.c_str(), why.c_str());
-    const std::string path = dir_ + "/" + sub, evidence = dir_ + "/lost/" + stamp_ + "-" + sub;
+  // flushed, its mark written again: the loss `r` accepted.
+  int Salvage(const std::string& sub, bool is_mutable, const Refusal& r, uih_error* err) {
+    if (!Acceptable(r))
+      return uih_error_set(err, r.rc == UIH_OK ? UIH_ERR_CORRUPTION : r.rc,
+                           "%s; not a loss a repair accepts (it replays write-ahead logs past damage: not damaged "
+                           "table files, MANIFESTs, nor I/O errors): restore the folder %s from a copy, or load the "
+                           "shard again",
+                           r.why.c_str(), sub.c_str());
+    const std::string path = dir_ + "/" + sub;
     std::error_code ec;
-    fs::create_directories(evidence, ec);
+    std::vector<fs::path> kept;
     for (const fs::directory_entry& e : fs::directory_iterator(path, ec)) {
       const std::string n = e.path().filename().string();
       if (e.path().extension() == ".log" || n.rfind("MANIFEST-", 0) == 0 || n == "CURRENT" || n == uih::kAckedFile)
-        fs::copy_file(e.path(), evidence + "/" + n, fs::copy_options::overwrite_existing, ec);
-      if (ec) return uih_error_set(err, UIH_ERR_IO, "store %s: keeping %s in %s: %s", dir_.c_str(), n.c_str(),
-                                   evidence.c_str(), ec.message().c_str());
+        kept.push_back(e.path());
     }
+    int rc = Keep(sub, kept, err);
+    if (rc == UIH_OK)
+      rc = Record(sub, "accepting: " + r.why + "; the refused files kept in lost/" + stamp_ + "-" + sub, err);
+    if (rc != UIH_OK) return rc;
     DBOptions dbo;
     dbo.wal_recovery_mode =
         is_mutable ? WALRecoveryMode::kSkipAnyCorruptedRecords : WALRecoveryMode::kPointInTimeRecovery;
     dbo.track_and_verify_wals_in_manifest = false;
-    dbo.info_log = std::make_shared<uih::LogFile>(path);
+    auto logger = std::make_shared<uih::LogFile>(path);
+    dbo.info_log = logger;
     std::vector<std::string> names;
     Status s = DB::ListColumnFamilies(dbo, path, &names);
     if (!s.ok()) return uih::StatusError(err, path, s, "listing its column families for the repair");
@@ -171,45 +225,67 @@ class Repair {
     if (!s.ok()) return uih::StatusError(err, path, s, "opening it for the repair%s", uih::Logged(dbo).c_str());
     const uint64_t holds = db->GetLatestSequenceNumber();
     s = uih::FlushOut(db, handles);
-    int rc = s.ok() ? UIH_OK : uih::StatusError(err, path, s, "flushing what the repair kept");
+    rc = s.ok() ? UIH_OK : uih::StatusError(err, path, s, "flushing what the repair kept");
     if (rc == UIH_OK && is_mutable) rc = uih::AckedMark::Reset(path, db, err);
     for (ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
     db->Close().PermitUncheckedError();
     delete db;
+    if (rc == UIH_OK) rc = DropOlderLogs(path, err);
     if (rc != UIH_OK) return rc;
-    char done[160];
-    snprintf(done, sizeof done, "accepted: reopened on what its logs still hold (through sequence number %" PRIu64
-             "); the refused files kept in lost/%s-%s",
-             holds, stamp_.c_str(), sub.c_str());
-    return Record(sub, why, done, err);
+    const std::string dropped = logger->Report();  // RocksDB's words for what its replay dropped
+    return Record(sub,
+                  "done: reopened on what its logs still held, through sequence number " + std::to_string(holds) +
+                      (dropped.empty() ? "" : " (RocksDB logged: " + dropped + ")"),
+                  err);
   }
 
-  // The hint names the generation the shard now holds as current.
-  int Rehint(uint32_t shard, uih_error* err) {
+  // After the repair's flush every log but the newest (the one its open
+  // began) holds nothing needed; RocksDB would delete them at its next
+  // writable open, but every open reads each log whole first, so the
+  // refused ones (kept in lost/) go now.
+  int DropOlderLogs(const std::string& path, uih_error* err) {
+    std::vector<fs::path> logs;
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(path, ec))
+      if (e.path().extension() == ".log") logs.push_back(e.path());
+    std::sort(logs.begin(), logs.end());
+    for (size_t i = 0; i + 1 < logs.size(); i++)
+      if (!fs::remove(logs[i], ec) && ec)
+        return uih_error_set(err, UIH_ERR_IO, "store %s: removing the log %s the repair replayed: %s", dir_.c_str(),
+                             logs[i].c_str(), ec.message().c_str());
+    return uih::SyncDirectory(path, err);
+  }
+
+  // The database lost a publish its hint names (a damaged MANIFEST or
+  // log): the hint is written again from the generation the database
+  // holds; the lost generation's load is to be run again.
+  int Rehint(uint32_t shard, const Refusal& r, uih_error* err) {
+    const std::string name = uih::PublishedName(shard), path = dir_ + "/" + name;
+    int rc = Keep(name, {path}, err);
+    if (rc == UIH_OK)
+      rc = Record(name, "accepting: " + r.why + "; writing it again from the database (run that load again)", err);
+    if (rc != UIH_OK) return rc;
+    std::error_code ec;
+    fs::remove(path, ec);  // a writable open writes it again from the database
     uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
     o.one_shard = 1;
     o.shard = shard;
     o.role = UIH_STORE_ROLE_LOAD;
-    const std::string path = dir_ + "/" + uih::PublishedName(shard);
-    std::error_code ec;
-    fs::remove(path, ec);  // a writable open writes it again from the database
     uih_store* s = nullptr;
-    int rc = uih_store_open(dir_.c_str(), &o, &s, err);
+    rc = uih_store_open(dir_.c_str(), &o, &s, err);
     uih_store_close(s);
-    if (rc != UIH_OK) return rc;
-    return Record(uih::PublishedName(shard), "named a publish the database lost",
-                  "written again from the database's current generation: run that load again", err);
+    return rc == UIH_OK ? Record(name, "done: written again", err) : rc;
   }
 
   // One line in DIR/REPAIRS, synced, and said.
-  int Record(const std::string& what, const std::string& why, const std::string& done, uih_error* err) {
-    const std::string line = stamp_ + " " + what + ": " + done + ". It was refused: " + why;
+  int Record(const std::string& what, const std::string& text, uih_error* err) {
+    const std::string line = stamp_ + " " + what + ": " + text;
     repaired_ = true;
     Say(line);
     const std::string path = dir_ + "/REPAIRS";
     int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    const std::string text = line + "\n";
-    const bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+    const std::string out = line + "\n";
+    const bool ok = fd >= 0 && write(fd, out.data(), out.size()) == static_cast<ssize_t>(out.size()) &&
                     fsync(fd) == 0;
     const int e = errno;
     if (fd >= 0) close(fd);

@@ -85,6 +85,8 @@ class ShardScrub {
   ~ShardScrub() {
     for (auto& [k, b] : batches_) uih_batch_free(b);
     uih_stripe_decoder_free(dec_);
+    if (mut_ && mut_->owns_db) uih_mutable_close(mut_);
+    else if (mut_) uih::FreeMutable(mut_);  // before the database it borrows
     uih_store_close(s_);
   }
 
@@ -94,19 +96,15 @@ class ShardScrub {
     Logs(shard_dir);
     Logs(mutable_dir);
     if (descriptor_ok) Open();
-    if (sh_) {
-      LiveFiles(sh_->im->db, false);
-      if (sh_->mut && sh_->mut->owns_db) LiveFiles(sh_->mut->db, true);
-    }
+    if (sh_) LiveFiles(sh_->im->db, false);
+    if (descriptor_ok) OpenMutable();
     Tables(shard_dir, false);
     Tables(mutable_dir, true);
     if (sh_) {
       Metadata();
       Generations();
-      MutableTier(sh_->mut);
-    } else if (descriptor_ok) {
-      MutableAlone();
     }
+    if (mut_) MutableTier(mut_);
   }
 
  private:
@@ -152,9 +150,12 @@ class ShardScrub {
     if (!torn.empty()) it.note = "recovered at open: " + torn;
   }
 
+  // The shard's database alone (its mutable tier is opened by itself,
+  // below), as readers open it.
   void Open() {
     uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
     o.read_only = 1;
+    o.role = UIH_STORE_ROLE_LOAD;
     o.one_shard = 1;
     o.shard = shard_;
     o.cache_bytes = 0;
@@ -195,11 +196,12 @@ class ShardScrub {
       const std::string name = p.filename().string();
       const uint64_t size = fs::file_size(p, ec);
       const bool uih_table = uih::TableMagicOf(p.string(), size) == UIH_TABLE_MAGIC;
-      Item& it = Add(sub + "/" + name, uih_table ? "generation table" : in_mutable ? "mutable table" : "metadata table");
+      const auto found = live.find(name);
+      const bool mutable_cf = in_mutable || (found != live.end() && found->second.cf == UIH_MUTABLE_CF);
+      Item& it = Add(sub + "/" + name, uih_table ? "generation table" : mutable_cf ? "mutable table" : "metadata table");
       it.bytes = size;
       const LiveFile* lf = nullptr;
-      if (sh_) {
-        auto found = live.find(name);
+      if (in_mutable ? mut_ != nullptr : sh_ != nullptr) {  // the database opened: it says which files it uses
         if (found == live.end()) {
           it.counts = false;
           it.note = "not part of the database (a leftover a writable open deletes)";
@@ -213,7 +215,7 @@ class ShardScrub {
       if (uih_table)
         UihTable(p.string(), lf, &it);
       else
-        BlockTable(p.string(), in_mutable, &it);
+        BlockTable(p.string(), mutable_cf, &it);
     }
   }
 
@@ -431,23 +433,32 @@ class ShardScrub {
     }
   }
 
-  // A shard whose database did not open: its mutable tier (format 3) opened
-  // read-only by itself, and read whole.
-  void MutableAlone() {
+  // The mutable tier (format 3: its own database) opened read-only by
+  // itself, so that its damage and the shard database's are told apart;
+  // an older shard's tier is its database's column family, read with it.
+  void OpenMutable() {
     const std::string path = dir_ + "/" + uih::MutableName(shard_);
     std::error_code ec;
-    if (!fs::is_directory(path, ec)) return;
+    if (!fs::is_directory(path, ec)) {
+      uih_error err{};
+      if (sh_ && sh_->im->legacy_mutable &&
+          uih::AdoptMutable(sh_->path, nullptr, sh_->im->db, sh_->im->legacy_mutable, sh_->im->meta, &mut_, &err) !=
+              UIH_OK) {
+        mut_ = nullptr;
+        Add(uih::ShardName(shard_) + "/" UIH_MUTABLE_CF, "mutable tier").damage = "does not open: " + Words(err);
+      }
+      return;
+    }
     uih_mutable_opts mo = UIH_MUTABLE_OPTS_DEFAULT;
     mo.create_if_missing = 0;
     mo.read_only = 1;
-    uih_mutable* m = nullptr;
     uih_error err{};
-    if (uih::OpenStoreMutable(path, mo, &m, &err) != UIH_OK) {
+    if (uih::OpenStoreMutable(path, mo, &mut_, &err) != UIH_OK) {
+      mut_ = nullptr;
       Add(uih::MutableName(shard_), "mutable tier").damage = "does not open: " + Words(err);
       return;
     }
-    MutableTier(m);
-    uih_mutable_close(m);
+    LiveFiles(mut_->db, true);
   }
 
   // The mutable tier read whole through its database: every list valid.
@@ -500,6 +511,7 @@ class ShardScrub {
   std::vector<Item>* items_;
   uih_store* s_ = nullptr;
   uih::Shard* sh_ = nullptr;
+  uih_mutable* mut_ = nullptr;  // the shard's mutable tier, read-only
   std::map<std::string, LiveFile> live_shard_, live_mutable_;
   std::map<uint32_t, Counted> counted_;
   uint64_t file_events_ = 0;
@@ -562,7 +574,7 @@ int Verify(const char* dir_arg, uih_verify_fn fn, void* arg, uih_verify_totals* 
       t.damaged++;
       if (first.empty()) first = it.path + ": " + it.damage;
     }
-    if (it.kind == "generation table") t.stripes += it.entries;
+    if (it.kind == "generation table" && it.counts) t.stripes += it.entries;
     if (it.kind == "mutable tier") t.lists += it.entries;
     if (it.kind == "metadata") t.records += it.entries;
     if (!fn) continue;

@@ -370,7 +370,7 @@ def main():
             after = run([a.uih, "status", "--store", os.path.join(copy, "st"), "--json"])
             if after is None or after[0] != 0:
                 wrong = "repair said done, but status fails: %s" % (after and after[2][-300:])
-        tally[(kind, "repaired" if repaired and repaired[0] == 0 and "accepted" in repaired[1] else "")] += 1
+        tally[(kind, "repaired" if repaired and repaired[0] == 0 and ": done" in repaired[1] else "")] += 1
         if wrong:
             failures.append("trial %d: %s %s: %s" % (trial, rel, what, wrong))
         refused = [n for n in STORE_COMMANDS if results[n] and results[n][0] != 0

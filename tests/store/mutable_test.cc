@@ -841,11 +841,21 @@ TEST_F(Mutable, AWholeLogLostAfterAKillIsRefusedAndARestartsUnsyncedLossSaid) {
   m_ = nullptr;
   fs::remove_all(db);
   fs::rename(image, db);
-  fs::path live;  // the log the process was writing: the newest
+  std::vector<fs::path> logs;  // oldest first: the last is the one the process was writing
   for (const fs::directory_entry& e : fs::directory_iterator(db))
-    if (e.path().extension() == ".log" && (live.empty() || e.path().filename() > live.filename())) live = e.path();
-  ASSERT_FALSE(live.empty());
-  fs::remove(live);
+    if (e.path().extension() == ".log") logs.push_back(e.path());
+  std::sort(logs.begin(), logs.end());
+  ASSERT_GE(logs.size(), 2u) << "the flush began a new log; the older one holds the metadata's first writes";
+  {  // an older log zeroed whole is damage, not a torn tail (only the newest log can end torn)
+    const std::string older = uih_test::ReadFile(logs[0]);
+    uih_test::WriteFile(logs[0], std::string(older.size(), '\0'));
+    uih_mutable* m = nullptr;
+    EXPECT_EQ(UIH_ERR_CORRUPTION, uih_mutable_open(db.c_str(), schema_, nullptr, &m, &err));
+    EXPECT_NE(std::string(err.msg).find("a newer log follows it"), std::string::npos) << err.msg;
+    uih_mutable_close(m);
+    uih_test::WriteFile(logs[0], older);
+  }
+  fs::remove(logs.back());
   auto refused = [&](const char* says) {
     uih_mutable* m = nullptr;
     uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
@@ -876,6 +886,12 @@ TEST_F(Mutable, AWholeLogLostAfterAKillIsRefusedAndARestartsUnsyncedLossSaid) {
   EXPECT_NE(uih::MutableRecovered(m_).find("the machine restarted: 30 unsynced acknowledged writes"),
             std::string::npos)
       << uih::MutableRecovered(m_);
+  Append(1, AtTimes({900}), UIH_APPEND_SYNC);
+  uih_mutable_close(m_);
+  m_ = nullptr;
+  Open();  // in this boot, after the restart was accepted: the mark starts again from what the database holds
+  EXPECT_EQ(Read(1).size(), 21u);
+  EXPECT_EQ(uih::MutableRecovered(m_), "") << "said once";
   uih_mutable_close(m_);
   m_ = nullptr;
 

@@ -87,12 +87,13 @@ typedef struct uih_store_init_opts {
 int uih_store_create(const char *dir, const char *schema_json, size_t len, const char *origin,
                      const uih_store_init_opts *opts, uih_error *err);
 
-/* What an open of a store does (uih_store_opts.role; read_only overrides it). */
+/* What an open of a store does (uih_store_opts.role; read_only makes it read-only). */
 enum {
   UIH_STORE_ROLE_ALL = 0,   /* loads, appends, snapshots: the shards' databases and their mutable
                                tiers, both locked by this process */
   UIH_STORE_ROLE_LOAD = 1,  /* loads only: the shards' databases locked, the mutable tiers left to a
-                               serving process (uih_store_mutable fails, snapshots too) */
+                               serving process (uih_store_mutable fails, snapshots too); read-only:
+                               the shards' databases alone */
   UIH_STORE_ROLE_SERVE = 2, /* appends and snapshots: the mutable tiers locked, the shards' databases
                                read-only, followed as loads publish (follow_ms) */
 };
@@ -256,6 +257,7 @@ typedef struct uih_verify_item {
   const char *note;      /* NULL, or what else is worth knowing (a torn log tail recovered at open) */
 } uih_verify_item;
 
+/* `item` and its strings are valid during the call only. */
 typedef void (*uih_verify_fn)(void *arg, const uih_verify_item *item);
 
 typedef struct uih_verify_totals {
@@ -284,17 +286,20 @@ int uih_store_verify(const char *dir, uih_verify_fn fn, void *arg, uih_verify_to
  * not replay whole or is missing, one that lost acknowledged appends
  * (uih/mutable.h: the acknowledged mark), a damaged mark, a damaged
  * .published hint, a hint naming a publish the database lost. The
- * refused files are copied to DIR/lost/<time>-<folder>/ first; a mutable
- * tier is reopened on every whole record of its logs, a shard's database
- * on its logs up to the first damage (its hint written again: the load
- * that published the lost generation is to be run again); each loss and
- * what was done goes to `fn` (may be NULL) as a line and to DIR/REPAIRS.
+ * refused files are copied to DIR/lost/<time>-<folder>/ and synced
+ * first, and the loss is appended to DIR/REPAIRS before anything changes;
+ * a mutable tier is reopened on its logs replayed past damage (RocksDB
+ * skips a damaged record and the rest of its 32 KB block, and says how
+ * many bytes: that goes into the record), a shard's database on its logs
+ * up to the first damage, a hint naming a lost publish written again
+ * from the database (the load that published the lost generation is to
+ * be run again); each line of DIR/REPAIRS also goes to `fn` (may be NULL).
  * Nothing else is repaired: damaged table files, MANIFESTs or the
  * descriptor fail with UIH_ERR_CORRUPTION naming them (restore the folder,
  * or load the shard again; uih_store_verify says what they hold). No other
  * process may have the store open (it takes each database's LOCK). UIH_OK:
  * every shard repaired opens. */
-typedef void (*uih_repair_fn)(void *arg, const char *line);
+typedef void (*uih_repair_fn)(void *arg, const char *line); /* `line` valid during the call only */
 int uih_store_repair(const char *dir, int one_shard, uint32_t shard, uih_repair_fn fn, void *arg, uih_error *err);
 
 /* ---- what the loader uses ------------------------------------------------- */
