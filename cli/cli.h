@@ -24,6 +24,11 @@ int cli_open_store_read_only(const char *dir, struct uih_store **out);
 /* Prints "uih: " + message to stderr; returns `code`. */
 int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Each command's usage, what `uih COMMAND --help` prints (stdout, exit 0). */
+extern const char cli_usage_append[], cli_usage_gen[], cli_usage_init[], cli_usage_load[], cli_usage_status[],
+    cli_usage_key[], cli_usage_shard[], cli_usage_read[], cli_usage_schema[], cli_usage_snapshot[],
+    cli_usage_materialize[], cli_usage_log[], cli_usage_verify[], cli_usage_repair[];
+
 int cmd_append(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_init(int argc, char **argv);

@@ -16,7 +16,7 @@
 #include "uih/mutable.h"
 #include "uih/store.h"
 
-static const char kUsage[] =
+const char cli_usage_append[] =
     "usage: uih append --schema FILE --db DIR [--sync] [--write-events N]\n"
     "                  [--max-events N] [--max-age T] [--progress N] [FILE...]\n"
     "       uih append --store DIR [--sync] [--write-events N] [--progress N] [FILE...]\n"
@@ -114,7 +114,7 @@ int cmd_append(int argc, char **argv) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) {
       free(files);
-      return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, kUsage);
+      return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, cli_usage_append);
     }
     i++;
     if (!strcmp(a, "--schema")) schema_path = v;
@@ -126,12 +126,12 @@ int cmd_append(int argc, char **argv) {
     else if (!strcmp(a, "--max-age") && cli_parse_i64(a, v, &s) && s >= 0) o.max_age = s;
     else {
       free(files);
-      return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kUsage);
+      return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, cli_usage_append);
     }
   }
   if (store_path ? (schema_path || db_path || o.max_events || o.max_age) : (!schema_path || !db_path)) {
     free(files);
-    return cli_fail(CLI_USAGE, "%s\n  (--store takes the store's schema and options; --db needs --schema)", kUsage);
+    return cli_fail(CLI_USAGE, "%s\n  (--store takes the store's schema and options; --db needs --schema)", cli_usage_append);
   }
   if (nfiles == 0) files[nfiles++] = "-";
 

@@ -12,7 +12,7 @@
 #include "uih/csv.h"
 #include "uih/gen.h"
 
-static const char kUsage[] =
+const char cli_usage_gen[] =
     "usage: uih gen --schema FILE --group NAME [--users N] [--seed S] [--days D]\n"
     "               [--start-ts MS] [--first-user ID] [--max-events N] [--out FILE]";
 
@@ -23,7 +23,7 @@ int cmd_gen(int argc, char **argv) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     uint64_t u;
     int64_t s;
-    if (!v) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, kUsage);
+    if (!v) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, cli_usage_gen);
     i++;
     if (!strcmp(a, "--schema")) schema_path = v;
     else if (!strcmp(a, "--group")) group_name = v;
@@ -35,9 +35,9 @@ int cmd_gen(int argc, char **argv) {
     else if (!strcmp(a, "--days") && cli_parse_u64("--days", v, &u) && u > 0 && u <= 36500) o.days = (uint32_t)u;
     else if (!strcmp(a, "--max-events") && cli_parse_u64("--max-events", v, &u) && u > 0 && u <= UINT32_MAX)
       o.max_events = (uint32_t)u;
-    else return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kUsage);
+    else return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, cli_usage_gen);
   }
-  if (!schema_path || !group_name) return cli_fail(CLI_USAGE, "%s", kUsage);
+  if (!schema_path || !group_name) return cli_fail(CLI_USAGE, "%s", cli_usage_gen);
 
   uih_error err = {0};
   uih_schema *schema = NULL;

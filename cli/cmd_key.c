@@ -73,8 +73,14 @@ static int key_prefix(int argc, char **argv) {
   return CLI_OK;
 }
 
+const char cli_usage_key[] =
+    "usage: uih key encode USER GROUP TS   the 18-byte stripe key in hex\n"
+    "       uih key decode HEX             the (user, group, ts) of a key\n"
+    "       uih key prefix USER [GROUP]    a scan prefix and its exclusive upper bound";
+const char cli_usage_shard[] = "usage: uih shard USER --shards N   which of N shards holds USER (uih_shard_of)";
+
 int cmd_key(int argc, char **argv) {
-  if (argc < 1) return cli_fail(CLI_USAGE, "usage: uih key encode|decode|prefix ...");
+  if (argc < 1) return cli_fail(CLI_USAGE, "%s", cli_usage_key);
   if (!strcmp(argv[0], "encode")) return key_encode(argc - 1, argv + 1);
   if (!strcmp(argv[0], "decode")) return key_decode(argc - 1, argv + 1);
   if (!strcmp(argv[0], "prefix")) return key_prefix(argc - 1, argv + 1);
@@ -83,7 +89,6 @@ int cmd_key(int argc, char **argv) {
 
 /* uih shard USER --shards N: the shard of USER's history (uih_shard_of). */
 int cmd_shard(int argc, char **argv) {
-  static const char kUsage[] = "usage: uih shard USER --shards N";
   uint64_t user = 0, n = 0;
   int have_user = 0, have_n = 0;
   for (int i = 0; i < argc; i++) {
@@ -94,10 +99,10 @@ int cmd_shard(int argc, char **argv) {
       if (!cli_parse_u64("USER", argv[i], &user)) return CLI_USAGE;
       have_user = 1;
     } else {
-      return cli_fail(CLI_USAGE, "%s", kUsage);
+      return cli_fail(CLI_USAGE, "%s", cli_usage_shard);
     }
   }
-  if (!have_user || !have_n) return cli_fail(CLI_USAGE, "%s", kUsage);
+  if (!have_user || !have_n) return cli_fail(CLI_USAGE, "%s", cli_usage_shard);
   if (n == 0 || n > 65536) return cli_fail(CLI_USAGE, "--shards %" PRIu64 " is outside [1, 65536]", n);
   printf("%u\n", uih_shard_of(user, (uint32_t)n));
   return CLI_OK;

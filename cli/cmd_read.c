@@ -10,7 +10,7 @@
 #include "uih/mutable.h"
 #include "uih/store.h"
 
-static const char kUsage[] =
+const char cli_usage_read[] =
     "usage: uih read --store DIR --user ID --group NAME [--from TS] [--to TS]\n"
     "                [--tier immutable|mutable|all] [--generation N] [--arrival]\n"
     "       uih read --schema FILE --db DIR --user ID --group NAME [--from TS] [--to TS]";
@@ -26,7 +26,7 @@ int cmd_read(int argc, char **argv) {
       arrival = 1;
       continue;
     }
-    if (!v) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, kUsage);
+    if (!v) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, cli_usage_read);
     i++;
     if (!strcmp(a, "--schema")) schema_path = v;
     else if (!strcmp(a, "--db")) db_path = v;
@@ -37,17 +37,17 @@ int cmd_read(int argc, char **argv) {
     else if (!strcmp(a, "--generation") && cli_parse_u64(a, v, &generation) && generation <= UINT32_MAX) continue;
     else if (!strcmp(a, "--from") && cli_parse_i64(a, v, &from)) continue;
     else if (!strcmp(a, "--to") && cli_parse_i64(a, v, &to)) continue;
-    else return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kUsage);
+    else return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, cli_usage_read);
   }
   unsigned tier = !strcmp(tier_name, "immutable") ? UIH_TIER_IMMUTABLE
                   : !strcmp(tier_name, "mutable") ? UIH_TIER_MUTABLE
                   : !strcmp(tier_name, "all")     ? UIH_TIER_ALL
                                                   : 0;
-  if (!tier) return cli_fail(CLI_USAGE, "--tier '%s': expected immutable, mutable or all\n%s", tier_name, kUsage);
+  if (!tier) return cli_fail(CLI_USAGE, "--tier '%s': expected immutable, mutable or all\n%s", tier_name, cli_usage_read);
   if (!group_name || !have_user || (store_path ? (schema_path || db_path) : (!schema_path || !db_path)))
-    return cli_fail(CLI_USAGE, "%s", kUsage);
+    return cli_fail(CLI_USAGE, "%s", cli_usage_read);
   if (!store_path && (strcmp(tier_name, "all") || generation || arrival))
-    return cli_fail(CLI_USAGE, "--tier, --generation and --arrival read a store (--store)\n%s", kUsage);
+    return cli_fail(CLI_USAGE, "--tier, --generation and --arrival read a store (--store)\n%s", cli_usage_read);
   uih_error err = {0};
   uih_schema *schema = NULL;
   uih_mutable *m = NULL;

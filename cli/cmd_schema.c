@@ -35,14 +35,16 @@ static void print_group(const uih_group *g) {
   }
 }
 
+const char cli_usage_schema[] = "usage: uih schema check FILE [--previous OLD]";
+
 static int schema_check(int argc, char **argv) {
   const char *path = NULL, *previous = NULL;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--previous") && i + 1 < argc) previous = argv[++i];
-    else if (argv[i][0] == '-' || path) return cli_fail(CLI_USAGE, "usage: uih schema check FILE [--previous OLD]");
+    else if (argv[i][0] == '-' || path) return cli_fail(CLI_USAGE, "%s", cli_usage_schema);
     else path = argv[i];
   }
-  if (!path) return cli_fail(CLI_USAGE, "usage: uih schema check FILE [--previous OLD]");
+  if (!path) return cli_fail(CLI_USAGE, "%s", cli_usage_schema);
 
   uih_error err = {0};
   uih_schema *s = NULL, *old = NULL;
@@ -75,6 +77,6 @@ done:
 
 int cmd_schema(int argc, char **argv) {
   if (argc < 1 || strcmp(argv[0], "check") != 0)
-    return cli_fail(CLI_USAGE, "usage: uih schema check FILE [--previous OLD]");
+    return cli_fail(CLI_USAGE, "%s", cli_usage_schema);
   return schema_check(argc - 1, argv + 1);
 }

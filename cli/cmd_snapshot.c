@@ -103,7 +103,7 @@ static int close_out(FILE *f, const char *path, int rc) {
 
 /* ---- uih snapshot ------------------------------------------------------------------- */
 
-static const char kSnapshotUsage[] =
+const char cli_usage_snapshot[] =
     "usage: uih snapshot --store DIR (--user U --ts T | --requests FILE) [--group G[:N]]...\n"
     "                    [--log FILE] [--out FILE] [--quiet]\n"
     "  the sequences a model gets for user U at request time T (or for each line user_id,request_ts\n"
@@ -151,7 +151,7 @@ int cmd_snapshot(int argc, char **argv) {
       quiet = 1;
       continue;
     }
-    if (i + 1 >= argc) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, kSnapshotUsage);
+    if (i + 1 >= argc) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, cli_usage_snapshot);
     const char *v = argv[++i];
     if (!strcmp(a, "--store")) dir = v;
     else if (!strcmp(a, "--log")) log_path = v;
@@ -160,10 +160,10 @@ int cmd_snapshot(int argc, char **argv) {
     else if (!strcmp(a, "--user") && cli_parse_u64(a, v, &one_user)) have_user = 1;
     else if (!strcmp(a, "--ts") && cli_parse_i64(a, v, &one_ts)) have_ts = 1;
     else if (!strcmp(a, "--group") && ngroups < UIH_SNAPSHOT_GROUPS_MAX) groups[ngroups++] = v;
-    else return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kSnapshotUsage);
+    else return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, cli_usage_snapshot);
   }
   if (!dir || (have_user != have_ts) || (have_user == (input != NULL)))
-    return cli_fail(CLI_USAGE, "%s", kSnapshotUsage);
+    return cli_fail(CLI_USAGE, "%s", cli_usage_snapshot);
   uih_error err = {0};
   uih_store *s = NULL;
   if (cli_open_store_read_only(dir, &s) != CLI_OK) return CLI_FAIL;
@@ -266,10 +266,10 @@ int cmd_snapshot(int argc, char **argv) {
 
 /* ---- uih log dump | check | seal ------------------------------------------------------- */
 
-static const char kLogUsage[] =
+const char cli_usage_log[] =
     "usage: uih log dump FILE    print a snapshot log's records as text, by number\n"
     "       uih log check FILE   read it whole: its format, records, seal and every damage\n"
-    "       uih log seal FILE    close it for good (rotation): a sealed log cut short is detected\n";
+    "       uih log seal FILE    close it for good (rotation): a sealed log cut short is detected";
 
 /* A log read to its end without a seal: said, since a log closed and then
  * cut at a record's end reads exactly so. */
@@ -354,9 +354,9 @@ static int read_log(FILE *f, const char *path, FILE *dump, const char *cmd) {
 }
 
 int cmd_log(int argc, char **argv) {
-  if (argc == 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) return fputs(kLogUsage, stdout), CLI_OK;
+  if (argc == 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) return fputs(cli_usage_log, stdout), CLI_OK;
   if (argc != 2 || (strcmp(argv[0], "dump") && strcmp(argv[0], "check") && strcmp(argv[0], "seal")))
-    return cli_fail(CLI_USAGE, "%s", kLogUsage);
+    return cli_fail(CLI_USAGE, "%s", cli_usage_log);
   const char *cmd = argv[0], *path = argv[1];
   const int seal = !strcmp(cmd, "seal");
   FILE *f = fopen(path, seal ? "r+b" : "rb");
@@ -377,7 +377,7 @@ int cmd_log(int argc, char **argv) {
 
 /* ---- uih materialize ------------------------------------------------------------------ */
 
-static const char kMaterializeUsage[] =
+const char cli_usage_materialize[] =
     "usage: uih materialize --store DIR --log FILE [--group G[:N]]... [--traits a,b]\n"
     "                       [--on-mismatch fail|skip|flag] [--out FILE] [--batch N] [--threads N] [--quiet]\n"
     "  the sequences each logged record's model saw, rebuilt: per group (every group without --group)\n"
@@ -493,7 +493,7 @@ int cmd_materialize(int argc, char **argv) {
       quiet = 1;
       continue;
     }
-    if (i + 1 >= argc) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, kMaterializeUsage);
+    if (i + 1 >= argc) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, cli_usage_materialize);
     const char *v = argv[++i];
     if (!strcmp(a, "--store")) dir = v;
     else if (!strcmp(a, "--log")) log_path = v;
@@ -503,9 +503,9 @@ int cmd_materialize(int argc, char **argv) {
     else if (!strcmp(a, "--on-mismatch")) policy = v;
     else if (!strcmp(a, "--batch") && cli_parse_u64(a, v, &batch) && batch >= 1 && batch <= 1000000) continue;
     else if (!strcmp(a, "--threads") && cli_parse_u64(a, v, &threads) && threads >= 1 && threads <= 64) continue;
-    else return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kMaterializeUsage);
+    else return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, cli_usage_materialize);
   }
-  if (!dir || !log_path) return cli_fail(CLI_USAGE, "%s", kMaterializeUsage);
+  if (!dir || !log_path) return cli_fail(CLI_USAGE, "%s", cli_usage_materialize);
   uih_projection p = {0};
   if (!strcmp(policy, "fail")) p.on_mismatch = UIH_MISMATCH_FAIL;
   else if (!strcmp(policy, "skip")) p.on_mismatch = UIH_MISMATCH_SKIP;

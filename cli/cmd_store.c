@@ -13,7 +13,7 @@
 
 /* ---- uih init ---------------------------------------------------------------------- */
 
-static const char kInitUsage[] =
+const char cli_usage_init[] =
     "usage: uih init --store DIR --schema FILE [--shards N] [--chunk-span T]\n"
     "  --chunk-span T  the mutable tier keeps a user's events in chunks of T time units\n"
     "                  (default 3600000: an hour of milliseconds; 3600 for seconds)";
@@ -48,7 +48,7 @@ int cmd_init(int argc, char **argv) {
   uint64_t shards = 1, span = UIH_CHUNK_SPAN_DEFAULT;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!v) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, kInitUsage);
+    if (!v) return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, cli_usage_init);
     i++;
     if (!strcmp(a, "--store")) dir = v;
     else if (!strcmp(a, "--schema")) schema_path = v;
@@ -58,9 +58,9 @@ int cmd_init(int argc, char **argv) {
     } else if (!strcmp(a, "--chunk-span") && cli_parse_u64(a, v, &span)) {
       if (span < 1 || span > INT64_MAX) return cli_fail(CLI_USAGE, "--chunk-span %s: expected 1..%lld", v, (long long)INT64_MAX);
     } else
-      return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kInitUsage);
+      return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, cli_usage_init);
   }
-  if (!dir || !schema_path) return cli_fail(CLI_USAGE, "%s", kInitUsage);
+  if (!dir || !schema_path) return cli_fail(CLI_USAGE, "%s", cli_usage_init);
   char *json;
   size_t len;
   if (!read_file(schema_path, &json, &len)) return cli_fail(CLI_FAIL, "%s: cannot read the schema file", schema_path);
@@ -77,7 +77,7 @@ int cmd_init(int argc, char **argv) {
 
 /* ---- uih load ---------------------------------------------------------------------- */
 
-static const char kLoadUsage[] =
+const char cli_usage_load[] =
     "usage: uih load --store DIR [--through TS] [--lookback T] [--delete FILE] [--schema NEWFILE]\n"
     "                [--shard I] [--threads N] [--memory BYTES] [--rejects FILE] [--keep N]\n"
     "                [--rebuild-dictionaries] [--json] FILE...\n"
@@ -279,7 +279,7 @@ int cmd_load(int argc, char **argv) {
     }
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) {
-      bad = cli_fail(CLI_USAGE, "%s needs a value\n%s", a, kLoadUsage);
+      bad = cli_fail(CLI_USAGE, "%s needs a value\n%s", a, cli_usage_load);
       break;
     }
     i++;
@@ -299,10 +299,10 @@ int cmd_load(int argc, char **argv) {
     else if (!strcmp(a, "--keep") && cli_parse_u64(a, v, &u) && u >= 1 && u <= 1000) so.keep = (uint32_t)u;
     else if (!strcmp(a, "--rejects")) o.rejects = v;
     else if (!strcmp(a, "--schema")) schema_path = v;
-    else bad = cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, kLoadUsage);
+    else bad = cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, cli_usage_load);
   }
   if (!bad && (!dir || (nfiles == 0 && !o.deletes && !schema_path && o.through == INT64_MIN && !o.rebuild_dicts)))
-    bad = cli_fail(CLI_USAGE, "%s", kLoadUsage);
+    bad = cli_fail(CLI_USAGE, "%s", cli_usage_load);
   char *schema_json = NULL;
   if (!bad && schema_path) {
     if (!read_file(schema_path, &schema_json, &o.schema_len))
@@ -333,7 +333,7 @@ int cmd_load(int argc, char **argv) {
 
 /* ---- uih status ---------------------------------------------------------------------- */
 
-static const char kStatusUsage[] = "usage: uih status --store DIR [--json]";
+const char cli_usage_status[] = "usage: uih status --store DIR [--json]";
 
 int cmd_status(int argc, char **argv) {
   const char *dir = NULL;
@@ -341,9 +341,9 @@ int cmd_status(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) json = 1;
     else if (!strcmp(argv[i], "--store") && i + 1 < argc) dir = argv[++i];
-    else return cli_fail(CLI_USAGE, "bad argument %s\n%s", argv[i], kStatusUsage);
+    else return cli_fail(CLI_USAGE, "bad argument %s\n%s", argv[i], cli_usage_status);
   }
-  if (!dir) return cli_fail(CLI_USAGE, "%s", kStatusUsage);
+  if (!dir) return cli_fail(CLI_USAGE, "%s", cli_usage_status);
   uih_error err = {0};
   uih_store *s = NULL;
   if (cli_open_store_read_only(dir, &s) != CLI_OK) return CLI_FAIL;

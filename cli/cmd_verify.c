@@ -10,7 +10,7 @@
 #include "cli.h"
 #include "uih/store.h"
 
-static const char kVerifyUsage[] =
+const char cli_usage_verify[] =
     "usage: uih verify --store DIR [--json] [--all]\n"
     "  reads everything the store holds, read-only: each shard opened as readers open it,\n"
     "  every table file's checksums, every stripe of a live generation decoded, every\n"
@@ -72,15 +72,15 @@ int cmd_verify(int argc, char **argv) {
   int json = 0, all = 0;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      printf("%s\n", kVerifyUsage);
+      printf("%s\n", cli_usage_verify);
       return CLI_OK;
     }
     if (!strcmp(argv[i], "--json")) json = 1;
     else if (!strcmp(argv[i], "--all")) all = 1;
     else if (!strcmp(argv[i], "--store") && i + 1 < argc) dir = argv[++i];
-    else return cli_fail(CLI_USAGE, "bad argument %s\n%s", argv[i], kVerifyUsage);
+    else return cli_fail(CLI_USAGE, "bad argument %s\n%s", argv[i], cli_usage_verify);
   }
-  if (!dir) return cli_fail(CLI_USAGE, "%s", kVerifyUsage);
+  if (!dir) return cli_fail(CLI_USAGE, "%s", cli_usage_verify);
   struct verify_out out = {all, json ? json_object_new_array() : NULL};
   uih_verify_totals t = {0};
   uih_error err = {0};
@@ -117,7 +117,7 @@ int cmd_verify(int argc, char **argv) {
 
 /* ---- uih repair ------------------------------------------------------------ */
 
-static const char kRepairUsage[] =
+const char cli_usage_repair[] =
     "usage: uih repair --store DIR [--shard I]\n"
     "  accepts a named loss, so that a store every open refuses opens again: a write-ahead\n"
     "  log that does not replay whole or is missing, one that lost acknowledged appends, a\n"
@@ -138,7 +138,7 @@ int cmd_repair(int argc, char **argv) {
   int one = 0;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      printf("%s\n", kRepairUsage);
+      printf("%s\n", cli_usage_repair);
       return CLI_OK;
     }
     if (!strcmp(argv[i], "--store") && i + 1 < argc) dir = argv[++i];
@@ -146,9 +146,9 @@ int cmd_repair(int argc, char **argv) {
       if (!cli_parse_u64("--shard", argv[++i], &shard) || shard > UINT32_MAX) return CLI_USAGE;
       one = 1;
     } else
-      return cli_fail(CLI_USAGE, "bad argument %s\n%s", argv[i], kRepairUsage);
+      return cli_fail(CLI_USAGE, "bad argument %s\n%s", argv[i], cli_usage_repair);
   }
-  if (!dir) return cli_fail(CLI_USAGE, "%s", kRepairUsage);
+  if (!dir) return cli_fail(CLI_USAGE, "%s", cli_usage_repair);
   uih_error err = {0};
   const int rc = uih_store_repair(dir, one, (uint32_t)shard, on_line, NULL, &err);
   fflush(stdout);

@@ -56,7 +56,35 @@ static void usage(FILE *out) {
           "  shard USER --shards N               print which of N shards holds USER\n"
           "  version                             print the library version\n"
           "\n"
+          "`uih COMMAND --help` prints a command's usage.\n"
           "Exit status: 0 ok, 1 the input is invalid, 2 the command line is wrong.\n");
+}
+
+static const struct {
+  const char *name, *usage;
+} kCommands[] = {
+    {"init", cli_usage_init},         {"load", cli_usage_load},
+    {"status", cli_usage_status},     {"verify", cli_usage_verify},
+    {"repair", cli_usage_repair},     {"read", cli_usage_read},
+    {"append", cli_usage_append},     {"snapshot", cli_usage_snapshot},
+    {"materialize", cli_usage_materialize}, {"log", cli_usage_log},
+    {"schema", cli_usage_schema},     {"gen", cli_usage_gen},
+    {"key", cli_usage_key},           {"shard", cli_usage_shard},
+    {"version", "usage: uih version   print the library version"},
+};
+
+/* `uih COMMAND ... --help` (or -h) anywhere after the command: its usage
+ * on stdout, exit 0, whatever else the line holds. */
+static int help(const char *cmd, int argc, char **argv) {
+  int asked = 0;
+  for (int i = 2; i < argc; i++) asked |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+  if (!asked) return -1;
+  for (size_t i = 0; i < sizeof kCommands / sizeof kCommands[0]; i++)
+    if (!strcmp(kCommands[i].name, cmd)) {
+      printf("%s\n", kCommands[i].usage);
+      return CLI_OK;
+    }
+  return -1;  /* an unknown command: said below */
 }
 
 int main(int argc, char **argv) {
@@ -69,6 +97,8 @@ int main(int argc, char **argv) {
     usage(stdout);
     return CLI_OK;
   }
+  const int helped = help(cmd, argc, argv);
+  if (helped >= 0) return helped;
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("uih %s\n", uih_version());
     return CLI_OK;
