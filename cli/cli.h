@@ -27,7 +27,7 @@ int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* Each command's usage, what `uih COMMAND --help` prints (stdout, exit 0). */
 extern const char cli_usage_append[], cli_usage_gen[], cli_usage_init[], cli_usage_load[], cli_usage_status[],
     cli_usage_key[], cli_usage_shard[], cli_usage_read[], cli_usage_schema[], cli_usage_snapshot[],
-    cli_usage_materialize[], cli_usage_log[], cli_usage_verify[], cli_usage_repair[];
+    cli_usage_materialize[], cli_usage_log[], cli_usage_verify[], cli_usage_repair[], cli_usage_hash[];
 
 int cmd_append(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
@@ -38,6 +38,7 @@ int cmd_key(int argc, char **argv);
 int cmd_read(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
 int cmd_shard(int argc, char **argv);
+int cmd_hash(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_materialize(int argc, char **argv);
 int cmd_log(int argc, char **argv);

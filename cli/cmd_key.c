@@ -1,7 +1,8 @@
 /* uih key encode|decode|prefix — the immutable tier's key codec by hand;
- * uih shard — which shard holds a user. */
+ * uih shard — which shard holds a user; uih hash — a string id's id. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -85,6 +86,38 @@ int cmd_key(int argc, char **argv) {
   if (!strcmp(argv[0], "decode")) return key_decode(argc - 1, argv + 1);
   if (!strcmp(argv[0], "prefix")) return key_prefix(argc - 1, argv + 1);
   return cli_fail(CLI_USAGE, "unknown key command '%s' (encode, decode, prefix)", argv[0]);
+}
+
+const char cli_usage_hash[] =
+    "usage: uih hash STRING...   each string's 64-bit id (uih_hash_id: XXH3-64 of its UTF-8 bytes),\n"
+    "                            one per line, in order; '-' reads strings from stdin, one per line";
+
+/* One line of stdin at a time, its newline (and a CR before it) off. */
+static int hash_stdin(void) {
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  while ((n = getline(&line, &cap, stdin)) >= 0) {
+    if (n && line[n - 1] == '\n') n--;
+    if (n && line[n - 1] == '\r') n--;
+    printf("%" PRIu64 "\n", uih_hash_id(line, (size_t)n));
+  }
+  free(line);
+  return ferror(stdin) ? cli_fail(CLI_FAIL, "reading stdin failed") : CLI_OK;
+}
+
+/* uih hash STRING...: the ids a store keeps for string ids. */
+int cmd_hash(int argc, char **argv) {
+  if (argc < 1) return cli_fail(CLI_USAGE, "%s", cli_usage_hash);
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "-")) {
+      int rc = hash_stdin();
+      if (rc != CLI_OK) return rc;
+      continue;
+    }
+    printf("%" PRIu64 "\n", uih_hash_id(argv[i], strlen(argv[i])));
+  }
+  return CLI_OK;
 }
 
 /* uih shard USER --shards N: the shard of USER's history (uih_shard_of). */

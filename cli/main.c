@@ -54,6 +54,7 @@ static void usage(FILE *out) {
           "  key decode HEX                      print the (user, group, ts) of a key\n"
           "  key prefix USER [GROUP]             print the scan prefix and its upper bound\n"
           "  shard USER --shards N               print which of N shards holds USER\n"
+          "  hash STRING...                      print each string id's 64-bit id\n"
           "  version                             print the library version\n"
           "\n"
           "`uih COMMAND --help` prints a command's usage.\n"
@@ -70,6 +71,7 @@ static const struct {
     {"materialize", cli_usage_materialize}, {"log", cli_usage_log},
     {"schema", cli_usage_schema},     {"gen", cli_usage_gen},
     {"key", cli_usage_key},           {"shard", cli_usage_shard},
+    {"hash", cli_usage_hash},
     {"version", "usage: uih version   print the library version"},
 };
 
@@ -106,6 +108,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "schema")) return cmd_schema(argc - 2, argv + 2);
   if (!strcmp(cmd, "key")) return cmd_key(argc - 2, argv + 2);
   if (!strcmp(cmd, "shard")) return cmd_shard(argc - 2, argv + 2);
+  if (!strcmp(cmd, "hash")) return cmd_hash(argc - 2, argv + 2);
   if (!strcmp(cmd, "gen")) return cmd_gen(argc - 2, argv + 2);
   if (!strcmp(cmd, "append")) return cmd_append(argc - 2, argv + 2);
   if (!strcmp(cmd, "init")) return cmd_init(argc - 2, argv + 2);

@@ -70,6 +70,13 @@ void uih_shard_of_many(const uint64_t *user_ids, size_t n, uint32_t nshards, uin
   for (size_t i = 0; i < n; i++) out[i] = uih_shard_of(user_ids[i], nshards);
 }
 
+uint64_t uih_hash_id(const char *bytes, size_t len) { return XXH3_64bits(len ? bytes : "", len); }
+
+void uih_hash_ids(const uint8_t *bytes, const uint64_t *offsets, size_t n, uint64_t *out) {
+  for (size_t i = 0; i < n; i++)
+    out[i] = uih_hash_id((const char *)bytes + offsets[i], (size_t)(offsets[i + 1] - offsets[i]));
+}
+
 int uih_key_compare(const uih_key *a, const uih_key *b) {
   if (a->user_id != b->user_id) return a->user_id < b->user_id ? -1 : 1;
   if (a->group != b->group) return a->group < b->group ? -1 : 1;

@@ -190,6 +190,17 @@ def test_errors_carry_the_engines_code_and_message(tmp_path):
         uihstore.decode_record(b"\x02\x00\x00\x00\x00\x01\x02\x03\x04\x05")
 
 
+def test_string_ids_hash_as_the_cli_and_the_engine_do():
+    strings = ["alice", "", "é", "A2SUAM1J3GNN3B", "bob"]
+    want = [int(x) for x in uih("hash", *strings).stdout.split()]
+    assert list(uihstore.hash_ids(strings)) == want
+    assert list(uihstore.hash_ids(np.array(strings))) == want, "a numpy array of str"
+    assert list(uihstore.hash_ids([s.encode() for s in strings])) == want, "bytes as they are"
+    assert uihstore.hash_id("alice") == want[0] == 5593767425381308080
+    assert uihstore.hash_ids([]).dtype == np.uint64 and len(uihstore.hash_ids([])) == 0
+    assert list(uihstore.hash_ids([""])) == [0x2D06800538D394C2]
+
+
 def test_create_with_a_chunk_span(tmp_path):
     with uihstore.Store.create(str(tmp_path / "new"), SCHEMA, shards=3, chunk_span=60000) as st:
         assert st.shards == 3

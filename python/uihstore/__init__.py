@@ -12,7 +12,7 @@ from ._lib import (ERR_CORRUPTION, ERR_INCOMPATIBLE, ERR_INTERNAL, ERR_INVALID_A
                    ERR_NOT_FOUND, ERR_NOT_SUPPORTED, ERR_OUT_OF_RANGE, ERR_PARSE, ERR_SCHEMA, ERR_TYPE_MISMATCH,
                    UihError)
 from ._events import Events
-from .log import LogWriter, SnapshotLog, decode_record, shard_of_many
+from .log import LogWriter, SnapshotLog, decode_record, hash_id, hash_ids, shard_of_many
 from .materialized import MatGroup, Materialized, Materializer, Projection
 from .store import Store
 
@@ -24,7 +24,7 @@ RECORD_ERASED = 16
 
 __version__ = "0.1.0"
 
-__all__ = ["Store", "UihError", "Events", "SnapshotLog", "LogWriter", "decode_record", "shard_of_many",
+__all__ = ["Store", "UihError", "Events", "SnapshotLog", "LogWriter", "decode_record", "hash_id", "hash_ids", "shard_of_many",
            "Projection", "Materialized", "MatGroup", "Materializer", "RECORD_MISMATCH", "RECORD_NO_GROUP",
            "RECORD_UNREADABLE", "RECORD_OTHER_STORE", "RECORD_ERASED", "ERR_INVALID_ARGUMENT", "ERR_NO_MEMORY",
            "ERR_IO", "ERR_CORRUPTION", "ERR_SCHEMA", "ERR_PARSE", "ERR_NOT_FOUND", "ERR_NOT_SUPPORTED",

@@ -89,6 +89,27 @@ def shard_of_many(users, nshards):
     return out
 
 
+def hash_ids(strings):
+    """The 64-bit id a store keeps for each string id (uih_hash_id: XXH3-64
+    of its UTF-8 bytes, stable forever; the loader, `uih hash` and this
+    agree), as a uint64 array: `strings` is any sequence of str (a list, a
+    numpy array of str or object), or of bytes, taken as they are."""
+    encoded = [s if isinstance(s, (bytes, bytearray)) else str(s).encode("utf-8") for s in strings]
+    offsets = np.zeros(len(encoded) + 1, np.uint64)
+    if encoded:
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    data = np.frombuffer(b"".join(encoded), dtype=np.uint8) if offsets[-1] else np.zeros(1, np.uint8)
+    out = np.zeros(len(encoded), np.uint64)
+    if len(encoded):
+        L.uih_hash_ids(data.ctypes.data, offsets.ctypes.data, len(encoded), out.ctypes.data)
+    return out
+
+
+def hash_id(string):
+    """hash_ids of one string: its id, an int."""
+    return int(hash_ids([string])[0])
+
+
 def decode_record(record):
     """A record's fields as a dict (version, store, user_id, request_ts,
     schema_version, generation, groups: per group id, length, generation,

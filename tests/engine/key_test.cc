@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "uih/key.h"
@@ -188,6 +189,39 @@ TEST(Shard, ValuesArePinned) {
     EXPECT_EQ(0u, uih_shard_of(p.user, 1));
     EXPECT_EQ(0u, uih_shard_of(p.user, 0));
   }
+}
+
+// A string id's id is a contract with every inference service and
+// training job that hashes the same strings: these values may never change.
+// XXH3-64 of "" is 0x2d06800538d394c2, as xxHash's own reference says.
+TEST(HashId, ValuesArePinned) {
+  struct {
+    const char* s;
+    uint64_t id;
+  } pinned[] = {{"", 0x2d06800538d394c2ull},
+                {"alice", 5593767425381308080ull},
+                {"\xc3\xa9", 17839895020865391795ull},  // "é", precomposed, in UTF-8
+                {"A2SUAM1J3GNN3B", 13147978552888737663ull},
+                {"bob", 1442208253991303397ull}};
+  for (const auto& p : pinned) EXPECT_EQ(uih_hash_id(p.s, strlen(p.s)), p.id) << p.s;
+  EXPECT_NE(uih_hash_id("e\xcc\x81", 3), uih_hash_id("\xc3\xa9", 2)) << "bytes as given: not normalized";
+  EXPECT_EQ(uih_hash_id(nullptr, 0), uih_hash_id("", 0));
+}
+
+// Strings laid end to end (Arrow's layout) give what one at a time gives.
+TEST(HashId, ManyAtOnceAreOneAtATime) {
+  std::mt19937_64 rng(9);
+  std::string bytes;
+  std::vector<uint64_t> offsets{0};
+  for (int i = 0; i < 500; i++) {
+    const size_t len = rng() % 5 == 0 ? 0 : rng() % 40;
+    for (size_t k = 0; k < len; k++) bytes += static_cast<char>(rng());
+    offsets.push_back(bytes.size());
+  }
+  std::vector<uint64_t> out(500, 0);
+  uih_hash_ids(reinterpret_cast<const uint8_t*>(bytes.data()), offsets.data(), 500, out.data());
+  for (size_t i = 0; i < 500; i++)
+    ASSERT_EQ(out[i], uih_hash_id(bytes.data() + offsets[i], offsets[i + 1] - offsets[i])) << i;
 }
 
 // Many at once give what one at a time gives.

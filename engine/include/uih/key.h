@@ -92,6 +92,21 @@ uint32_t uih_shard_of(uint64_t user_id, uint32_t nshards);
  * partition many records at once (the Python layer's workers). */
 void uih_shard_of_many(const uint64_t *user_ids, size_t n, uint32_t nshards, uint32_t *out);
 
+/* String ids. Logs often name users and items by strings ("alice",
+ * "A2SUAM1J3GNN3B", "B00005N7P0"); a store keeps 64-bit ids. A string's id
+ * is XXH3-64 (seed 0) of its bytes as given — UTF-8, not normalized: "é"
+ * precomposed and decomposed are two strings — stable forever, so an
+ * inference service, a training job and the loader that hash the same
+ * string agree; in Python, xxhash.xxh3_64_intdigest(s.encode()) (or
+ * uihstore.hash_ids). Two different strings share an id with probability
+ * about n^2 / 2^65 among n distinct strings: 3e-8 for a million, 3e-4 for
+ * 100 million, 3% for a billion. */
+uint64_t uih_hash_id(const char *bytes, size_t len);
+/* n strings laid end to end in `bytes`, string i at [offsets[i],
+ * offsets[i + 1]) (n + 1 offsets, as Arrow's string arrays): each one's
+ * uih_hash_id into out[0..n). */
+void uih_hash_ids(const uint8_t *bytes, const uint64_t *offsets, size_t n, uint64_t *out);
+
 #ifdef __cplusplus
 }
 #endif
