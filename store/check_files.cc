@@ -45,26 +45,32 @@ uint64_t TableMagicOf(const std::string& path, uint64_t size) {
   return v;
 }
 
+int CheckTablePropertiesOf(const std::string& path, uint64_t size, uih_error* err) {
+  if (TableMagicOf(path, size) != kBlockBasedTableMagicNumber) return UIH_OK;
+  static const ImmutableOptions kOptions;
+  std::unique_ptr<RandomAccessFileReader> reader;
+  IOStatus io = RandomAccessFileReader::Create(FileSystem::Default(), path, FileOptions(), &reader, nullptr);
+  if (io.IsPathNotFound()) return UIH_OK;  // deleted since the listing (a writer's compaction): not needed
+  if (!io.ok()) return StatusError(err, "", io, "reading table file %s", path.c_str());
+  BlockContents contents;
+  Status s = ReadMetaBlock(reader.get(), nullptr, size, kBlockBasedTableMagicNumber, kOptions, kPropertiesBlockName,
+                           BlockType::kMetaIndex /* not kProperties: ReadMetaBlock asserts that */, &contents);
+  if (!s.ok())
+    return uih_corruption(err, "table file %s: its properties block does not verify (%s): the file is damaged",
+                          fs::path(path).filename().c_str(), StatusWords(s).c_str());
+  return UIH_OK;
+}
+
 int CheckTableProperties(const std::string& dir, uih_error* err) {
   std::error_code ec;
   fs::directory_iterator it(dir, ec);
   if (ec) return UIH_OK;  // the open that follows says what is wrong with the directory
-  static const ImmutableOptions kOptions;
   for (const fs::directory_entry& e : it) {
     if (e.path().extension() != ".sst") continue;
     const uint64_t size = e.file_size(ec);
-    if (ec || TableMagicOf(e.path().string(), size) != kBlockBasedTableMagicNumber) continue;
-    std::unique_ptr<RandomAccessFileReader> reader;
-    IOStatus io = RandomAccessFileReader::Create(FileSystem::Default(), e.path().string(), FileOptions(), &reader,
-                                                 nullptr);
-    if (io.IsPathNotFound()) continue;  // deleted since the listing (a writer's compaction): not needed
-    if (!io.ok()) return StatusError(err, "", io, "store %s: reading table file %s", dir.c_str(), e.path().c_str());
-    BlockContents contents;
-    Status s = ReadMetaBlock(reader.get(), nullptr, size, kBlockBasedTableMagicNumber, kOptions, kPropertiesBlockName,
-                             BlockType::kMetaIndex /* not kProperties: ReadMetaBlock asserts that */, &contents);
-    if (!s.ok())
-      return uih_corruption(err, "store %s: table file %s: its properties block does not verify (%s): the file is damaged",
-                            dir.c_str(), e.path().filename().c_str(), StatusWords(s).c_str());
+    if (ec) continue;
+    const int rc = CheckTablePropertiesOf(e.path().string(), size, err);
+    if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "store %s: ", dir.c_str());
   }
   return UIH_OK;
 }

@@ -156,6 +156,9 @@ void StrictRecovery(rocksdb::DBOptions* dbo);
 // delete holds nothing needed. `where` names it in the error.
 rocksdb::Status FlushOut(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& cfs);
 
+// The same for the one table file at `path` (`size` bytes; any other kind
+// of table file passes): before anything else opens it, e.g. a scrub.
+int CheckTablePropertiesOf(const std::string& path, uint64_t size, uih_error* err);
 // Before opening the database in `dir`: every block-based table file's
 // properties block verified (check_tables.cc says why RocksDB's own open
 // does not): a damaged one is a corruption naming the file. Reads only.
