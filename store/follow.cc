@@ -31,16 +31,26 @@ int WritePublished(uih_store* s, Shard* sh, uih_error* err) {
   return WriteFileDurably(s->dir, PublishedName(sh->index), PublishedText(sh->index, current), err);
 }
 
-uint32_t ReadPublished(const uih_store* s, uint32_t shard) {
-  const std::string path = s->dir + "/" + PublishedName(shard);
+HintState ReadHint(const std::string& dir, uint32_t shard, uint32_t* generation, uint64_t* bytes) {
+  const std::string path = dir + "/" + PublishedName(shard);
+  *generation = 0;
+  if (bytes) *bytes = 0;
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  if (fd < 0) return errno == ENOENT ? HintState::kNone : HintState::kDamaged;
   char buf[96];
   ssize_t n = read(fd, buf, sizeof buf);
   close(fd);
-  uint32_t g = 0;
-  if (n <= 0 || !ParsePublished(std::string(buf, static_cast<size_t>(n)), shard, &g)) return 0;
-  return g;
+  if (bytes && n > 0) *bytes = static_cast<uint64_t>(n);
+  if (n <= 0 || !ParsePublished(std::string(buf, static_cast<size_t>(n)), shard, generation)) {
+    *generation = 0;
+    return HintState::kDamaged;
+  }
+  return HintState::kFound;
+}
+
+uint32_t ReadPublished(const uih_store* s, uint32_t shard) {
+  uint32_t g;
+  return ReadHint(s->dir, shard, &g, nullptr) == HintState::kFound ? g : 0;
 }
 
 // ---- pins -----------------------------------------------------------------------

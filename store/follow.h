@@ -60,6 +60,10 @@ int Refresh(uih_store* s, Shard* sh, bool force, uih_error* err);
 // retention filter following once no reader holds `old`.
 int ApplySwitch(Shard* sh, std::weak_ptr<Generation> old, uih_error* err);
 
+// The shard's hint in the store at `dir`: none, damaged (not one, or
+// unreadable), or found, naming *generation; *bytes (may be null) read.
+enum class HintState { kNone, kDamaged, kFound };
+HintState ReadHint(const std::string& dir, uint32_t shard, uint32_t* generation, uint64_t* bytes);
 // The shard's hint: the generation it names, or 0 (none, or not one).
 uint32_t ReadPublished(const uih_store* s, uint32_t shard);
 

@@ -4,16 +4,15 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <string>
-#include <vector>
-
-#include <chrono>
 #include <thread>
+#include <vector>
 
 #include "db/write_batch_internal.h"
 #include "rocksdb/convenience.h"
@@ -50,7 +49,7 @@ static void CloseDatabase(uih_mutable* m) {
 
 namespace uih {
 
-uint64_t LastSequence(rocksdb::WriteBatch& wb) {
+uint64_t LastSequence(const rocksdb::WriteBatch& wb) {
   const uint32_t n = WriteBatchInternal::Count(&wb);
   return n ? WriteBatchInternal::Sequence(&wb) + n - 1 : 0;
 }

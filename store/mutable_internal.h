@@ -103,7 +103,7 @@ class Gather;
 
 // The sequence number of the last write in `wb`, once written (RocksDB
 // numbers its writes as it writes it); 0 for an empty batch.
-uint64_t LastSequence(rocksdb::WriteBatch& wb);
+uint64_t LastSequence(const rocksdb::WriteBatch& wb);
 
 // Torn write-ahead log tails the mutable store's open dropped, in words; "".
 const std::string& MutableRecovered(const uih_mutable* m);

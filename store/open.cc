@@ -12,11 +12,9 @@
 #include <cinttypes>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -371,15 +369,7 @@ int ReadDescriptor(uih_store* s, const char* dir, uint32_t* nshards, uih_error* 
   if (stat(dir, &st) != 0)
     return uih::NotAStore(err, dir, errno == ENOENT ? "it does not exist" : strerror(errno));
   if (!S_ISDIR(st.st_mode)) return uih::NotAStore(err, dir, "it is not a directory");
-  const std::string path = s->dir + "/" + uih::kDescriptorFile;
-  if (stat(path.c_str(), &st) != 0 && errno == ENOENT) return uih::NotAStore(err, dir, "no UIHSTORE descriptor in it");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return uih_error_set(err, UIH_ERR_IO, "store %s: cannot read %s", dir, path.c_str());
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string desc = text.str();
-  int rc = uih_store_descriptor_parse(desc.data(), desc.size(), nshards, &s->id, err);
-  return rc == UIH_OK ? UIH_OK : UIH_PREFIXED(rc, err, "%s: ", path.c_str());
+  return uih::ReadDescriptorFile(s->dir, nshards, &s->id, nullptr, err);
 }
 
 // Opens the shards; a read-only or serving store opens them inside the

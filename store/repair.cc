@@ -28,8 +28,6 @@
 #include <cinttypes>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -121,12 +119,9 @@ class Repair {
   // writes it again).
   int HintReadable(uint32_t shard, uih_error* err) {
     const std::string path = dir_ + "/" + uih::PublishedName(shard);
-    std::error_code ec;
-    if (!fs::exists(path, ec)) return UIH_OK;
-    std::ifstream in(path, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     uint32_t g;
-    if (uih::ParsePublished(text, shard, &g)) return UIH_OK;
+    if (uih::ReadHint(dir_, shard, &g, nullptr) != uih::HintState::kDamaged) return UIH_OK;
+    std::error_code ec;
     const std::string name = uih::PublishedName(shard);
     int rc = Keep(name, {path}, err);
     if (rc == UIH_OK)
@@ -307,14 +302,12 @@ int RepairStore(const char* dir_arg, int one_shard, uint32_t shard, uih_repair_f
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   // The descriptor is not a loss to accept: without it, which shards and
   // which store is not known.
-  std::ifstream in(dir + "/" + uih::kDescriptorFile, std::ios::binary);
-  if (!in) return uih::NotAStore(err, dir_arg, "no UIHSTORE descriptor in it");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   uint32_t shards;
   uint64_t id;
-  int rc = uih_store_descriptor_parse(text.data(), text.size(), &shards, &id, err);
-  if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "store %s: %s (not repairable: restore it): ", dir.c_str(),
-                                        uih::kDescriptorFile);
+  int rc = uih::ReadDescriptorFile(dir, &shards, &id, nullptr, err);
+  if (rc == UIH_ERR_CORRUPTION) return UIH_PREFIXED(rc, err, "store %s (the descriptor is not repairable: restore it): ",
+                                                    dir.c_str());
+  if (rc != UIH_OK) return rc;
   if (one_shard && shard >= shards)
     return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "store_repair: %s: shard %u, the store has %u", dir.c_str(), shard,
                          shards);

@@ -121,6 +121,26 @@ int NotAStore(uih_error* err, const char* path, const char* why) {
   return uih_error_set(err, UIH_ERR_NOT_FOUND, "not a uihstore store: %s: %s", path, why);
 }
 
+int ReadDescriptorFile(const std::string& dir, uint32_t* shards, uint64_t* id, uint64_t* bytes, uih_error* err) {
+  const std::string path = dir + "/" + kDescriptorFile;
+  if (bytes) *bytes = 0;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) return NotAStore(err, dir.c_str(), "no UIHSTORE descriptor in it");
+  if (fd < 0) return uih_error_set(err, UIH_ERR_IO, "store %s: cannot read %s: %s", dir.c_str(), path.c_str(),
+                                   strerror(errno));
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  const int e = errno;
+  close(fd);
+  if (n < 0) return uih_error_set(err, UIH_ERR_IO, "store %s: cannot read %s: %s", dir.c_str(), path.c_str(),
+                                  strerror(e));
+  if (bytes) *bytes = text.size();
+  int rc = uih_store_descriptor_parse(text.data(), text.size(), shards, id, err);
+  return rc == UIH_OK ? UIH_OK : UIH_PREFIXED(rc, err, "%s: ", path.c_str());
+}
+
 // ---- generations and shards ----------------------------------------------------
 
 rocksdb::Status FlushOut(rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& cfs) {

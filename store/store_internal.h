@@ -180,6 +180,10 @@ std::string Logged(const rocksdb::DBOptions& dbo);
 // UIH_ERR_NOT_FOUND for a path that holds no store (a store, or a mutable
 // store), saying why: "not a uihstore store: PATH: why".
 int NotAStore(uih_error* err, const char* path, const char* why);
+// The descriptor of the store in the directory `dir`: its shard count and
+// id; NotAStore when there is none, a corruption naming the file (and the
+// line) when it does not parse; *bytes (may be null) its size.
+int ReadDescriptorFile(const std::string& dir, uint32_t* shards, uint64_t* id, uint64_t* bytes, uih_error* err);
 
 // A generation's column family: UihTable files, ingested, never compacted.
 rocksdb::ColumnFamilyOptions GenerationCfOptions();

@@ -21,13 +21,12 @@
 #include <algorithm>
 #include <cinttypes>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "mem.h"
 #include "rocksdb/sst_file_reader.h"
 #include "rocksdb/table.h"
 #include "store_internal.h"
@@ -62,9 +61,7 @@ struct LiveFile {
 // user.
 bool UserOf(const Slice& key, uint64_t* user) {
   if (key.size() != UIH_KEY_SIZE && key.size() != UIH_KEY_GROUP_PREFIX_SIZE) return false;
-  uint64_t u = 0;
-  for (int i = 0; i < 8; i++) u = u << 8 | static_cast<uint8_t>(key[i]);
-  *user = u;
+  *user = uih_load_be64(reinterpret_cast<const uint8_t*>(key.data()));
   return true;
 }
 
@@ -118,15 +115,13 @@ class ShardScrub {
   }
 
   void Hint() {
-    const std::string name = uih::PublishedName(shard_);
-    std::ifstream in(dir_ + "/" + name, std::ios::binary);
-    if (!in) return;  // none yet (or removed: the next load writes it)
-    std::stringstream text;
-    text << in.rdbuf();
-    Item& it = Add(name, "hint");
-    it.bytes = text.str().size();
-    uint32_t g = 0;
-    if (!uih::ParsePublished(text.str(), shard_, &g))
+    uint32_t g;
+    uint64_t bytes;
+    const uih::HintState state = uih::ReadHint(dir_, shard_, &g, &bytes);
+    if (state == uih::HintState::kNone) return;  // none yet (or removed: the next load writes it)
+    Item& it = Add(uih::PublishedName(shard_), "hint");
+    it.bytes = bytes;
+    if (state == uih::HintState::kDamaged)
       it.damage = "not a hint of shard " + std::to_string(shard_) +
                   " (\"uihstore published shard S generation G\"): damaged; it is only a hint, removing it is safe";
     else
@@ -531,14 +526,9 @@ Item Descriptor(const std::string& dir, uint32_t* shards) {
   Item it;
   it.path = uih::kDescriptorFile;
   it.kind = "descriptor";
-  std::ifstream in(dir + "/" + uih::kDescriptorFile, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string desc = text.str();
-  it.bytes = desc.size();
   uint64_t id;
   uih_error err{};
-  if (uih_store_descriptor_parse(desc.data(), desc.size(), shards, &id, &err) == UIH_OK) {
+  if (uih::ReadDescriptorFile(dir, shards, &id, &it.bytes, &err) == UIH_OK) {
     it.entries = 1;
     char note[64];
     snprintf(note, sizeof note, "store %016" PRIx64 ", %u shards", id, *shards);
