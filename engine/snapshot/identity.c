@@ -1,5 +1,9 @@
 /* Event identities and their chain (uih/snapshot.h): the timestamp and the
  * group's active id-typed traits of each event, hashed newest first. */
+/* The hash inlined: it runs once per event served and rebuilt, on a
+ * dozen to a few dozen bytes, where a call into the shared library costs
+ * as much as the hash. Same algorithm, same values. */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "mem.h"
@@ -20,6 +24,14 @@ uint32_t uih_snapshot_identity_columns(const uih_group *version, const uih_batch
   return n;
 }
 
+/* A column's value as uih_column_get_bits gives it; timestamps and ids,
+ * the columns identities read, without the call. */
+static inline uint64_t value_bits(const uih_column *c, uint32_t row) {
+  const uih_type t = c->trait->type;
+  if (t == UIH_TYPE_TIMESTAMP || t == UIH_TYPE_ID) return ((const uint64_t *)c->values)[row];
+  return uih_column_get_bits(c, row);
+}
+
 uint64_t uih_snapshot_identity_next(uint64_t h, const uih_batch *b, const int *cols, uint32_t ncols, uint32_t row) {
   /* ts as 8 little-endian bytes, then per id trait a presence byte and,
    * when present, 8 little-endian bytes; hashed with seed h, in pieces of
@@ -32,10 +44,12 @@ uint64_t uih_snapshot_identity_next(uint64_t h, const uih_batch *b, const int *c
       n = 0;
     }
     const uih_column *c = cols[i] >= 0 ? &b->columns[cols[i]] : NULL;
-    int has = c && uih_column_has(c, row);
-    if (i > 0) buf[n++] = (uint8_t)has;
-    if (!has && i > 0) continue;
-    uih_store_le64(buf + n, c ? uih_column_get_bits(c, row) : 0);
+    const int has = c && uih_column_has(c, row);
+    if (i > 0) {
+      buf[n++] = (uint8_t)has;
+      if (!has) continue;
+    }
+    uih_store_le64(buf + n, c ? value_bits(c, row) : 0);
     n += 8;
   }
   return XXH3_64bits_withSeed(buf, n, h);
