@@ -2,8 +2,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "uih/key.h"
 #include "uih/store.h"
 
 int cli_fail(int code, const char *fmt, ...) {
@@ -40,6 +42,16 @@ int cli_parse_i64(const char *what, const char *text, int64_t *out) {
     return 0;
   }
   *out = v;
+  return 1;
+}
+
+int cli_parse_user(const uih_schema *schema, const char *what, const char *text, uint64_t *out) {
+  if (uih_schema_user_ids(schema) != UIH_INPUT_STRING) return cli_parse_u64(what, text, out);
+  if (text[0] == '\0') {
+    cli_fail(CLI_USAGE, "%s is empty: the store's user ids are strings, and none is empty", what);
+    return 0;
+  }
+  *out = uih_hash_id(text, strlen(text));
   return 1;
 }
 

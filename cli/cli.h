@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "uih/schema.h"
+
 /* Exit codes: 0 ok, 1 the operation failed (bad input data, invalid
  * schema...), 2 the command line itself is wrong. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
@@ -15,6 +17,9 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 int cli_parse_u64(const char *what, const char *text, uint64_t *out);
 int cli_parse_i64(const char *what, const char *text, int64_t *out);
 int cli_parse_u16(const char *what, const char *text, uint16_t *out);
+/* A user id as `schema` spells them: an unsigned 64-bit integer, or any
+ * non-empty string, whose uih_hash_id it is ("user_ids": "string"). */
+int cli_parse_user(const uih_schema *schema, const char *what, const char *text, uint64_t *out);
 
 /* Opens the store at `dir` read-only (readers never write, not even a LOG
  * file); CLI_OK, or CLI_FAIL with the reason printed. */

@@ -141,6 +141,7 @@ int cmd_append(int argc, char **argv) {
   uih_mutable *m = NULL, **shards = NULL; /* shards[i]: shard i's mutable tier */
   uint32_t nshards = 1;
   uih_csv_reader **readers = calloc(nfiles, sizeof *readers);
+  uih_id_check *ids = NULL;
   pending *ps = NULL; /* one per shard */
   uint64_t held = 0;  /* events pending over all shards */
   totals t = {0};
@@ -165,7 +166,12 @@ int cmd_append(int argc, char **argv) {
     ok = uih_schema_load(schema_path, &schema, &err) == UIH_OK;
     use = schema;
   }
-  for (size_t f = 0; ok && f < nfiles; f++) ok = uih_csv_open(files[f], use, &readers[f], &err) == UIH_OK;
+  /* Two different strings with one id are refused, as a load refuses them. */
+  if (ok) ok = uih_id_check_create(&ids, &err) == UIH_OK;
+  for (size_t f = 0; ok && f < nfiles; f++) {
+    ok = uih_csv_open(files[f], use, &readers[f], &err) == UIH_OK;
+    if (ok) uih_csv_check_ids(readers[f], ids);
+  }
   if (ok && !store_path) ok = uih_mutable_open(db_path, schema, &o, &m, &err) == UIH_OK;
   if (!ok) {
     cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
@@ -230,6 +236,7 @@ done:
   free(shards);
   for (size_t f = 0; readers && f < nfiles; f++) uih_csv_close(readers[f]);
   free(readers);
+  uih_id_check_free(ids);
   uih_mutable_close(m);
   uih_store_close(store);
   uih_schema_free(schema);

@@ -13,12 +13,14 @@
 const char cli_usage_read[] =
     "usage: uih read --store DIR --user ID --group NAME [--from TS] [--to TS]\n"
     "                [--tier immutable|mutable|all] [--generation N] [--arrival]\n"
-    "       uih read --schema FILE --db DIR --user ID --group NAME [--from TS] [--to TS]";
+    "       uih read --schema FILE --db DIR --user ID --group NAME [--from TS] [--to TS]\n"
+    "  ID: the user's number, or its string when the schema's user ids are strings";
 
 int cmd_read(int argc, char **argv) {
   const char *schema_path = NULL, *db_path = NULL, *store_path = NULL, *group_name = NULL, *tier_name = "all";
   uint64_t user = 0, generation = 0;
-  int have_user = 0, arrival = 0;
+  const char *user_text = NULL;
+  int arrival = 0;
   int64_t from = INT64_MIN, to = INT64_MAX;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -33,7 +35,7 @@ int cmd_read(int argc, char **argv) {
     else if (!strcmp(a, "--store")) store_path = v;
     else if (!strcmp(a, "--group")) group_name = v;
     else if (!strcmp(a, "--tier")) tier_name = v;
-    else if (!strcmp(a, "--user") && cli_parse_u64(a, v, &user)) have_user = 1;
+    else if (!strcmp(a, "--user")) user_text = v;
     else if (!strcmp(a, "--generation") && cli_parse_u64(a, v, &generation) && generation <= UINT32_MAX) continue;
     else if (!strcmp(a, "--from") && cli_parse_i64(a, v, &from)) continue;
     else if (!strcmp(a, "--to") && cli_parse_i64(a, v, &to)) continue;
@@ -44,7 +46,7 @@ int cmd_read(int argc, char **argv) {
                   : !strcmp(tier_name, "all")     ? UIH_TIER_ALL
                                                   : 0;
   if (!tier) return cli_fail(CLI_USAGE, "--tier '%s': expected immutable, mutable or all\n%s", tier_name, cli_usage_read);
-  if (!group_name || !have_user || (store_path ? (schema_path || db_path) : (!schema_path || !db_path)))
+  if (!group_name || !user_text || (store_path ? (schema_path || db_path) : (!schema_path || !db_path)))
     return cli_fail(CLI_USAGE, "%s", cli_usage_read);
   if (!store_path && (strcmp(tier_name, "all") || generation || arrival))
     return cli_fail(CLI_USAGE, "--tier, --generation and --arrival read a store (--store)\n%s", cli_usage_read);
@@ -67,6 +69,10 @@ int cmd_read(int argc, char **argv) {
   }
   if (!(g = uih_schema_group_by_name(use, group_name))) {
     cli_fail(CLI_FAIL, "%s: no feature group named '%s'", store_path ? store_path : schema_path, group_name);
+    goto done;
+  }
+  if (!cli_parse_user(use, "--user", user_text, &user)) {
+    rc = CLI_USAGE;
     goto done;
   }
   if (store_path) {

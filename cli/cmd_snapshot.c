@@ -109,10 +109,12 @@ const char cli_usage_snapshot[] =
     "  the sequences a model gets for user U at request time T (or for each line user_id,request_ts\n"
     "  of FILE, - for stdin), per group the newest N events (default " "1024" "; every group without\n"
     "  --group), as CSV record,user_id,group,ts,<traits>; each snapshot's record appended to the log\n"
-    "  FILE (a torn last record left by a killed writer is cut first); a latency summary on stderr";
+    "  FILE (a torn last record left by a killed writer is cut first); a latency summary on stderr.\n"
+    "  U (and FILE's user_id): the user's number, or its string when the schema's user ids are strings";
 
 /* One request line: "user,ts". Returns 1, 0 at the end, -1 (printed) on a bad line. */
-static int next_request(FILE *in, const char *name, uint64_t *line, uint64_t *user, int64_t *ts) {
+static int next_request(const uih_schema *schema, FILE *in, const char *name, uint64_t *line, uint64_t *user,
+                        int64_t *ts) {
   char buf[256];
   for (;;) {
     if (!fgets(buf, sizeof buf, in)) return 0;
@@ -126,12 +128,12 @@ static int next_request(FILE *in, const char *name, uint64_t *line, uint64_t *us
         return cli_fail(CLI_FAIL, "%s:1: header '%s', expected 'user_id,request_ts'", name, buf), -1;
       continue;
     }
-    char *comma = strchr(buf, ',');
+    char *comma = strrchr(buf, ','); /* the last: a string user id may hold one */
     if (!comma) return cli_fail(CLI_FAIL, "%s:%" PRIu64 ": expected user_id,request_ts", name, *line), -1;
     *comma = '\0';
     char what[64];
     snprintf(what, sizeof what, "%s:%" PRIu64 ": user_id", name, *line);
-    if (!cli_parse_u64(what, buf, user)) return -1;
+    if (!cli_parse_user(schema, what, buf, user)) return -1;
     snprintf(what, sizeof what, "%s:%" PRIu64 ": request_ts", name, *line);
     if (!cli_parse_i64(what, comma + 1, ts)) return -1;
     return 1;
@@ -143,8 +145,9 @@ int cmd_snapshot(int argc, char **argv) {
   const char *groups[UIH_SNAPSHOT_GROUPS_MAX];
   uint32_t ngroups = 0;
   uint64_t one_user = 0;
+  const char *user_text = NULL;
   int64_t one_ts = 0;
-  int quiet = 0, have_user = 0, have_ts = 0;
+  int quiet = 0, have_ts = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--quiet")) {
@@ -157,16 +160,21 @@ int cmd_snapshot(int argc, char **argv) {
     else if (!strcmp(a, "--log")) log_path = v;
     else if (!strcmp(a, "--out")) out_path = v;
     else if (!strcmp(a, "--requests")) input = v;
-    else if (!strcmp(a, "--user") && cli_parse_u64(a, v, &one_user)) have_user = 1;
+    else if (!strcmp(a, "--user")) user_text = v;
     else if (!strcmp(a, "--ts") && cli_parse_i64(a, v, &one_ts)) have_ts = 1;
     else if (!strcmp(a, "--group") && ngroups < UIH_SNAPSHOT_GROUPS_MAX) groups[ngroups++] = v;
     else return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, cli_usage_snapshot);
   }
+  const int have_user = user_text != NULL;
   if (!dir || (have_user != have_ts) || (have_user == (input != NULL)))
     return cli_fail(CLI_USAGE, "%s", cli_usage_snapshot);
   uih_error err = {0};
   uih_store *s = NULL;
   if (cli_open_store_read_only(dir, &s) != CLI_OK) return CLI_FAIL;
+  if (have_user && !cli_parse_user(uih_store_schema(s), "--user", user_text, &one_user)) {
+    uih_store_close(s);
+    return CLI_USAGE;
+  }
   uih_snapshot_spec spec = {0};
   uint16_t ids[UIH_SNAPSHOT_GROUPS_MAX];
   uint32_t lengths[UIH_SNAPSHOT_GROUPS_MAX];
@@ -206,7 +214,7 @@ int cmd_snapshot(int argc, char **argv) {
     uint64_t user = one_user;
     int64_t ts = one_ts;
     if (in) {
-      int got = next_request(in, in_name, &line, &user, &ts);
+      int got = next_request(uih_store_schema(s), in, in_name, &line, &user, &ts);
       if (got < 0) rc = CLI_FAIL;
       if (got <= 0) break;
     } else if (nlat == 1) {

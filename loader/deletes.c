@@ -9,6 +9,8 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "uih/key.h"
+
 typedef struct pair {
   uint64_t user, item;
 } pair;
@@ -31,6 +33,8 @@ typedef struct parse {
   uint64_t line, record_line;
   int cols[2], ncols, header_done;
   char fields[2][72];  /* longer is no number or trait name we take */
+  uint64_t hashed[2];  /* each field's uih_hash_id, whatever its length: string ids */
+  int strings[2];      /* the column's ids are strings (the schema's user_ids, the trait's input) */
   int nfields, too_long[2], record_done;
   uih_error *err;
   int rc;
@@ -43,6 +47,7 @@ static void on_field(void *s, size_t len, void *data) {
     memcpy(p->fields[p->nfields], s ? s : "", s ? n : 0);
     p->fields[p->nfields][s ? n : 0] = '\0';
     p->too_long[p->nfields] = len >= sizeof p->fields[0] - 1;
+    p->hashed[p->nfields] = uih_hash_id(s ? (const char *)s : "", s ? len : 0);
   }
   p->nfields++;
 }
@@ -62,12 +67,13 @@ static int parse_u64(const char *s, uint64_t *v) {
   return 1;
 }
 
-static int is_id_trait(const uih_schema *schema, const char *name) {
+/* The active id trait called `name` (of the first group that has one), or NULL. */
+static const uih_trait *id_trait(const uih_schema *schema, const char *name) {
   for (uint32_t g = 0; g < uih_schema_group_count(schema); g++) {
     const uih_trait *t = uih_group_trait_by_name(uih_schema_group_at(schema, g), name);
-    if (t && t->type == UIH_TYPE_ID) return 1;
+    if (t && t->type == UIH_TYPE_ID) return t;
   }
-  return 0;
+  return NULL;
 }
 
 #define PUSH(arr, n, cap, v)                                        \
@@ -91,10 +97,13 @@ static int header(parse *p) {
   p->ncols = p->nfields;
   for (int i = 0; i < p->ncols; i++) {
     const char *f = p->fields[i];
+    const uih_trait *t = p->too_long[i] ? NULL : id_trait(p->schema, f);
     if (!strcmp(f, "user_id")) {
       p->cols[i] = COL_USER;
-    } else if (!p->too_long[i] && is_id_trait(p->schema, f)) {
+      p->strings[i] = uih_schema_user_ids(p->schema) == UIH_INPUT_STRING;
+    } else if (t) {
       p->cols[i] = COL_ITEM;
+      p->strings[i] = t->input == UIH_INPUT_STRING;
       snprintf(p->d->trait, sizeof p->d->trait, "%s", f);
     } else {
       return uih_error_set(err, UIH_ERR_PARSE,
@@ -119,6 +128,14 @@ static int record(parse *p) {
   for (int i = 0; i < p->ncols; i++) {
     const char *f = p->fields[i];
     if (*f == '\0' && p->ncols == 2) continue; /* "any" */
+    if (p->strings[i]) {
+      if (*f == '\0')
+        return uih_error_set(err, UIH_ERR_PARSE, "%s:%" PRIu64 ": column '%s': expected a string id, got nothing",
+                             p->name, p->record_line, p->cols[i] == COL_USER ? "user_id" : p->d->trait);
+      v[i] = p->hashed[i];
+      has[i] = 1;
+      continue;
+    }
     if (p->too_long[i] || !parse_u64(f, &v[i]))
       return uih_error_set(err, UIH_ERR_PARSE, "%s:%" PRIu64 ": column '%s': expected an unsigned 64-bit integer%s, got '%s%s'",
                            p->name, p->record_line, p->cols[i] == COL_USER ? "user_id" : p->d->trait,

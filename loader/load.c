@@ -45,6 +45,7 @@ typedef struct load {
   int any_event;           /* an event was read (of any shard) */
   ld_sorter *sorter;
   ld_deletes *deletes;
+  uih_id_check *ids; /* the strings read into ids, when the schema has string ids */
   FILE *rejects;
   job *jobs;
   size_t njobs;
@@ -116,12 +117,24 @@ static int reject(load *l, uih_csv_reader *r, const char *name, uih_error *err) 
   return UIH_OK;
 }
 
+/* Whether the schema's inputs hash strings into ids: users or an id trait. */
+static int has_string_ids(const uih_schema *schema) {
+  if (uih_schema_user_ids(schema) == UIH_INPUT_STRING) return 1;
+  for (uint32_t g = 0; g < uih_schema_group_count(schema); g++) {
+    const uih_group *grp = uih_schema_group_at(schema, g);
+    for (uint32_t t = 0; t < grp->ntraits; t++)
+      if (grp->traits[t].type == UIH_TYPE_ID && grp->traits[t].input == UIH_INPUT_STRING) return 1;
+  }
+  return 0;
+}
+
 static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *maxts, double began, uih_error *err) {
   ld_input *in = NULL;
   uih_csv_reader *r = NULL;
   int rc = ld_input_open(path, &in, err);
   const char *name = strcmp(path, "-") ? path : "<stdin>";
   if (rc == UIH_OK) rc = uih_csv_open_stream(ld_input_stream(in), name, l->schema, &r, err);
+  if (rc == UIH_OK) uih_csv_check_ids(r, l->ids);
   uint8_t *buf = malloc(l->row_max);
   if (!buf && rc == UIH_OK) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
   while (rc == UIH_OK) {
@@ -518,12 +531,17 @@ int uih_load(uih_store *store, const char *const *inputs, size_t ninputs, const 
   }
   l.events_in = calloc(l.nshards, sizeof *l.events_in);
   if (!l.events_in) return uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+  if (has_string_ids(l.schema) && (rc = uih_id_check_create(&l.ids, err)) != UIH_OK) {
+    free(l.events_in);
+    return rc;
+  }
   pthread_mutex_init(&l.mu, NULL);
   rc = run(&l, inputs, ninputs, err);
   for (size_t i = 0; i < l.njobs; i++) uih_store_writer_abort(l.jobs[i].writer); /* what was not published */
   free(l.jobs);
   ld_sorter_free(l.sorter);
   ld_deletes_free(l.deletes);
+  uih_id_check_free(l.ids);
   if (l.rejects && fclose(l.rejects) != 0 && rc == UIH_OK)
     rc = uih_error_set(err, UIH_ERR_IO, "load: writing the rejects file %s: %s", l.o.rejects, strerror(errno));
   free(l.current);

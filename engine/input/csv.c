@@ -5,11 +5,12 @@
 #include <csv.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error_internal.h"
+#include "uih/key.h"
+#include "values.h"
 
 #define LINE_MAX_BYTES (1u << 20)    /* a longer line is an error, not a memory hog */
 #define RECORD_MAX_BYTES (16u << 20) /* so is a longer record (lines joined by quotes) */
@@ -45,6 +46,7 @@ struct uih_csv_reader {
   int *col_kind;              /* COL_* or 0 for a trait column */
   group_map *groups;
   uint32_t ngroups;
+  uih_id_check *ids; /* the load's, or NULL */
 };
 
 static void on_field(void *s, size_t len, void *data) {
@@ -301,65 +303,18 @@ static int parse_u64(const char *s, uint64_t *v) {
   return 1;
 }
 
-static int parse_i64(const char *s, int64_t *v) {
-  if (!((*s >= '0' && *s <= '9') || ((*s == '-' || *s == '+') && s[1] >= '0' && s[1] <= '9')))
-    return 0;
-  char *end;
-  errno = 0;
-  long long x = strtoll(s, &end, 10);
-  if (errno || *end) return 0;
-  *v = x;
-  return 1;
-}
-
-/* The value of `s` for trait `t` as uih_column_set_bits() takes it. */
-static const char *parse_value(const uih_trait *t, const char *s, uint64_t *bits) {
-  uint64_t u;
-  int64_t i;
-  switch (t->type) {
-    case UIH_TYPE_TIMESTAMP:
-    case UIH_TYPE_INT64:
-      if (!parse_i64(s, &i)) return "a signed 64-bit integer";
-      *bits = (uint64_t)i;
-      return NULL;
-    case UIH_TYPE_ID:
-      if (!parse_u64(s, &u)) return "an unsigned 64-bit integer";
-      *bits = u;
-      return NULL;
-    case UIH_TYPE_UINT32:
-      if (!parse_u64(s, &u) || u > UINT32_MAX) return "an unsigned 32-bit integer";
-      *bits = u;
-      return NULL;
-    case UIH_TYPE_CATEGORY:
-      for (uint32_t k = 0; k < t->ncategories; k++)
-        if (!strcmp(t->categories[k], s)) {
-          *bits = k;
-          return NULL;
-        }
-      if (t->ncategories)
-        return parse_u64(s, &u) && u < t->ncategories ? (*bits = u, NULL)
-                                                      : "a category of the trait's vocabulary or its code";
-      if (!parse_u64(s, &u) || u > UINT32_MAX) return "a numeric category code (unsigned 32-bit)";
-      *bits = u;
-      return NULL;
-    case UIH_TYPE_FLAG:
-      if (!strcmp(s, "0") || !strcmp(s, "false")) *bits = 0;
-      else if (!strcmp(s, "1") || !strcmp(s, "true")) *bits = 1;
-      else return "a flag: 0, 1, false or true";
-      return NULL;
-    case UIH_TYPE_FLOAT32: {
-      char *end;
-      errno = 0;
-      float f = strtof(s, &end);
-      if (end == s || *end) return "a float";
-      if (errno == ERANGE && isinf(f)) return "a float within float32 range";
-      uint32_t b;
-      memcpy(&b, &f, sizeof b);
-      *bits = b;
-      return NULL;
-    }
-  }
-  return "a value of a known type";
+/* With an id check: records the string `s` was hashed into `id`; an
+ * error naming both strings when another had that id. */
+static int check_id(uih_csv_reader *r, const char *column, const char *s, uint64_t id, uih_error *err) {
+  if (!r->ids) return UIH_OK;
+  const char *other;
+  size_t olen;
+  UIH_FORWARD(uih_id_check_add(r->ids, id, s, strlen(s), &other, &olen, err));
+  UIH_RETURN_IF(other, err, UIH_ERR_PARSE,
+                "%s:%" PRIu64 ": column '%s': '%s' and '%.*s' (read before in this load) are two strings "
+                "with one id, %" PRIu64 " (uih_hash_id): they would be one user or item",
+                r->name, r->record_line, column, s, (int)(olen > 256 ? 256 : olen), other, id);
+  return UIH_OK;
 }
 
 int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, uih_error *err) {
@@ -377,9 +332,11 @@ int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, 
   for (uint32_t i = 0; i < r->ncols; i++) {
     const char *s = field(r, i);
     if (r->col_kind[i] == COL_USER) {
-      UIH_RETURN_IF(!parse_u64(s, user_id), err, UIH_ERR_PARSE,
-                    "%s:%" PRIu64 ": column 'user_id': expected an unsigned 64-bit integer, got '%s'",
-                    r->name, r->record_line, s);
+      const uih_input spelling = uih_schema_user_ids(r->schema);
+      const char *want = uih_input_user(spelling, s, user_id);
+      UIH_RETURN_IF(want, err, UIH_ERR_PARSE, "%s:%" PRIu64 ": column 'user_id': expected %s, got '%s'",
+                    r->name, r->record_line, want, s);
+      if (spelling == UIH_INPUT_STRING) UIH_FORWARD(check_id(r, "user_id", s, *user_id, err));
     } else if (r->col_kind[i] == COL_GROUP) {
       const uih_group *g = uih_schema_group_by_name(r->schema, s);
       uint64_t id;
@@ -409,13 +366,20 @@ int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, 
                   "%s:%" PRIu64 ": column '%s' has a value, but group '%s' has no such trait",
                   r->name, r->record_line, r->col_names[i], m->group->name);
     uint64_t bits;
-    const char *want = parse_value(row->columns[c].trait, s, &bits);
+    const uih_trait *t = row->columns[c].trait;
+    const char *want = uih_input_value(t, s, &bits);
     UIH_RETURN_IF(want, err, UIH_ERR_PARSE, "%s:%" PRIu64 ": column '%s': expected %s, got '%s'",
                   r->name, r->record_line, r->col_names[i], want, s);
+    if (t->type == UIH_TYPE_ID && t->input == UIH_INPUT_STRING)
+      UIH_FORWARD(check_id(r, r->col_names[i], s, bits, err));
     uih_column_set_bits(&row->columns[c], at, bits);
   }
   *event = row;
   return UIH_OK;
+}
+
+void uih_csv_check_ids(uih_csv_reader *r, uih_id_check *ids) {
+  if (r) r->ids = ids;
 }
 
 uint64_t uih_csv_record_line(const uih_csv_reader *r) { return r ? r->record_line : 0; }

@@ -60,6 +60,7 @@ void uih_schema_free(uih_schema *s) {
 
 const char *uih_schema_name(const uih_schema *s) { return s->name; }
 uint32_t uih_schema_version(const uih_schema *s) { return s->version; }
+uih_input uih_schema_user_ids(const uih_schema *s) { return s->user_ids; }
 uint32_t uih_schema_group_count(const uih_schema *s) { return s->ngroups; }
 
 const uih_group *uih_schema_group_at(const uih_schema *s, uint32_t i) {
@@ -107,6 +108,10 @@ uint32_t uih_group_active_count(const uih_group *grp) {
 
 /* ---- evolution ----------------------------------------------------------- */
 
+static const char *unit_name(uih_time_unit u) {
+  return u == UIH_UNIT_SECONDS ? "\"s\"" : u == UIH_UNIT_MILLIS ? "\"ms\"" : u == UIH_UNIT_MICROS ? "\"us\"" : "none";
+}
+
 static int check_group_evolution(const uih_group *og, const uih_group *ng, uint32_t old_version,
                                  uih_error *err) {
   for (uint32_t t = 0; t < og->ntraits; t++) {
@@ -121,6 +126,16 @@ static int check_group_evolution(const uih_group *og, const uih_group *ng, uint3
     UIH_RETURN_IF(nt->type != ot->type, err, UIH_ERR_INCOMPATIBLE,
                   "group '%s': trait %u ('%s') changed type from %s to %s; add a new trait id instead",
                   og->name, ot->id, ot->name, uih_type_name(ot->type), uih_type_name(nt->type));
+    /* What stored values mean: an id's spelling (a string's hash or the
+     * number), a time's unit. How input files spell a time may change. */
+    UIH_RETURN_IF(ot->type == UIH_TYPE_ID && nt->input != ot->input, err, UIH_ERR_INCOMPATIBLE,
+                  "group '%s': trait %u ('%s') changed \"input\"; its stored ids are %s: add a new "
+                  "trait id instead", og->name, ot->id, ot->name,
+                  ot->input == UIH_INPUT_STRING ? "hashes of strings" : "the numbers as given");
+    UIH_RETURN_IF(nt->unit != ot->unit, err, UIH_ERR_INCOMPATIBLE,
+                  "group '%s': trait %u ('%s') changed \"unit\" from %s to %s; its stored times would "
+                  "mean other instants, so a timestamp keeps its unit", og->name, ot->id, ot->name,
+                  unit_name(ot->unit), unit_name(nt->unit));
     UIH_RETURN_IF(nt->added_in != ot->added_in, err, UIH_ERR_INCOMPATIBLE,
                   "group '%s': trait %u ('%s') changed added_in from %u to %u", og->name, ot->id,
                   ot->name, ot->added_in, nt->added_in);
@@ -157,6 +172,11 @@ int uih_schema_check_evolution(const uih_schema *older, const uih_schema *newer,
   UIH_RETURN_IF(newer->version <= older->version, err, UIH_ERR_INCOMPATIBLE,
                 "version %u does not follow version %u; every change needs a higher version",
                 newer->version, older->version);
+  UIH_RETURN_IF(newer->user_ids != older->user_ids, err, UIH_ERR_INCOMPATIBLE,
+                "\"user_ids\" changed from %s to %s; stored users are keyed by the ids as they were "
+                "spelled (a string's hash), so the spelling is the store's for good",
+                older->user_ids == UIH_INPUT_STRING ? "\"string\"" : "\"integer\"",
+                newer->user_ids == UIH_INPUT_STRING ? "\"string\"" : "\"integer\"");
   for (uint32_t g = 0; g < older->ngroups; g++) {
     const uih_group *og = &older->groups[g];
     const uih_group *ng = uih_schema_group_by_id(newer, og->id);

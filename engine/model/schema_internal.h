@@ -7,6 +7,7 @@
 struct uih_schema {
   char *name;
   uint32_t version;
+  uih_input user_ids; /* UIH_INPUT_NATIVE or UIH_INPUT_STRING */
   uint32_t ngroups;
   uih_group *groups; /* sorted by id; each owns its traits, names, categories */
 };

@@ -141,6 +141,63 @@ static int get_array(const ctx *c, const char *path, json_object *obj, const cha
   return UIH_OK;
 }
 
+/* Optional string field, one of `names` (NULL-terminated): *out its index,
+ * or `dflt` when the field is absent. */
+static int get_choice(const ctx *c, const char *path, json_object *obj, const char *key,
+                      const char *const *names, int dflt, int *out) {
+  json_object *v;
+  *out = dflt;
+  if (!json_object_object_get_ex(obj, key, &v)) return UIH_OK;
+  char list[128] = "";
+  size_t n = 0;
+  for (const char *const *a = names; *a; a++)
+    n += (size_t)snprintf(list + n, n < sizeof list ? sizeof list - n : 0, "%s\"%s\"", a == names ? "" : ", ", *a);
+  if (!json_object_is_type(v, json_type_string))
+    return fail(c, path, "field \"%s\": expected one of %s, got %s", key, list, json_kind(v));
+  const char *str = json_object_get_string(v);
+  for (int i = 0; names[i]; i++)
+    if (strcmp(names[i], str) == 0) {
+      *out = i;
+      return UIH_OK;
+    }
+  return fail(c, path, "field \"%s\": expected one of %s, got \"%.64s\"", key, list, str);
+}
+
+/* "unit" and "input": what a timestamp's stored values count and how
+ * inputs spell them; how inputs spell an id. */
+static int parse_input(const ctx *c, const char *path, json_object *obj, uih_trait *t) {
+  static const char *const units[] = {"s", "ms", "us", NULL};
+  static const char *const id_inputs[] = {"integer", "string", NULL};
+  static const char *const ts_inputs[] = {"s", "ms", "us", "rfc3339", NULL};
+  json_object *v;
+  int have_unit = json_object_object_get_ex(obj, "unit", &v);
+  int have_input = json_object_object_get_ex(obj, "input", &v);
+  int k;
+  t->input = UIH_INPUT_NATIVE;
+  t->unit = UIH_UNIT_NONE;
+  if (t->type == UIH_TYPE_ID) {
+    if (have_unit) return fail(c, path, "field \"unit\": only a timestamp has a unit");
+    UIH_FORWARD(get_choice(c, path, obj, "input", id_inputs, 0, &k));
+    t->input = k == 1 ? UIH_INPUT_STRING : UIH_INPUT_NATIVE;
+    return UIH_OK;
+  }
+  if (t->type != UIH_TYPE_TIMESTAMP) {
+    if (have_unit) return fail(c, path, "field \"unit\": only a timestamp has a unit");
+    if (have_input)
+      return fail(c, path, "field \"input\": only id traits (\"integer\" or \"string\") and timestamps "
+                  "(\"s\", \"ms\", \"us\" or \"rfc3339\") say how inputs spell them");
+    return UIH_OK;
+  }
+  UIH_FORWARD(get_choice(c, path, obj, "unit", units, -1, &k));
+  t->unit = k < 0 ? UIH_UNIT_NONE : (uih_time_unit)(UIH_UNIT_SECONDS + k);
+  UIH_FORWARD(get_choice(c, path, obj, "input", ts_inputs, -1, &k));
+  if (k >= 0 && t->unit == UIH_UNIT_NONE)
+    return fail(c, path, "field \"input\": a timestamp read as \"%s\" needs a \"unit\" to store "
+                "it in (\"s\", \"ms\" or \"us\")", ts_inputs[k]);
+  t->input = k < 0 ? UIH_INPUT_NATIVE : (uih_input)(UIH_INPUT_SECONDS + k);
+  return UIH_OK;
+}
+
 static int parse_type(const ctx *c, const char *path, json_object *obj, uih_type *out) {
   json_object *v;
   const char *expected = "timestamp, id, int64, uint32, float32, category, flag";
@@ -236,7 +293,7 @@ static int parse_categories(const ctx *c, const char *path, json_object *obj, ui
 static int parse_trait(const ctx *c, const char *path, json_object *obj, uint32_t version,
                        uih_trait *t) {
   static const char *const fields[] = {"name", "id", "type", "encodings", "compression",
-                                       "categories", "added_in", "dropped_in", NULL};
+                                       "categories", "added_in", "dropped_in", "unit", "input", NULL};
   if (!json_object_is_type(obj, json_type_object))
     return fail(c, path, "expected an object, got %s", json_kind(obj));
   UIH_FORWARD(check_fields(c, path, obj, fields));
@@ -248,6 +305,7 @@ static int parse_trait(const ctx *c, const char *path, json_object *obj, uint32_
   UIH_FORWARD(parse_encodings(c, path, obj, t));
   UIH_FORWARD(parse_compression(c, path, obj, t));
   UIH_FORWARD(parse_categories(c, path, obj, t));
+  UIH_FORWARD(parse_input(c, path, obj, t));
   UIH_FORWARD(get_int(c, path, obj, "added_in", 1, 1, 1, version, &v));
   t->added_in = (uint32_t)v;
   UIH_FORWARD(get_int(c, path, obj, "dropped_in", 1, 0, 0, version, &v));
@@ -321,7 +379,8 @@ static int parse_group(const ctx *c, const char *path, json_object *obj, uint32_
 }
 
 static int parse_root(const ctx *c, json_object *root, uih_schema *s) {
-  static const char *const fields[] = {"name", "version", "groups", NULL};
+  static const char *const fields[] = {"name", "version", "user_ids", "groups", NULL};
+  static const char *const user_ids[] = {"integer", "string", NULL};
   if (!json_object_is_type(root, json_type_object))
     return fail(c, "", "expected a JSON object at the top level, got %s", json_kind(root));
   UIH_FORWARD(check_fields(c, "", root, fields));
@@ -329,6 +388,9 @@ static int parse_root(const ctx *c, json_object *root, uih_schema *s) {
   int64_t v;
   UIH_FORWARD(get_int(c, "", root, "version", 0, 0, 1, INT32_MAX, &v));
   s->version = (uint32_t)v;
+  int k;
+  UIH_FORWARD(get_choice(c, "", root, "user_ids", user_ids, 0, &k));
+  s->user_ids = k == 1 ? UIH_INPUT_STRING : UIH_INPUT_NATIVE;
 
   json_object *arr;
   UIH_FORWARD(get_array(c, "", root, "groups", 0, UINT16_MAX + 1u, &arr));

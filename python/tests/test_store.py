@@ -201,6 +201,45 @@ def test_string_ids_hash_as_the_cli_and_the_engine_do():
     assert list(uihstore.hash_ids([""])) == [0x2D06800538D394C2]
 
 
+SPELLED = {"name": "reviews", "version": 1, "user_ids": "string", "groups": [{"name": "ratings", "id": 1, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp", "unit": "ms", "input": "rfc3339"},
+    {"name": "item_id", "id": 2, "type": "id", "input": "string"},
+    {"name": "rating", "id": 3, "type": "uint32"}]}]}
+
+
+def test_a_store_of_string_ids_is_read_by_its_strings(tmp_path):
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps(SPELLED))
+    day = tmp_path / "day.csv"
+    day.write_text("user_id,group,ts,item_id,rating\n"
+                   "A2SUAM1J3GNN3B,ratings,2024-01-05T10:00:00Z,B00005N7P0,5\n"
+                   "A2SUAM1J3GNN3B,ratings,2024-01-05T10:00:00.25+01:00,B00005N7P1,4\n"
+                   "alice,ratings,2024-02-29T23:59:59.999Z,\"B00,X\",3\n")
+    uih("init", "--store", str(tmp_path / "st"), "--schema", str(schema), "--shards", "2")
+    uih("load", "--store", str(tmp_path / "st"), str(day))
+    with uihstore.Store.open(str(tmp_path / "st")) as st:
+        assert st.user_ids == "string"
+        ev = st.read("A2SUAM1J3GNN3B", "ratings")
+        assert list(ev.columns["ts"]) == [1704445200250, 1704448800000], "RFC 3339, offsets and fractions, in ms"
+        assert list(ev.columns["item_id"]) == list(uihstore.hash_ids(["B00005N7P1", "B00005N7P0"]))
+        assert st.shard_of("alice") == st.shard_of(uihstore.hash_id("alice"))
+        # An append names items by their strings, absent ones by None; a read by the user's.
+        st.append("alice", {"ts": [1709251200000, 1709251200001], "item_id": ["B0NEW", None], "rating": [1, 2]},
+                  "ratings")
+        ev = st.read("alice", "ratings")
+        assert list(ev.columns["item_id"][ev.present["item_id"]]) == list(uihstore.hash_ids(["B00,X", "B0NEW"]))
+        assert list(ev.present["item_id"]) == [True, True, False]
+        assert st.read(uihstore.hash_id("alice"), "ratings") == ev, "the hash is the user"
+        seqs, record = st.snapshot("alice", 1709251200001, {"ratings": 8})
+        assert len(seqs["ratings"]) == 3
+    # The CLI reads the same user by the same string.
+    out = uih("read", "--store", str(tmp_path / "st"), "--user", "alice", "--group", "ratings", "--tier", "immutable")
+    assert out.stdout.splitlines()[1].split(",")[:3] == [str(uihstore.hash_id("alice")), "ratings", "1709251199999"]
+    with pytest.raises(TypeError, match="user ids are integers"):
+        with uihstore.Store.create(str(tmp_path / "ints"), SCHEMA) as st:
+            st.read("alice", "engagement")
+
+
 def test_create_with_a_chunk_span(tmp_path):
     with uihstore.Store.create(str(tmp_path / "new"), SCHEMA, shards=3, chunk_span=60000) as st:
         assert st.shards == 3

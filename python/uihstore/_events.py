@@ -96,6 +96,28 @@ def _column_input(values, n, dt, name):
     return np.ascontiguousarray(arr), mask
 
 
+def _hashed(values):
+    """String ids (a list or array of str, None or masked for absent) as
+    their uih_hash_id; ids given as integers pass as they are."""
+    from .log import hash_ids
+    if isinstance(values, np.ma.MaskedArray):
+        absent = np.ma.getmaskarray(values)
+        values = list(values.data)
+    elif isinstance(values, np.ndarray) and values.dtype.kind not in "UOS":
+        return values
+    else:
+        values = list(values)
+        absent = np.array([v is None for v in values], bool)
+    strs = [v for v, a in zip(values, absent) if not a]
+    if not any(isinstance(v, (str, bytes)) for v in strs):
+        return np.ma.MaskedArray(np.array([0 if a else v for v, a in zip(values, absent)], np.uint64), mask=absent)
+    if not all(isinstance(v, (str, bytes)) for v in strs):
+        raise ValueError("string ids mixed with other values")
+    ids = np.zeros(len(values), np.uint64)
+    ids[~absent] = hash_ids([v.decode() if isinstance(v, bytes) else v for v in strs])
+    return np.ma.MaskedArray(ids, mask=absent)
+
+
 class BatchBuilder:
     """Builds engine batches of one group from numpy arrays or lists, for
     appends: every active trait of the group is a column; traits the input
@@ -128,6 +150,8 @@ class BatchBuilder:
         cols = {}
         for name, values in events.items():
             t = self.traits[name]
+            if t.type == L.TYPE_ID and t.input == L.INPUT_STRING:
+                values = _hashed(values)
             arr, mask = _column_input(values, n, DTYPES[t.type], name)
             if name == self.ts_name and not mask.all():
                 raise ValueError("every event needs its timestamp %r" % name)

@@ -118,6 +118,7 @@ libc = ctypes.CDLL(None, use_errno=True)
 # ---- schema, batches ----------------------------------------------------------------
 
 TYPE_TIMESTAMP, TYPE_ID, TYPE_INT64, TYPE_UINT32, TYPE_FLOAT32, TYPE_CATEGORY, TYPE_FLAG = range(1, 8)
+INPUT_NATIVE, INPUT_STRING = 0, 1  # uih_input: how inputs spell ids (string ids are hashed)
 TRAIT_ARRIVAL = 65535
 STRIPE_EVENTS_MAX = 65536
 SNAPSHOT_GROUPS_MAX = 32
@@ -127,7 +128,7 @@ PROJECTION_TRAITS_MAX = 64
 class uih_trait(Structure):
     _fields_ = [("name", c_char_p), ("id", c_uint16), ("type", c_int), ("encodings", c_uint32),
                 ("compression", c_int), ("added_in", c_uint32), ("dropped_in", c_uint32),
-                ("ncategories", c_uint32), ("categories", POINTER(c_char_p))]
+                ("ncategories", c_uint32), ("categories", POINTER(c_char_p)), ("input", c_int), ("unit", c_int)]
 
 
 class uih_group(Structure):
@@ -287,6 +288,7 @@ _proto(engine, "uih_shard_of_many", None, P, c_size_t, c_uint32, P)
 _proto(engine, "uih_hash_ids", None, P, P, c_size_t, P)
 _proto(engine, "uih_schema_name", c_char_p, P)
 _proto(engine, "uih_schema_version", c_uint32, P)
+_proto(engine, "uih_schema_user_ids", c_int, P)
 _proto(engine, "uih_schema_group_count", c_uint32, P)
 _proto(engine, "uih_schema_group_at", POINTER(uih_group), P, c_uint32)
 _proto(engine, "uih_schema_group_by_id", POINTER(uih_group), P, c_uint16)

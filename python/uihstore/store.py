@@ -8,6 +8,7 @@ import weakref
 
 from . import _lib as L
 from . import _events
+from .log import hash_id
 from .materialized import Materializer, Projection, materialize
 
 TIERS = {"immutable": 1, "mutable": 2, "all": 3}
@@ -148,9 +149,24 @@ class Store:
     def id(self):
         return L.uih_store_id(self._handle())
 
+    @property
+    def user_ids(self):
+        """How the store's users are named: "integer", or "string" (a user
+        given as a str is its hash_id)."""
+        return "string" if L.uih_schema_user_ids(self._schema()) == L.INPUT_STRING else "integer"
+
+    def _user(self, user):
+        """A user id as the engine takes it: a str is hashed when the
+        schema's user ids are strings, and refused when they are not."""
+        if isinstance(user, (str, bytes)):
+            if self.user_ids != "string":
+                raise TypeError("user %r: this store's user ids are integers" % (user,))
+            return hash_id(user.decode() if isinstance(user, bytes) else user)
+        return user
+
     def shard_of(self, user):
         """The shard holding `user` (uih_shard_of)."""
-        return L.uih_shard_of(user, self.shards)
+        return L.uih_shard_of(self._user(user), self.shards)
 
     def schema(self):
         """The store's newest schema: name, version, and per group its id,
@@ -282,6 +298,7 @@ class Store:
         mutable tier, atomically. Appending the same events again changes
         nothing."""
         g = self._group(group)
+        user = self._user(user)
         batches = _events.BatchBuilder(g).build(events)
         try:
             shard = self.shard_of(user)
@@ -317,7 +334,7 @@ class Store:
             arr = (ctypes.c_uint16 * len(ids))(*ids)
             L.check(L.uih_batch_create(g, 64, arr, len(ids), ctypes.byref(bp), ctypes.byref(err)), err)
         try:
-            L.check(L.uih_store_read(self._handle(), user, g.contents.id, start, end, TIERS[tier], generation,
+            L.check(L.uih_store_read(self._handle(), self._user(user), g.contents.id, start, end, TIERS[tier], generation,
                                      ctypes.byref(bp), ctypes.byref(err)), err)
             ev = _events.from_batch(bp)
             if traits is not None:  # the caller's order, not the batch's (trait id order)
@@ -361,8 +378,8 @@ class Store:
         rec = L.U8P()
         n = ctypes.c_size_t()
         err = _err()
-        L.check(L.uih_snapshot(self._snapshotter(), user, ts, ctypes.byref(c), ctypes.byref(seqs), ctypes.byref(rec),
-                               ctypes.byref(n), ctypes.byref(err)), err)
+        L.check(L.uih_snapshot(self._snapshotter(), self._user(user), ts, ctypes.byref(c), ctypes.byref(seqs),
+                               ctypes.byref(rec), ctypes.byref(n), ctypes.byref(err)), err)
         out = {name: _events.from_batch(seqs[i]) for i, name in enumerate(names)}
         return out, ctypes.string_at(rec, n.value)
 

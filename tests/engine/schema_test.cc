@@ -154,7 +154,7 @@ const Invalid kInvalid[] = {
     {"not an object", "[1, 2]", UIH_ERR_SCHEMA,
      "test.json: expected a JSON object at the top level, got an array"},
     {"unknown top field", R"({"name": "s", "verison": 1})", UIH_ERR_SCHEMA,
-     "test.json: unknown field \"verison\" (expected one of: name, version, groups)"},
+     "test.json: unknown field \"verison\" (expected one of: name, version, user_ids, groups)"},
     {"missing version", R"({"name": "s", "groups": []})", UIH_ERR_SCHEMA,
      "test.json: missing field \"version\" (an integer in [1, 2147483647])"},
     {"fractional version", R"({"name": "s", "version": 1.5, "groups": []})", UIH_ERR_SCHEMA,

@@ -1,29 +1,39 @@
-/* Fuzz target: the loader-input CSV reader on arbitrary bytes, with the
- * stripe fixture's schema (group "g": ts, item, delta, watch, score, kind,
- * liked). Any input gives events or an error with a message naming the
- * input; never a crash, a hang or an event without its timestamp. */
+/* Fuzz target: the loader-input CSV reader on arbitrary bytes, twice: with
+ * the stripe fixture's schema (group "g": ts, item, delta, watch, score,
+ * kind, liked), and with the same traits spelled otherwise (string user
+ * ids and items, hashed and checked for two strings with one id; times in
+ * RFC 3339, stored in microseconds). Any input gives events or an error
+ * with a message naming the input; never a crash, a hang or an event
+ * without its timestamp. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "stripe_fixture.h"
 #include "uih/csv.h"
+#include "uih/key.h"
+
+static const char kSpelled[] =
+    "{\"name\": \"fuzz\", \"version\": 1, \"user_ids\": \"string\", \"groups\": [{\"name\": \"g\", \"id\": 1,"
+    " \"traits\": ["
+    "{\"name\": \"ts\", \"id\": 1, \"type\": \"timestamp\", \"unit\": \"us\", \"input\": \"rfc3339\"},"
+    "{\"name\": \"item\", \"id\": 2, \"type\": \"id\", \"input\": \"string\"},"
+    "{\"name\": \"delta\", \"id\": 3, \"type\": \"int64\"},"
+    "{\"name\": \"watch\", \"id\": 4, \"type\": \"uint32\"},"
+    "{\"name\": \"score\", \"id\": 5, \"type\": \"float32\"},"
+    "{\"name\": \"kind\", \"id\": 6, \"type\": \"category\"},"
+    "{\"name\": \"liked\", \"id\": 7, \"type\": \"flag\"}]}]}";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const uih_group *g = fuzz_stripe_group();
-  (void)g;
-  static uih_schema *schema;
-  if (!schema && uih_schema_parse(kFuzzStripeSchema, strlen(kFuzzStripeSchema), "fixture", &schema,
-                                  NULL) != UIH_OK)
-    abort();
+static void read_all(const uint8_t *data, size_t size, const uih_schema *schema, uih_id_check *ids) {
   FILE *f = fmemopen(size ? (void *)data : (void *)"", size ? size : 1, "r");
-  if (!f) return 0;
+  if (!f) return;
   uih_csv_reader *r = NULL;
   uih_error err;
   int rc = uih_csv_open_stream(f, "fuzz.csv", schema, &r, &err);
   if (rc != UIH_OK && (err.code != rc || strncmp(err.msg, "fuzz.csv", 8) != 0)) abort();
+  if (rc == UIH_OK) uih_csv_check_ids(r, ids);
   for (int i = 0; rc == UIH_OK; i++) {
     uint64_t user;
     const uih_batch *ev;
@@ -36,5 +46,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   uih_csv_close(r);
   fclose(f);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static uih_schema *plain, *spelled;
+  (void)fuzz_stripe_group; /* the fixture's schema text is all this target takes */
+  if (!plain && (uih_schema_parse(kFuzzStripeSchema, strlen(kFuzzStripeSchema), "fixture", &plain, NULL) != UIH_OK ||
+                 uih_schema_parse(kSpelled, strlen(kSpelled), "spelled", &spelled, NULL) != UIH_OK))
+    abort();
+  read_all(data, size, plain, NULL);
+  uih_id_check *ids = NULL;
+  if (uih_id_check_create(&ids, NULL) != UIH_OK) abort();
+  read_all(data, size, spelled, ids);
+  uih_id_check_free(ids);
   return 0;
 }

@@ -1,5 +1,6 @@
 /* Fuzz target: the loader's deletions file (loader/deletes.h), read
- * against a fixed schema. It reads or fails cleanly with a message naming
+ * against a fixed schema, and against the same with string user ids and
+ * items (hashed). It reads or fails cleanly with a message naming
  * a line; a list that reads has sorted, distinct entries that answer
  * their own lookups, and reading the same bytes again gives the same
  * digest. */
@@ -18,6 +19,12 @@ static const char kSchema[] =
     "{\"name\":\"watch\",\"id\":3,\"type\":\"uint32\"}]},"
     "{\"name\":\"h\",\"id\":2,\"traits\":[{\"name\":\"ts\",\"id\":1,\"type\":\"timestamp\"}]}]}";
 
+static const char kStrings[] =
+    "{\"name\":\"f\",\"version\":1,\"user_ids\":\"string\",\"groups\":[{\"name\":\"g\",\"id\":1,\"traits\":["
+    "{\"name\":\"ts\",\"id\":1,\"type\":\"timestamp\"},{\"name\":\"item_id\",\"id\":2,\"type\":\"id\",\"input\":\"string\"},"
+    "{\"name\":\"watch\",\"id\":3,\"type\":\"uint32\"}]},"
+    "{\"name\":\"h\",\"id\":2,\"traits\":[{\"name\":\"ts\",\"id\":1,\"type\":\"timestamp\"}]}]}";
+
 static uint64_t read_digest(const uih_schema *schema, const uint8_t *data, size_t size, ld_deletes **out) {
   FILE *f = fmemopen((void *)data, size, "r");
   if (!f) abort();
@@ -31,13 +38,10 @@ static uint64_t read_digest(const uih_schema *schema, const uint8_t *data, size_
   return ld_deletes_digest(*out);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static uih_schema *schema;
-  if (!schema && uih_schema_parse(kSchema, sizeof kSchema - 1, "fuzz", &schema, NULL) != UIH_OK) abort();
-  if (size == 0) return 0;
+static void check(const uih_schema *schema, const uint8_t *data, size_t size) {
   ld_deletes *d = NULL, *again = NULL;
   uint64_t digest = read_digest(schema, data, size, &d);
-  if (!d) return 0;
+  if (!d) return;
   if (read_digest(schema, data, size, &again) != digest || !again) abort();
   size_t n;
   const uint64_t *users = ld_deletes_users(d, &n);
@@ -53,5 +57,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (ld_deletes_trait(d, h, 12345)) abort(); /* h has no id trait */
   ld_deletes_free(d);
   ld_deletes_free(again);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static uih_schema *schema, *strings;
+  if (!schema && (uih_schema_parse(kSchema, sizeof kSchema - 1, "fuzz", &schema, NULL) != UIH_OK ||
+                  uih_schema_parse(kStrings, sizeof kStrings - 1, "fuzz", &strings, NULL) != UIH_OK))
+    abort();
+  if (size == 0) return 0;
+  check(schema, data, size);
+  check(strings, data, size);
   return 0;
 }

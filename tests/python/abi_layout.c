@@ -30,7 +30,8 @@ int main(void) {
   BEGIN(uih_error); FIELD(uih_error, code); FIELD(uih_error, msg); END();
   BEGIN(uih_trait); FIELD(uih_trait, name); FIELD(uih_trait, id); FIELD(uih_trait, type);
   FIELD(uih_trait, encodings); FIELD(uih_trait, compression); FIELD(uih_trait, added_in);
-  FIELD(uih_trait, dropped_in); FIELD(uih_trait, ncategories); FIELD(uih_trait, categories); END();
+  FIELD(uih_trait, dropped_in); FIELD(uih_trait, ncategories); FIELD(uih_trait, categories);
+  FIELD(uih_trait, input); FIELD(uih_trait, unit); END();
   BEGIN(uih_group); FIELD(uih_group, name); FIELD(uih_group, id); FIELD(uih_group, stripe_events);
   FIELD(uih_group, ntraits); FIELD(uih_group, traits); FIELD(uih_group, ts); FIELD(uih_group, schema_version); END();
   BEGIN(uih_column); FIELD(uih_column, trait); FIELD(uih_column, values); FIELD(uih_column, present); END();

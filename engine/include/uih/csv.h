@@ -12,9 +12,14 @@
  * its name. A column may name a trait some groups lack; their rows must
  * leave it empty.
  *
- * Rows: user_id an unsigned 64-bit integer; group a group's name or its
- * numeric id; ts and every present trait value by type — timestamp and
- * int64 signed decimal, id and uint32 unsigned decimal in range, category a
+ * Rows: user_id an unsigned 64-bit integer (any non-empty string, hashed
+ * by uih_hash_id, when the schema's "user_ids" is "string"); group a
+ * group's name or its numeric id; ts and every present trait value by type
+ * and the schema's "input" — timestamp signed decimal (or, as its "input"
+ * says, integer s/ms/us or RFC 3339 text, converted exactly to its "unit":
+ * a value the unit cannot hold exactly is an error), int64 signed decimal,
+ * id unsigned decimal (any string, hashed, with "input": "string"), uint32
+ * unsigned decimal in range, category a
  * name of the trait's vocabulary or its numeric code (a trait without a
  * vocabulary: any unsigned 32-bit code), flag 0/1 or true/false, float32 anything strtof reads exactly to the end (nan, inf,
  * hex floats included). An empty field is an absent value (not allowed for
@@ -46,6 +51,7 @@
 
 #include "uih/batch.h"
 #include "uih/error.h"
+#include "uih/key.h"
 #include "uih/schema.h"
 
 #ifdef __cplusplus
@@ -70,6 +76,13 @@ void uih_csv_close(uih_csv_reader *r); /* NULL is fine */
  * 1) of the event's group with every active trait of it, valid until the
  * next call. At the end of the input *event is NULL. */
 int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, uih_error *err);
+
+/* Records every string the reader hashes into an id (string user ids, id
+ * traits whose input is "string") in `ids`, which readers of one load
+ * share: a record whose string has the id of a different string read
+ * before is an error of that record (UIH_ERR_PARSE) naming both. NULL:
+ * no check. */
+void uih_csv_check_ids(uih_csv_reader *r, uih_id_check *ids);
 
 /* The line the event uih_csv_next() last returned starts on (1 is the
  * header; 0 before the first event), for callers' own messages. */

@@ -107,6 +107,22 @@ uint64_t uih_hash_id(const char *bytes, size_t len);
  * uih_hash_id into out[0..n). */
 void uih_hash_ids(const uint8_t *bytes, const uint64_t *offsets, size_t n, uint64_t *out);
 
+/* Every string hashed into ids by one load (or one append), to catch two
+ * different strings with one id instead of merging them silently: each
+ * distinct string is kept once (its bytes and 16 bytes more), so its
+ * memory grows with the distinct strings a load reads. Not thread-safe. */
+typedef struct uih_id_check uih_id_check;
+int uih_id_check_create(uih_id_check **out, uih_error *err);
+void uih_id_check_free(uih_id_check *check); /* NULL is fine */
+/* Records that string [bytes, bytes + len) has id `id` (its
+ * uih_hash_id). *other = NULL when it is new or seen before; else the
+ * different string seen before with that id (*other_len bytes, valid until
+ * the next add), which is not recorded over. UIH_ERR_NO_MEMORY. */
+int uih_id_check_add(uih_id_check *check, uint64_t id, const char *bytes, size_t len, const char **other,
+                     size_t *other_len, uih_error *err);
+/* Distinct strings recorded. */
+uint64_t uih_id_check_count(const uih_id_check *check);
+
 #ifdef __cplusplus
 }
 #endif

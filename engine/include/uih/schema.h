@@ -6,13 +6,14 @@
  *   {
  *     "name": "feed",                  identifier, [A-Za-z_][A-Za-z0-9_]*
  *     "version": 2,                    1.., grows with every change
+ *     "user_ids": "string",            optional: "integer" (the default) or "string"
  *     "groups": [{
  *       "name": "engagement",          identifier, unique
  *       "id": 1,                       0..65535, unique; part of every key
  *       "stripe_events": 256,          1..65536 events per stripe (default 256)
  *       "traits": [
- *         {"name": "ts", "id": 1, "type": "timestamp"},
- *         {"name": "item_id", "id": 2, "type": "id", "encodings": ["for", "dict"]},
+ *         {"name": "ts", "id": 1, "type": "timestamp", "unit": "ms", "input": "rfc3339"},
+ *         {"name": "item_id", "id": 2, "type": "id", "input": "string"},
  *         {"name": "event_type", "id": 3, "type": "category",
  *          "categories": ["impression", "click", "like"]},
  *         {"name": "watch_ms", "id": 4, "type": "uint32", "compression": "zstd"},
@@ -30,10 +31,19 @@
  * flag), and optionally "encodings" (the stripe encodings the codec may pick
  * from, each applicable to the type), "compression" (auto, none, lz4, zstd),
  * "categories" (category only: the vocabulary, code i = categories[i]),
- * "added_in" and "dropped_in" (schema versions). Every group has exactly one
+ * "added_in" and "dropped_in" (schema versions), "unit" (timestamp only:
+ * "s", "ms" or "us", the unit stored values count) and "input" (how input
+ * files spell the values, uih_input: an id trait's "integer" or "string"; a
+ * timestamp's "s", "ms", "us" or "rfc3339", which needs a "unit"; absent:
+ * integers as they are stored). Every group has exactly one
  * active timestamp trait: the event time. It cannot be dropped and no trait
  * of its group has an earlier "added_in", so every stripe the group ever
  * stored has its column. Unknown fields are errors.
+ *
+ * String ids ("user_ids": "string", an id trait's "input": "string") are
+ * stored as uih_hash_id of their UTF-8 bytes (uih/key.h): every program that
+ * names a user or an item by its string hashes it the same way. A load
+ * refuses two different strings with one hash.
  *
  * Evolution: a new version may add traits (new ids, "added_in" = the new
  * version) and drop traits (keep the entry, set "dropped_in"): stored stripes
@@ -102,6 +112,25 @@ typedef enum uih_compression {
   UIH_COMPRESS_ZSTD = 3,
 } uih_compression;
 
+/* How input files spell a trait's values (uih_trait.input) or the user ids
+ * (uih_schema_user_ids). */
+typedef enum uih_input {
+  UIH_INPUT_NATIVE = 0,  /* as stored: decimal integers, a category's name or code, ... */
+  UIH_INPUT_STRING = 1,  /* ids: any string, stored as its uih_hash_id */
+  UIH_INPUT_SECONDS = 2, /* timestamps: integer seconds, milli-, microseconds since */
+  UIH_INPUT_MILLIS = 3,  /* 1970-01-01T00:00:00Z, converted to the trait's unit */
+  UIH_INPUT_MICROS = 4,
+  UIH_INPUT_RFC3339 = 5, /* timestamps: RFC 3339 date-times (2024-01-05T10:00:00.25+01:00) */
+} uih_input;
+
+/* The unit a timestamp trait's stored values count (uih_trait.unit). */
+typedef enum uih_time_unit {
+  UIH_UNIT_NONE = 0, /* not said: integers, stored as they come */
+  UIH_UNIT_SECONDS = 1,
+  UIH_UNIT_MILLIS = 2,
+  UIH_UNIT_MICROS = 3,
+} uih_time_unit;
+
 typedef struct uih_trait {
   const char *name;
   uint16_t id;                 /* 1..65535 */
@@ -112,6 +141,8 @@ typedef struct uih_trait {
   uint32_t dropped_in;         /* schema version that dropped it, 0 if active */
   uint32_t ncategories;        /* category vocabulary size, 0 if none */
   const char *const *categories;
+  uih_input input;             /* how inputs spell it (UIH_INPUT_NATIVE unless said) */
+  uih_time_unit unit;          /* timestamps: the stored unit (UIH_UNIT_NONE unless said) */
 } uih_trait;
 
 typedef struct uih_group {
@@ -147,6 +178,9 @@ void uih_schema_free(uih_schema *schema); /* NULL is fine */
 
 const char *uih_schema_name(const uih_schema *schema);
 uint32_t uih_schema_version(const uih_schema *schema);
+/* How inputs spell user ids: UIH_INPUT_NATIVE (unsigned 64-bit integers)
+ * or UIH_INPUT_STRING (any string, the user id its uih_hash_id). */
+uih_input uih_schema_user_ids(const uih_schema *schema);
 uint32_t uih_schema_group_count(const uih_schema *schema);
 /* Groups in ascending id order; NULL if i is out of range. */
 const uih_group *uih_schema_group_at(const uih_schema *schema, uint32_t i);
@@ -172,8 +206,8 @@ uint32_t uih_group_active_count(const uih_group *group);
 static inline int uih_trait_active(const uih_trait *t) { return t->dropped_in == 0; }
 
 /* Checks that `newer` is a valid successor of `older`: a higher version,
- * every group kept with its id, every trait kept with its id, name and type
- * (dropping is allowed, reviving a dropped trait is not), new traits marked
+ * the same user ids, every group kept with its id, every trait kept with
+ * its id, name, type, input and unit (dropping is allowed, reviving a dropped trait is not), new traits marked
  * added_in a version after `older`'s. UIH_ERR_INCOMPATIBLE names the first
  * violation. */
 int uih_schema_check_evolution(const uih_schema *older, const uih_schema *newer,

@@ -1,0 +1,68 @@
+#!/bin/sh
+# A raw review log with string ids and RFC 3339 times, as a user has it,
+# loaded in one command under a schema that says so ("user_ids":
+# "string", "input": "string", "unit"/"input" on the timestamp): read
+# back by the user's string (the same ids `uih hash` gives), snapshotted
+# by the string, an erasure listed by strings, and every logged record
+# rebuilt exactly (flagged only where an erasure took its events). A time the
+# unit cannot hold exactly is refused with its line.
+#   string_ids.sh UIH WORKDIR
+set -eu
+uih=$1 work=$2
+rm -rf "$work"
+mkdir -p "$work"
+cd "$work"
+fail() { echo "string_ids: $*"; exit 1; }
+cat >s.json <<'J'
+{"name": "reviews", "version": 1, "user_ids": "string",
+ "groups": [{"name": "ratings", "id": 1, "traits": [
+   {"name": "ts", "id": 1, "type": "timestamp", "unit": "ms", "input": "rfc3339"},
+   {"name": "item_id", "id": 2, "type": "id", "input": "string"},
+   {"name": "rating", "id": 3, "type": "uint32"}]}]}
+J
+cat >day1.csv <<'C'
+user_id,group,ts,item_id,rating
+A2SUAM1J3GNN3B,ratings,2024-01-05T10:00:00Z,B00005N7P0,5
+A2SUAM1J3GNN3B,ratings,2024-01-05T10:00:00.25+01:00,B00005N7P1,4
+alice,ratings,2024-02-29T23:59:59.999Z,"B00,X",3
+bob,ratings,2024-03-01T08:00:00-05:00,B00005N7P0,2
+C
+"$uih" init --store st --schema s.json --shards 2 >/dev/null
+"$uih" load --store st day1.csv >/dev/null 2>&1 || fail "the load failed: $("$uih" load --store st day1.csv 2>&1)"
+h() { "$uih" hash "$@"; }
+a2=$(h A2SUAM1J3GNN3B) alice=$(h alice) b0=$(h B00005N7P0) b1=$(h B00005N7P1) bx=$(h 'B00,X')
+"$uih" read --store st --user A2SUAM1J3GNN3B --group ratings >got.csv
+printf 'user_id,group,ts,item_id,rating\n%s,ratings,1704445200250,%s,4\n%s,ratings,1704448800000,%s,5\n' \
+  "$a2" "$b1" "$a2" "$b0" >want.csv
+cmp -s want.csv got.csv || { diff want.csv got.csv; fail "the user read by its string differs"; }
+[ "$("$uih" read --store st --user "$alice" --group ratings | wc -l)" = 1 ] \
+  || fail "a user named by its hash's digits is another string, with no events"
+"$uih" read --store st --user alice --group ratings | grep -q "^$alice,ratings,1709251199999,$bx,3$" \
+  || fail "alice's event (a leap day, an item with a comma)"
+# Snapshots by the string, one request file naming users by strings.
+"$uih" snapshot --store st --user alice --ts 1709251200000 --log snap.log --quiet 2>/dev/null
+printf 'user_id,request_ts\nalice,1709251200000\nbob,1709298000000\nA2SUAM1J3GNN3B,1704448800001\n' >req.csv
+"$uih" snapshot --store st --requests req.csv --log snap.log --out snaps.csv 2>/dev/null
+[ "$(grep -c ',ratings,' snaps.csv)" = 4 ] || { cat snaps.csv; fail "the requests' events"; }
+# An erasure by strings: alice's whole history, and one item of everybody's.
+printf 'user_id\nalice\n' >users.del
+printf 'item_id\nB00005N7P1\n' >items.del
+"$uih" load --store st --delete users.del >/dev/null 2>&1 || fail "erasing alice"
+"$uih" load --store st --delete items.del >/dev/null 2>&1 || fail "erasing an item"
+[ "$("$uih" read --store st --user alice --group ratings | wc -l)" = 1 ] || fail "alice was not erased"
+"$uih" read --store st --user A2SUAM1J3GNN3B --group ratings | grep -q ",$b1," && fail "item B00005N7P1 was not erased"
+# Every record rebuilds: alice's two flagged (her user was erased), the
+# first user's (an item of its window was erased), bob's exactly.
+"$uih" materialize --store st --log snap.log --on-mismatch flag --quiet 2>summary || { cat summary; fail "materialize"; }
+grep -q "4 records of 2 user batches, 2 events, 3 mismatched" summary || { cat summary; fail "the rebuild's summary"; }
+[ "$(grep -c "(user $alice): its user was erased since" summary)" = 2 ] || { cat summary; fail "alice's records"; }
+grep -q "record 3 (user $a2): does not match the store (flagged)" summary || { cat summary; fail "the erased item"; }
+# A time finer than the unit, and two rejects at once with --rejects.
+printf 'user_id,group,ts,item_id,rating\ncarol,ratings,2024-01-01T00:00:00.0005Z,B1,1\ncarol,ratings,2024-01-01T00:00:00,B1,1\ncarol,ratings,2024-01-01T00:00:01Z,B1,1\n' >bad.csv
+"$uih" load --store st bad.csv 2>err && fail "a time the unit cannot hold was loaded"
+grep -q "bad.csv:2: column 'ts': expected a time in whole milliseconds (the trait's unit), got '2024-01-01T00:00:00.0005Z'" err \
+  || { cat err; fail "the message of a time finer than the unit"; }
+"$uih" load --store st --rejects rejects.csv bad.csv >/dev/null 2>&1 || fail "--rejects goes on"
+grep -q "ending in Z or an offset" rejects.csv || { cat rejects.csv; fail "the offset-less time's reason"; }
+[ "$("$uih" read --store st --user carol --group ratings | wc -l)" = 2 ] || fail "carol's one good event"
+echo "string_ids: ok"
