@@ -65,6 +65,8 @@ typedef struct state {
   size_t nnews, ncap;
   row *rows; /* one rebuild's rows in `rowbuf` */
   size_t nrows, rcap;
+  row *tie; /* the stored rows of one timestamp, in byte order (rebuild's merge) */
+  size_t ntie, tcap;
   uih_stripe_encoder *enc;
   uih_stripe_decoder *dec;
   uih_stripe_context *ctx; /* the new generation's value dictionaries (the base's among them, but in a rebuild) */
@@ -145,19 +147,23 @@ static int write_stripe(state *s, size_t begin, size_t end, uih_error *err) {
 }
 
 /* Cuts s->rows into stripes by rule 3 and writes them. */
+#define TS(i) ld_row_ts(s->rowbuf.p + s->rows[(i)].off)
 static int cut(state *s, uih_error *err) {
   const size_t n = s->nrows, se = s->group->stripe_events;
   size_t start = 0;
   while (start < n) {
     size_t end = n - start <= se ? n : start + se;
     if (end < n) {
-      while (end > start && ld_row_ts(s->rowbuf.p + s->rows[end].off) == ld_row_ts(s->rowbuf.p + s->rows[end - 1].off))
-        end--;
-      if (end == start)
-        return uih_error_set(err, UIH_ERR_OUT_OF_RANGE,
-                             "more than %zu events at timestamp %" PRId64 ": stripes of group '%s' hold at most %zu "
-                             "(stripe_events), and events of one timestamp are never split",
-                             se, ld_row_ts(s->rowbuf.p + s->rows[start].off), s->group->name, se);
+      while (end > start && TS(end) == TS(end - 1)) end--;
+      if (end == start) { /* a burst: more than se events at one timestamp, one stripe of its own */
+        end = start + se;
+        while (end < n && TS(end) == TS(start)) end++;
+        if (end - start > UIH_STRIPE_EVENTS_MAX)
+          return uih_error_set(err, UIH_ERR_OUT_OF_RANGE,
+                               "%zu events at timestamp %" PRId64 " in group '%s': a burst of one timestamp is "
+                               "one stripe, and a stripe holds at most %u events",
+                               end - start, TS(start), s->group->name, UIH_STRIPE_EVENTS_MAX);
+      }
     }
     int rc = write_stripe(s, start, end, err);
     if (rc != UIH_OK) return rc;
@@ -165,6 +171,7 @@ static int cut(state *s, uih_error *err) {
   }
   return UIH_OK;
 }
+#undef TS
 
 static int add_row(state *s, const uint8_t *rec, size_t len, uint32_t arrival, uih_error *err) {
   GROW(s->rows, s->nrows, s->rcap, err);
@@ -177,6 +184,52 @@ static int add_row(state *s, const uint8_t *rec, size_t len, uint32_t arrival, u
 
 /* 1 when `user`'s row or event with value `bits` of del_trait goes. */
 static int deleted_value(const state *s, uint64_t bits) { return ld_deletes_event(s->m->deletes, s->user, bits); }
+
+/* Appends stored row i to the merge's result. */
+static int keep_stored(state *s, size_t i, uih_error *err) {
+  GROW(s->rows, s->nrows, s->rcap, err);
+  s->rows[s->nrows] = s->rows[i];
+  s->nrows++;
+  return UIH_OK;
+}
+
+/* Appends new row `b` (in `fresh`) to the merge's result, of this generation. */
+static int add_new(state *s, const row *b, uih_error *err) {
+  const row r = *b; /* b may point into news, not rows: safe across the growth below */
+  size_t at;
+  int rc = bytes_put(&s->rowbuf, s->fresh.p + r.off, r.len, &at, err);
+  if (rc != UIH_OK) return rc;
+  GROW(s->rows, s->nrows, s->rcap, err);
+  s->rows[s->nrows++] = (row){at, r.len, s->generation};
+  s->m->record.events_new++;
+  return UIH_OK;
+}
+
+/* Stored rows [i, k) of one timestamp, in byte order, into s->tie: to find
+ * new rows stored already. */
+static int sort_tie(state *s, size_t i, size_t k, uih_error *err) {
+  s->ntie = 0;
+  for (size_t r = i; r < k; r++) {
+    GROW(s->tie, s->ntie, s->tcap, err);
+    s->tie[s->ntie++] = s->rows[r];
+  }
+  sorting_rows = s->rowbuf.p;
+  if (s->ntie > 1) qsort(s->tie, s->ntie, sizeof *s->tie, cmp_rows);
+  return UIH_OK;
+}
+
+/* 1 when new row `b` is byte for byte one of s->tie. */
+static int in_tie(const state *s, const row *b) {
+  size_t lo = 0, hi = s->ntie;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    const int c = row_cmp(s->rowbuf.p, &s->tie[mid], s->fresh.p, b);
+    if (c == 0) return 1;
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return 0;
+}
 
 /* Rebuilds stripe `st` (NULL: a history without stripes) with its new
  * rows: decoded, trimmed to the horizon, cleared of deleted events,
@@ -217,28 +270,32 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
       rc = add_row(s, s->scratch, len, (uint32_t)uih_column_get_bits(&b->columns[arr], r), err);
     }
     if (rc != UIH_OK) return rc;
-    sorting_rows = s->rowbuf.p;
-    if (s->nrows) qsort(s->rows, s->nrows, sizeof *s->rows, cmp_rows);
   }
-  /* Merge the new rows in: `rows` [0, nold) are stored, then the result is
-   * appended after them and moved down. */
+  /* Merge the new rows in: `rows` [0, nold) are stored, and stay in their
+   * stored order, equal timestamps too (rule 4); the result is appended
+   * after them and moved down. */
   size_t nold = s->nrows, i = 0, j = first_new;
   while (rc == UIH_OK && (i < nold || j < end_new)) {
-    const row *a = i < nold ? &s->rows[i] : NULL, *b = j < end_new ? &s->news[j] : NULL;
-    int c = !a ? 1 : !b ? -1 : row_cmp(s->rowbuf.p, a, s->fresh.p, b);
-    if (c == 0) m->record.duplicates++, j++; /* stored already: it keeps its arrival */
-    if (c <= 0) {
-      row keep = s->rows[i++];
-      GROW(s->rows, s->nrows, s->rcap, err);
-      s->rows[s->nrows++] = keep;
-    } else {
-      size_t at;
-      rc = bytes_put(&s->rowbuf, s->fresh.p + b->off, b->len, &at, err);
-      GROW(s->rows, s->nrows, s->rcap, err);
-      s->rows[s->nrows++] = (row){at, b->len, s->generation};
-      m->record.events_new++;
+    const int64_t ta = i < nold ? ld_row_ts(s->rowbuf.p + s->rows[i].off) : INT64_MAX;
+    const int64_t tb = j < end_new ? ld_row_ts(s->fresh.p + s->news[j].off) : INT64_MAX;
+    if (i < nold && (j == end_new || ta < tb)) {
+      rc = keep_stored(s, i++, err);
+    } else if (i == nold || tb < ta) {
+      rc = add_new(s, &s->news[j++], err);
       added++;
-      j++;
+    } else { /* one timestamp in both: its stored rows as they are, then its new ones not stored already */
+      size_t k = i;
+      while (k < nold && ld_row_ts(s->rowbuf.p + s->rows[k].off) == ta) k++;
+      rc = sort_tie(s, i, k, err);
+      for (; rc == UIH_OK && i < k; i++) rc = keep_stored(s, i, err);
+      for (; rc == UIH_OK && j < end_new && ld_row_ts(s->fresh.p + s->news[j].off) == ta; j++) {
+        if (in_tie(s, &s->news[j])) { /* stored already: it keeps its arrival */
+          m->record.duplicates++;
+          continue;
+        }
+        rc = add_new(s, &s->news[j], err);
+        added++;
+      }
     }
   }
   if (rc != UIH_OK) return rc;
@@ -377,6 +434,7 @@ static void state_free(state *s) {
   free(s->stripes);
   free(s->news);
   free(s->rows);
+  free(s->tie);
   free(s->scratch);
   uih_stripe_encoder_free(s->enc);
   uih_stripe_decoder_free(s->dec);

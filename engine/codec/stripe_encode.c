@@ -68,17 +68,21 @@ static int reserve(uih_stripe_encoder *e, size_t n, uih_error *err) {
 
 /* What the schema does not allow, refused before anything is written: the
  * stripe's schema version is one the group's schema has and every column's
- * trait exists in it; no more events than the group's stripes hold (a
- * reader's batch sized by the group would not take them); every category
- * code inside its vocabulary. */
+ * trait exists in it; no more events than the group's stripes hold, but
+ * for a burst (every event at one timestamp, up to UIH_STRIPE_EVENTS_MAX:
+ * uih/stripe.h); every category code inside its vocabulary. */
 static int check_batch(const uih_batch *b, uint32_t version, uih_error *err) {
   const uih_group *g = b->group;
   UIH_RETURN_IF(version == 0 || version > g->schema_version, err, UIH_ERR_INVALID_ARGUMENT,
                 "stripe encode: schema version %u, the schema of group '%s' has versions 1..%u", version, g->name,
                 g->schema_version);
-  UIH_RETURN_IF(b->count > g->stripe_events, err, UIH_ERR_OUT_OF_RANGE,
-                "stripe encode: %u events, group '%s' has stripes of at most %u (stripe_events)", b->count,
-                g->name, g->stripe_events);
+  if (b->count > g->stripe_events) {
+    const int64_t *ts = uih_batch_timestamps(b);
+    UIH_RETURN_IF(b->count > UIH_STRIPE_EVENTS_MAX || !ts || ts[0] != ts[b->count - 1], err, UIH_ERR_OUT_OF_RANGE,
+                  "stripe encode: %u events, group '%s' has stripes of at most %u (stripe_events) but for a "
+                  "burst of one timestamp (at most %u events)",
+                  b->count, g->name, g->stripe_events, UIH_STRIPE_EVENTS_MAX);
+  }
   for (uint32_t c = 0; c < b->ncolumns; c++) {
     const uih_column *col = &b->columns[c];
     const uih_trait *t = col->trait;

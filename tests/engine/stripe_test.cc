@@ -1108,7 +1108,20 @@ TEST_F(Stripe, EncodeRefusesWhatAReaderWouldRefuse) {
   refused(ok.b, 0, UIH_ERR_INVALID_ARGUMENT, "stripe encode: schema version 0, the schema of group 'g' has versions 1..2");
   refused(ok.b, 3, UIH_ERR_INVALID_ARGUMENT, "stripe encode: schema version 3, the schema of group 'g' has versions 1..2");
   BatchPtr nine = make({1, 2}, 9, 0);
-  refused(nine.b, 2, UIH_ERR_OUT_OF_RANGE, "stripe encode: 9 events, group 'g' has stripes of at most 8 (stripe_events)");
+  refused(nine.b, 2, UIH_ERR_OUT_OF_RANGE,
+          "stripe encode: 9 events, group 'g' has stripes of at most 8 (stripe_events) but for a burst of one "
+          "timestamp (at most 65536 events)");
+  // A burst: more events than a stripe holds, every one at one timestamp,
+  // is one stripe, and decodes whole.
+  BatchPtr burst = make({1, 2}, 12, 1);
+  for (uint32_t r = 0; r < burst.b->count; r++) uih_column_set_bits(&burst.b->columns[0], r, 500);
+  const auto bytes = Encode(burst.b, 2);
+  ASSERT_FALSE(bytes.empty());
+  uih_stripe_info info;
+  ASSERT_EQ(UIH_OK, uih_stripe_read_info(bytes.data(), bytes.size(), &info, nullptr));
+  EXPECT_EQ(12u, info.count);
+  EXPECT_EQ(500, info.min_ts);
+  EXPECT_EQ(500, info.max_ts);
   BatchPtr added = make({1, 3}, 2, 0);
   EXPECT_FALSE(Encode(added.b, 2).empty());
   refused(added.b, 1, UIH_ERR_INVALID_ARGUMENT,

@@ -1,6 +1,7 @@
 // Online to offline, model-based: what inference saw is what training
 // rebuilds. Eight days of a store's life: each day, in time order, events are
-// appended to the mutable tier (some of them late, below the watermark),
+// appended to the mutable tier (some of them late, below the watermark, some
+// in bursts of one timestamp, requested at exactly that timestamp),
 // snapshots are taken at random moments with random specs and their
 // records logged, and at the day's end the day is loaded; on the way, one
 // load changes the schema (group a drops 'liked' and gains 'score'),
@@ -129,6 +130,7 @@ class Life {
   std::mt19937_64 rng{2026};
   std::vector<Logged> logs;
   uint32_t version = 1;
+  size_t bursts = 0;  // appended so far
 
   explicit Life(O2OTest* t, uih_store* s, std::string dir) : t_(t), s_(s), dir_(std::move(dir)) {}
 
@@ -153,15 +155,28 @@ class Life {
         Snapshot(sn, a.user, a.at);
         continue;
       }
-      // Distinct timestamps per history: the order of equal ones is not the point here.
+      // A burst: 3..10 events of one history at this very moment, maybe a
+      // request at exactly their timestamp (windows cut inside bursts).
+      if (a.kind == 0 && Rand(12) == 0 && used_.insert({a.user, a.group, a.at}).second) {
+        const int n = 3 + static_cast<int>(Rand(8));
+        for (int k = 0; k < n; k++) {
+          Ev e{a.at, Rand(400)};
+          if (a.group == 1 && Rand(2)) (version == 1 ? e.liked : e.score) = version == 1 ? Rand(2) : Rand(100000);
+          Append(a.user, a.group, e);
+          csv += Row(a.user, a.group, e);
+        }
+        bursts++;
+        if (Rand(2)) Snapshot(sn, a.user, a.at);
+        continue;
+      }
+      // Otherwise distinct timestamps per history.
       int64_t ts;
       do ts = a.kind == 0 ? a.at - static_cast<int64_t>(Rand(static_cast<uint64_t>(std::min<int64_t>(1000, a.at - start + 1)))) : kBase + static_cast<int64_t>(Rand(static_cast<uint64_t>(d * kDay)));
       while (!used_.insert({a.user, a.group, ts}).second || ts < kBase);
       Ev e{ts, Rand(400)};
       if (a.group == 1 && Rand(2)) (version == 1 ? e.liked : e.score) = version == 1 ? Rand(2) : Rand(100000);
       Append(a.user, a.group, e);
-      csv += std::to_string(a.user) + (a.group == 1 ? ",a," : ",b,") + std::to_string(e.ts) + "," +
-             std::to_string(e.item) + "," + (e.liked >= 0 ? std::to_string(e.liked) : e.score >= 0 ? std::to_string(e.score) : "") + "\n";
+      csv += Row(a.user, a.group, e);
     }
     const std::string file = dir_ + "/day" + std::to_string(d) + ".csv";
     WriteFile(file, csv);
@@ -364,6 +379,12 @@ class Life {
  private:
   uint64_t Rand(uint64_t n) { return n ? rng() % n : 0; }
 
+  // The event's line of the day's CSV.
+  static std::string Row(uint64_t user, uint16_t group, const Ev& e) {
+    return std::to_string(user) + (group == 1 ? ",a," : ",b,") + std::to_string(e.ts) + "," + std::to_string(e.item) +
+           "," + (e.liked >= 0 ? std::to_string(e.liked) : e.score >= 0 ? std::to_string(e.score) : "") + "\n";
+  }
+
   void Append(uint64_t user, uint16_t group, const Ev& e) {
     const uih_schema* schema = uih_store_schema(s_);
     uih_batch* b = nullptr;
@@ -444,6 +465,7 @@ TEST_F(O2OTest, EveryRecordRebuildsToWhatInferenceSawThroughDaysOfLoadsDeletions
   EXPECT_GT(lost, 20u) << "the erasure and the scrub reached records";
   EXPECT_LT(lost, life.logs.size() / 4);
   EXPECT_GT(with_immutable, life.logs.size() / 2) << "most records read the immutable tier";
+  EXPECT_GT(life.bursts, 100u) << "bursts of one timestamp, some requested at it";
   ASSERT_NO_FATAL_FAILURE(life.CheckProjections(6));
   uih_snapshotter_free(sn);
   uih_store_close(s);

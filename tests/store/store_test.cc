@@ -87,8 +87,11 @@ struct Model {
     size_t start = 0;
     while (start < rows.size()) {
       size_t end = rows.size() - start <= se ? rows.size() : start + se;
-      if (end < rows.size())
+      if (end < rows.size()) {
         while (end > start && rows[end].ts == rows[end - 1].ts) end--;
+        if (end == start)  // a burst: every event of the timestamp, one stripe
+          while (end < rows.size() && rows[end].ts == rows[start].ts) end++;
+      }
       ASSERT_GT(end, start);
       out->emplace_back(rows.begin() + static_cast<long>(start), rows.begin() + static_cast<long>(end));
       start = end;
@@ -144,11 +147,15 @@ struct Model {
           kept.push_back(true);
           continue;
         }
+        // Stored events keep their order; new ones go after the stored
+        // ones of their timestamp (rule 4), in their own order.
         std::vector<Ev> rows;
         for (const Ev& e : old[i])
           if (e.ts >= horizon && !del.Erases(k.first, e)) rows.push_back(e);
-        rows.insert(rows.end(), assigned[i].begin(), assigned[i].end());
-        std::sort(rows.begin(), rows.end(), [](const Ev& a, const Ev& b) { return a.Order() < b.Order(); });
+        for (const Ev& e : assigned[i]) {
+          auto at = std::upper_bound(rows.begin(), rows.end(), e.ts, [](int64_t t, const Ev& r) { return t < r.ts; });
+          rows.insert(at, e);
+        }
         size_t before = next.size();
         Cut(rows, StripeEvents(k.second), &next);
         kept.resize(kept.size() + (next.size() - before), false);
@@ -236,7 +243,9 @@ std::vector<Ev> DecodeStripe(const uih_schema* schema, uint16_t group, const std
 }
 
 // Days of events — out of order, late, repeated, already stored, a heavy
-// user, an empty day, a lookback — through a sequence of loads; after each,
+// user, bursts of one timestamp longer than a stripe (new, at a stored
+// stripe's first time, growing a stored burst, with deleted items), an
+// empty day, a lookback — through a sequence of loads; after each,
 // every history's stripes are exactly the model's (boundaries, order,
 // arrival generations), untouched stripes are the previous generation's
 // bytes, and reads through the store give the model's events.
@@ -252,6 +261,8 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
   std::vector<std::pair<History, Ev>> all;  // every event ever sent
   std::vector<std::map<std::string, std::string>> previous(nshards);
   uint64_t dict_bytes = 0, dicts_built = 0, shared = 0;  // shared: stripes whose item ids are ranks, all days
+  std::map<History, std::vector<int64_t>> burst_times;     // the times bursts were sent at
+  uint64_t bursts = 0;                                     // stripes holding one, all days
   for (uint32_t day = 0; day < 7; day++) {
     const int version = day >= 5 ? 2 : 1;  // day 5's load brings schema version 2
     std::map<History, std::vector<Ev>> sent;
@@ -275,6 +286,27 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
         if (rng() % 10 == 0) send(k, e);  // repeated within the day
       }
     }
+    // Bursts: 4..12 events at one timestamp for users 11 and 12 (stripes
+    // hold 4 and 3), at a new time, at the first time of one of their
+    // stored stripes, or at a burst sent before (the burst grows); some
+    // with the items day 4 deletes.
+    for (uint64_t u : {11u, 12u})
+      for (uint16_t g : {uint16_t{1}, uint16_t{2}}) {
+        if (rng() % 4 == 0 || day == 3) continue;
+        History k{u * 1000003, g};
+        int64_t at = kBase + day * kDay + static_cast<int64_t>(rng() % kDay);
+        auto m = model.h.find(k);
+        if (m != model.h.end() && rng() % 3 == 0) at = m->second[rng() % m->second.size()].front().ts;
+        else if (!burst_times[k].empty() && rng() % 2) at = burst_times[k][rng() % burst_times[k].size()];
+        burst_times[k].push_back(at);
+        const int n = 4 + static_cast<int>(rng() % 9);
+        for (int i = 0; i < n; i++) {
+          Ev e{at, Item(i % 5 == 0 ? 3 : 10 + rng() % 90), -1, 0};
+          if (g == 1 && version == 1) e.liked = static_cast<int>(rng() % 2);
+          if (g == 1 && version == 2) e.score = static_cast<int64_t>(rng() % 1000);
+          send(k, e);
+        }
+      }
     for (int i = 0; i < 10 && !all.empty(); i++) {  // already stored
       auto [k, e] = all[rng() % all.size()];
       if (version == 2) e.liked = -1;
@@ -356,6 +388,10 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
         shared += (item.encoding & UIH_ENC_DICTIONARY) != 0;
         keys[h].push_back(k);
         EXPECT_EQ(got[h].back().front().ts, key.ts) << "a stripe's key is its first event's time";
+        const std::vector<Ev>& sp = got[h].back();
+        EXPECT_TRUE(sp.size() <= Model::StripeEvents(key.group) || sp.front().ts == sp.back().ts)
+            << "only a burst of one timestamp is longer than stripe_events";
+        bursts += sp.size() > Model::StripeEvents(key.group);
         events += got[h].back().size();
       }
       // Stripes the model left untouched are the previous generation's bytes.
@@ -409,6 +445,7 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
     EXPECT_EQ(gens[1].horizon, kBase + 3 * kDay);
   }
   EXPECT_GE(shared, 10u) << "stripes with their item ids as ranks";
+  EXPECT_GE(bursts, 10u) << "stripes holding a burst";
   // The dictionaries hold values the data has, as columns hold them (item
   // ids; version 2's score).
   std::set<uint64_t> known;
@@ -741,8 +778,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"flag.csv", kHeader + "1,b,200,5,1\n", 0, 5000, "flag.csv:2: column 'liked' has a value"},
         BadInput{"fields.csv", kHeader + "1,a,200\n", 0, 5000, "fields.csv:2: 3 fields, the header has 5"},
         BadInput{"header.csv", "user_id,group,ts,uih_arrival\n1,a,1,1\n", 0, 5000, "uih_arrival"},
-        BadInput{"crowd.csv", kHeader + "1,b,300,1,\n1,b,300,2,\n1,b,300,3,\n1,b,300,4,\n", 0, 5000,
-                 "more than 3 events at timestamp 300"},
+        BadInput{"crowd.csv",
+                 [] {  // a burst one stripe cannot hold (a burst of 4 in stripes of 3 is one stripe)
+                   std::string text = kHeader;
+                   for (int i = 0; i <= UIH_STRIPE_EVENTS_MAX; i++) text += "1,b,300," + std::to_string(i) + ",\n";
+                   return text;
+                 }(),
+                 0, 5000,
+                 "65537 events at timestamp 300 in group 'b': a burst of one timestamp is one stripe, and a stripe "
+                 "holds at most 65536 events"},
         BadInput{"back.csv", kHeader + "1,a,200,5,\n", 0, 999, "is before shard"},
         BadInput{"bad.gz", std::string("\x1f\x8b\x08\x00garbage-not-deflate", 24), 1, 5000, "corrupt gzip data"},
         BadInput{"cut.zst", kHeader + "1,a,200,5,\n1,a,201,5,\n1,a,202,5,\n", 2, 5000, "truncated zstd data"}),

@@ -64,7 +64,8 @@ int uih_stripe_encoder_create(const uih_stripe_encoder_opts *opts, uih_stripe_en
                               uih_error *err);
 void uih_stripe_encoder_free(uih_stripe_encoder *enc); /* NULL is fine */
 
-/* Encodes the events of `batch` (1..group->stripe_events of them,
+/* Encodes the events of `batch` (1..group->stripe_events of them, or a
+ * burst: up to UIH_STRIPE_EVENTS_MAX events all of one timestamp;
  * timestamps present and non-decreasing; every column of the batch is
  * stored) as a stripe of schema version `schema_version`, which must be one
  * of its group's schema's versions (1..group->schema_version) in which

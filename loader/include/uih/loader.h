@@ -15,14 +15,26 @@
  *   1. A stripe holds 1..stripe_events events of one (user, group), keyed by
  *      its first event's timestamp; the events of equal timestamp are never
  *      split between stripes, so every event of a stripe has
- *      start <= ts < the next stripe's start.
+ *      start <= ts < the next stripe's start. A burst — more than
+ *      stripe_events events at one timestamp — is one stripe of its own,
+ *      of up to UIH_STRIPE_EVENTS_MAX (65536) events: the key has no room
+ *      to tell two stripes of one timestamp apart.
  *   2. A new event joins the last stripe starting at or before it (the
  *      first stripe when it is older than all); a history without stripes
  *      gets one.
  *   3. A stripe that would exceed stripe_events is cut, from its oldest
  *      event, into full stripes and a last partial one, each cut moved
- *      back to the start of a run of equal timestamps (a run longer than
- *      stripe_events is refused as bad input).
+ *      back to the start of a run of equal timestamps; where that run is
+ *      a burst, the cut moves forward to its end instead (more than
+ *      UIH_STRIPE_EVENTS_MAX events at one timestamp are refused as bad
+ *      input, naming the timestamp).
+ *   4. Events of one timestamp keep the order they were stored in: a load
+ *      puts its new ones after the stored ones of their timestamp (among
+ *      themselves in their bytes' order), and nothing a later load does —
+ *      a schema change, deletions, new dictionaries — reorders stored
+ *      ones. A snapshot's window that ends inside a run of one timestamp
+ *      (a burst) thus rebuilds to the same events for good: the events of
+ *      its generation are where they were.
  *   So appending in time order fills the newest stripe and then starts new
  *   ones; only the newest stripe of a history is partial, except where late
  *   events split an old one or deletions and the lookback emptied part of

@@ -1,18 +1,21 @@
 #!/bin/sh
-# A raw review log with string ids and RFC 3339 times, as a user has it,
+# Real logs as they are. A raw review log with string ids and RFC 3339 times,
 # loaded in one command under a schema that says so ("user_ids":
 # "string", "input": "string", "unit"/"input" on the timestamp): read
 # back by the user's string (the same ids `uih hash` gives), snapshotted
 # by the string, an erasure listed by strings, and every logged record
 # rebuilt exactly (flagged only where an erasure took its events). A time the
-# unit cannot hold exactly is refused with its line.
-#   string_ids.sh UIH WORKDIR
+# unit cannot hold exactly is refused with its line. A log of bursts (1,500
+# events of one user at one timestamp, stripes of 256): loaded, read back
+# whole, snapshotted at the burst's timestamp and after it with windows
+# that end inside it, and rebuilt exactly.
+#   real_logs.sh UIH WORKDIR
 set -eu
 uih=$1 work=$2
 rm -rf "$work"
 mkdir -p "$work"
 cd "$work"
-fail() { echo "string_ids: $*"; exit 1; }
+fail() { echo "real_logs: $*"; exit 1; }
 cat >s.json <<'J'
 {"name": "reviews", "version": 1, "user_ids": "string",
  "groups": [{"name": "ratings", "id": 1, "traits": [
@@ -65,4 +68,27 @@ grep -q "bad.csv:2: column 'ts': expected a time in whole milliseconds (the trai
 "$uih" load --store st --rejects rejects.csv bad.csv >/dev/null 2>&1 || fail "--rejects goes on"
 grep -q "ending in Z or an offset" rejects.csv || { cat rejects.csv; fail "the offset-less time's reason"; }
 [ "$("$uih" read --store st --user carol --group ratings | wc -l)" = 2 ] || fail "carol's one good event"
-echo "string_ids: ok"
+# Bursts: 1,500 events at one millisecond (a batch import), then 300 more
+# at the next, and a few before; stripes hold 256.
+awk 'BEGIN { print "user_id,group,ts,item_id,rating";
+             for (i = 0; i < 40; i++) printf "dave,ratings,2024-03-01T00:00:%02dZ,I%d,%d\n", i % 60, i, i % 5;
+             for (i = 0; i < 1500; i++) printf "dave,ratings,2024-03-02T00:00:00Z,B%d,%d\n", i, i % 5;
+             for (i = 0; i < 300; i++) printf "dave,ratings,2024-03-02T00:00:00.001Z,C%d,%d\n", i, i % 5 }' >burst.csv
+"$uih" load --store st burst.csv >/dev/null 2>err || { cat err; fail "the burst log did not load"; }
+[ "$("$uih" read --store st --user dave --group ratings | tail -n +2 | wc -l)" = 1840 ] || fail "dave's 1,840 events"
+[ "$("$uih" read --store st --user dave --group ratings --from 1709337600000 --to 1709337600000 | tail -n +2 | wc -l)" = 1500 ] \
+  || fail "the burst read by its timestamp"
+# Requests at the burst's millisecond, and just after each burst, with windows ending inside the burst.
+printf 'user_id,request_ts\ndave,1709337600000\ndave,1709337600001\ndave,1709337600002\n' >breq.csv
+for g in ratings:1000 ratings:1600 ratings:2000; do
+  "$uih" snapshot --store st --requests breq.csv --group $g --log burst.log --out b_seen.csv 2>/dev/null || fail "snapshot $g"
+  "$uih" materialize --store st --log burst.log --group $g --out b_rebuilt.csv 2>/dev/null || fail "materialize $g"
+  cmp -s b_seen.csv b_rebuilt.csv || { diff b_seen.csv b_rebuilt.csv | head; fail "a window inside a burst ($g) rebuilt differently"; }
+  rm burst.log
+done
+# The burst moves into another generation under later loads; a load of more at its millisecond grows it.
+awk 'BEGIN { print "user_id,group,ts,item_id,rating"; for (i = 0; i < 100; i++) printf "dave,ratings,2024-03-02T00:00:00Z,D%d,1\n", i }' >more.csv
+"$uih" load --store st more.csv >/dev/null 2>&1 || fail "growing the burst"
+[ "$("$uih" read --store st --user dave --group ratings --from 1709337600000 --to 1709337600000 | tail -n +2 | wc -l)" = 1600 ] \
+  || fail "the grown burst"
+echo "real_logs: ok"
