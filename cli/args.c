@@ -73,3 +73,49 @@ int cli_open_store_read_only(const char *dir, uih_store **out) {
   if (uih_store_open(dir, &so, out, &err) != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
   return CLI_OK;
 }
+
+int cli_layout_arg(const char *a, const char *v, uih_input_layout *layout, char **owned) {
+  if (!strcmp(a, "--format")) layout->format = v;
+  else if (!strcmp(a, "--delimiter")) layout->delimiter = !strcmp(v, "\\t") || !strcmp(v, "tab") ? "\t" : v;
+  else if (!strcmp(a, "--group")) layout->group = v;
+  else if (!strcmp(a, "--columns")) layout->columns = v;
+  else if (!strcmp(a, "--map")) {
+    if (strchr(v, '=')) {
+      layout->map = v;
+      return 1;
+    }
+    /* a mapping file: name=column per line (or comma-separated), # comments */
+    FILE *f = fopen(v, "r");
+    if (!f) return cli_fail(CLI_USAGE, "--map %s: neither name=column,... nor a readable file: %s", v, strerror(errno)), -1;
+    size_t cap = 256, n = 0;
+    char *text = malloc(cap), line[1024];
+    while (text && fgets(line, sizeof line, f)) {
+      char *hash = strchr(line, '#');
+      if (hash) *hash = '\0';
+      size_t k = strcspn(line, "\r\n");
+      line[k] = '\0';
+      char *p = line;
+      while (*p == ' ' || *p == '\t') p++;
+      if (!*p) continue;
+      size_t len = strlen(p);
+      if (n + len + 2 > cap) {
+        char *t = realloc(text, cap = 2 * (n + len + 2));
+        if (!t) free(text);
+        text = t;
+        if (!text) break;
+      }
+      if (n) text[n++] = ',';
+      memcpy(text + n, p, len);
+      n += len;
+    }
+    fclose(f);
+    if (!text) return cli_fail(CLI_FAIL, "out of memory"), -1;
+    text[n] = '\0';
+    free(*owned);
+    *owned = text;
+    layout->map = text;
+  } else {
+    return 0;
+  }
+  return 1;
+}

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "uih/csv.h"
 #include "uih/schema.h"
 
 /* Exit codes: 0 ok, 1 the operation failed (bad input data, invalid
@@ -20,6 +21,23 @@ int cli_parse_u16(const char *what, const char *text, uint16_t *out);
 /* A user id as `schema` spells them: an unsigned 64-bit integer, or any
  * non-empty string, whose uih_hash_id it is ("user_ids": "string"). */
 int cli_parse_user(const uih_schema *schema, const char *what, const char *text, uint64_t *out);
+/* Option `a` with value `v` when it is one of a layout's (uih/csv.h):
+ * --format, --delimiter ('\\t' or tab for a tab), --group, --map (name=column,...
+ * or a file of such lines; *owned then holds its text, for the caller to
+ * free), --columns. 1: taken; 0: not a layout option; -1: a bad value
+ * (printed). */
+int cli_layout_arg(const char *a, const char *v, uih_input_layout *layout, char **owned);
+/* The layout options' usage lines, for the commands that read inputs. */
+#define CLI_USAGE_LAYOUT                                                                              \
+  "  LAYOUT: files as published (uih/csv.h)\n"                                                        \
+  "  --format csv|jsonl   default: JSON Lines for .jsonl/.ndjson (maybe .gz/.zst), else CSV\n"        \
+  "  --delimiter D   CSV's separator, 1-4 bytes (tab or '\\t', ';', '::'); default: the first\n"      \
+  "                  line's most frequent of , tab ; ::\n"                                            \
+  "  --group NAME    every event's group, for files without a group column\n"                         \
+  "  --map M         name=column,...: the schema's names (user_id, group, ts, traits) = the\n"        \
+  "                  file's columns (JSON: dotted paths); other columns are ignored; M may be a\n"   \
+  "                  file of name=column lines\n"                                                     \
+  "  --columns A,B   a CSV without a header line: its columns' names, in order"
 
 /* Opens the store at `dir` read-only (readers never write, not even a LOG
  * file); CLI_OK, or CLI_FAIL with the reason printed. */

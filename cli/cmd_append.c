@@ -4,6 +4,7 @@
  * become one operand; every --write-events events are one atomic write.
  * Appends are idempotent, so after an error the same input can be fed
  * again once fixed. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +20,9 @@
 const char cli_usage_append[] =
     "usage: uih append --schema FILE --db DIR [--sync] [--write-events N]\n"
     "                  [--max-events N] [--max-age T] [--progress N] [FILE...]\n"
-    "       uih append --store DIR [--sync] [--write-events N] [--progress N] [FILE...]\n"
-    "  FILE... CSV files (user_id,group,ts,<traits>), '-' or none for stdin";
+    "       uih append --store DIR [--sync] [--write-events N] [--progress N] [LAYOUT] [FILE...]\n"
+    "  FILE... CSV files (user_id,group,ts,<traits>) or JSON Lines, '-' or none for stdin\n"
+    CLI_USAGE_LAYOUT;
 
 /* Events per operand at most: operands are merged anyway; this bounds the
  * memory of the pending write. */
@@ -96,6 +98,9 @@ int cmd_append(int argc, char **argv) {
   uih_mutable_opts o = UIH_MUTABLE_OPTS_DEFAULT;
   unsigned flags = 0;
   uint64_t write_events = 10000, progress = 1000000;
+  uih_input_layout layout = {NULL, NULL, NULL, NULL, NULL};
+  char *map_text = NULL; /* a --map file's */
+  int taken;
   const char **files = calloc((size_t)argc + 1, sizeof *files);
   size_t nfiles = 0;
   if (!files) return cli_fail(CLI_FAIL, "out of memory");
@@ -124,13 +129,20 @@ int cmd_append(int argc, char **argv) {
     else if (!strcmp(a, "--progress") && cli_parse_u64(a, v, &u)) progress = u;
     else if (!strcmp(a, "--max-events") && cli_parse_u64(a, v, &u) && u <= UINT32_MAX) o.max_events = (uint32_t)u;
     else if (!strcmp(a, "--max-age") && cli_parse_i64(a, v, &s) && s >= 0) o.max_age = s;
-    else {
+    else if ((taken = cli_layout_arg(a, v, &layout, &map_text)) != 0) {
+      if (taken < 0) {
+        free(files);
+        free(map_text);
+        return CLI_USAGE;
+      }
+    } else {
       free(files);
       return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, cli_usage_append);
     }
   }
   if (store_path ? (schema_path || db_path || o.max_events || o.max_age) : (!schema_path || !db_path)) {
     free(files);
+    free(map_text);
     return cli_fail(CLI_USAGE, "%s\n  (--store takes the store's schema and options; --db needs --schema)", cli_usage_append);
   }
   if (nfiles == 0) files[nfiles++] = "-";
@@ -141,6 +153,7 @@ int cmd_append(int argc, char **argv) {
   uih_mutable *m = NULL, **shards = NULL; /* shards[i]: shard i's mutable tier */
   uint32_t nshards = 1;
   uih_csv_reader **readers = calloc(nfiles, sizeof *readers);
+  FILE **streams = calloc(nfiles, sizeof *streams); /* readers[f]'s */
   uih_id_check *ids = NULL;
   pending *ps = NULL; /* one per shard */
   uint64_t held = 0;  /* events pending over all shards */
@@ -148,7 +161,7 @@ int cmd_append(int argc, char **argv) {
   int rc = CLI_FAIL;
   double start = now_s();
   uint64_t next_progress = progress;
-  if (!readers) {
+  if (!readers || !streams) {
     cli_fail(CLI_FAIL, "out of memory");
     goto done;
   }
@@ -169,7 +182,14 @@ int cmd_append(int argc, char **argv) {
   /* Two different strings with one id are refused, as a load refuses them. */
   if (ok) ok = uih_id_check_create(&ids, &err) == UIH_OK;
   for (size_t f = 0; ok && f < nfiles; f++) {
-    ok = uih_csv_open(files[f], use, &readers[f], &err) == UIH_OK;
+    const int is_stdin = !strcmp(files[f], "-");
+    streams[f] = is_stdin ? stdin : fopen(files[f], "r");
+    if (!streams[f]) {
+      ok = 0;
+      uih_error_set(&err, UIH_ERR_IO, "%s: cannot open: %s", files[f], strerror(errno));
+      break;
+    }
+    ok = uih_csv_open_layout(streams[f], is_stdin ? "stdin" : files[f], use, &layout, &readers[f], &err) == UIH_OK;
     if (ok) uih_csv_check_ids(readers[f], ids);
   }
   if (ok && !store_path) ok = uih_mutable_open(db_path, schema, &o, &m, &err) == UIH_OK;
@@ -210,6 +230,8 @@ int cmd_append(int argc, char **argv) {
     }
     uih_csv_close(r);
     readers[f] = NULL;
+    if (streams[f] != stdin) fclose(streams[f]);
+    streams[f] = NULL;
   }
   for (uint32_t i = 0; i < nshards; i++)
     if (flush_pending(shards[i], &ps[i], flags, &t, &err) != UIH_OK) goto failed;
@@ -235,7 +257,11 @@ done:
   free(ps);
   free(shards);
   for (size_t f = 0; readers && f < nfiles; f++) uih_csv_close(readers[f]);
+  for (size_t f = 0; streams && f < nfiles; f++)
+    if (streams[f] && streams[f] != stdin) fclose(streams[f]);
   free(readers);
+  free(streams);
+  free(map_text);
   uih_id_check_free(ids);
   uih_mutable_close(m);
   uih_store_close(store);

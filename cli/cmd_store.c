@@ -80,8 +80,9 @@ int cmd_init(int argc, char **argv) {
 const char cli_usage_load[] =
     "usage: uih load --store DIR [--through TS] [--lookback T] [--delete FILE] [--schema NEWFILE]\n"
     "                [--shard I] [--threads N] [--memory BYTES] [--rejects FILE] [--keep N]\n"
-    "                [--rebuild-dictionaries] [--json] FILE...\n"
-    "  FILE...         loader-input CSV (plain, .gz, .zst), files or directories; '-' is stdin\n"
+    "                [--rebuild-dictionaries] [--json] [LAYOUT] FILE...\n"
+    "  FILE...         loader-input CSV or JSON Lines (plain, .gz, .zst), files or directories;\n"
+    "                  '-' is stdin\n"
     "                  (none: a load of deletions, a schema change or a rebuild alone, given\n"
     "                  --delete, --schema, --through or --rebuild-dictionaries)\n"
     "  --delete FILE   users, items or (user, item) pairs to erase from the whole history:\n"
@@ -95,7 +96,8 @@ const char cli_usage_load[] =
     "  --rebuild-dictionaries\n"
     "                  count every shareable trait over the whole history, build its value\n"
     "                  dictionary afresh and encode every stripe again with them (today's popular\n"
-    "                  items get the short ranks; dictionaries of older versions are replaced)";
+    "                  items get the short ranks; dictionaries of older versions are replaced)\n"
+    CLI_USAGE_LAYOUT;
 
 /* "256M", "1G", "65536": bytes with an optional K/M/G suffix (powers of 1024). */
 static int parse_bytes(const char *what, const char *text, uint64_t *out) {
@@ -258,7 +260,9 @@ int cmd_load(int argc, char **argv) {
   uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
   uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
   so.role = UIH_STORE_ROLE_LOAD; /* a serving process may own the mutable tiers meanwhile */
-  int json = 0;
+  int json = 0, taken;
+  uih_input_layout layout = {NULL, NULL, NULL, NULL, NULL};
+  char *map_text = NULL; /* a --map file's */
   const char **files = calloc((size_t)argc + 1, sizeof *files);
   size_t nfiles = 0;
   if (!files) return cli_fail(CLI_FAIL, "out of memory");
@@ -299,6 +303,7 @@ int cmd_load(int argc, char **argv) {
     else if (!strcmp(a, "--keep") && cli_parse_u64(a, v, &u) && u >= 1 && u <= 1000) so.keep = (uint32_t)u;
     else if (!strcmp(a, "--rejects")) o.rejects = v;
     else if (!strcmp(a, "--schema")) schema_path = v;
+    else if ((taken = cli_layout_arg(a, v, &layout, &map_text)) != 0) bad = taken < 0 ? CLI_USAGE : 0;
     else bad = cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, cli_usage_load);
   }
   if (!bad && (!dir || (nfiles == 0 && !o.deletes && !schema_path && o.through == INT64_MIN && !o.rebuild_dicts)))
@@ -312,8 +317,10 @@ int cmd_load(int argc, char **argv) {
   }
   if (bad) {
     free(files);
+    free(map_text);
     return bad;
   }
+  if (layout.format || layout.delimiter || layout.group || layout.map || layout.columns) o.layout = &layout;
   progress_state ps = {.tty = isatty(2), .rebuild = o.rebuild_dicts};
   o.progress = on_progress;
   o.progress_arg = &ps;
@@ -326,6 +333,7 @@ int cmd_load(int argc, char **argv) {
   uih_store_close(s);
   free(files);
   free(schema_json);
+  free(map_text);
   if (rc != UIH_OK) return cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
   print_summary(&st, o.rebuild_dicts, json);
   return CLI_OK;

@@ -79,6 +79,7 @@ def uih(*args):
     p = subprocess.run([UIH] + [str(a) for a in args], capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError("uih %s: %s" % (" ".join(map(str, args)), p.stderr.strip()))
+    return p.stdout
 
 
 def generate(path, schema, group, users, day_start, seed):
@@ -457,7 +458,11 @@ def run(work, users=3000, days=3, history=14, seed=1, threads=2, say=print):
     late["rebuilt_with_it"] = sum(r["late_rebuilt_with_it"] for r in results.values())
     say("training: %d tenants, each in a read-only process of its own, rebuilt and compared every record of "
         "their days (%.1f s)" % (len(TENANTS), time.time() - t))
+    raw = raw_log(work, seed)
+    say("raw log: %d reviews of a JSON Lines dump (string ids, RFC 3339 times, a 300-review import at one second) "
+        "loaded in one command" % raw["reviews"])
     return {
+        "raw": raw,
         "users": users, "days": days, "history": history, "seed": seed, "threads": threads,
         "store": store_path, "logs": logs, "inputs": os.path.join(work, "input"), "uih": UIH,
         "generations": status["shards"][0]["current"],
@@ -472,6 +477,41 @@ def run(work, users=3000, days=3, history=14, seed=1, threads=2, say=print):
         "unexpected": sum(len(r["unexpected"]) for r in results.values()),
         "seconds": time.time() - t_start,
     }
+
+
+REVIEWS = os.path.join(HERE, "reviews.schema.json")
+REVIEW_MAP = "user_id=reviewer.id,item_id=asin,rating=overall,verified=verified,ts=time"
+
+
+def raw_log(work, seed):
+    """A review dump as public data sets publish them (JSON Lines, string
+    ids, RFC 3339 times with offsets, a batch import of 300 reviews at one
+    second), loaded in one command as it is; what one reviewer reads back."""
+    rng = np.random.default_rng(seed)
+    path, store = os.path.join(work, "input", "reviews.jsonl"), os.path.join(work, "reviews")
+    shutil.rmtree(store, ignore_errors=True)
+    reviewers = ["A%013X" % int(x) for x in rng.integers(1 << 40, 1 << 52, 200)]
+    mine = []
+    with open(path, "w") as f:
+        for i in range(3000):
+            who = reviewers[i % 200] if i < 2700 else reviewers[0]  # the import: 300 of reviewer 0's at once
+            when = ("2024-01-05T10:00:00+01:00" if i >= 2700 else
+                    "2023-%02d-%02dT%02d:%02d:%02d.%03d-05:00" % (1 + i % 12, 1 + i % 28, i % 24, i % 60, (7 * i) % 60,
+                                                                 i % 1000))
+            row = {"reviewer": {"id": who, "name": "n%d" % i}, "asin": "B%09d" % rng.integers(0, 5000),
+                   "overall": int(rng.integers(1, 6)), "verified": bool(i % 3), "time": when, "text": "..."}
+            if who == reviewers[0]:
+                mine.append(row)
+            f.write(json.dumps(row) + "\n")
+    uih("init", "--store", store, "--schema", REVIEWS)
+    uih("load", "--store", store, "--group", "ratings", "--map", REVIEW_MAP, path)
+    got = uih("read", "--store", store, "--user", reviewers[0], "--group", "ratings").splitlines()[1:]
+    items = sorted(int(line.split(",")[3]) for line in got)
+    mine = list({(r["time"], r["asin"], r["overall"], r["verified"]): r for r in mine}.values())  # exact repeats once
+    return {"path": path, "store": store, "reviews": 3000, "user": reviewers[0], "theirs": len(mine),
+            "read_back": len(got), "items_match": items == sorted(uihstore.hash_ids([r["asin"] for r in mine]).tolist()),
+            "user_id": uihstore.hash_id(reviewers[0]), "ids_match": all(int(line.split(",")[0]) == uihstore.hash_id(
+                reviewers[0]) for line in got)}
 
 
 def describe(groups):
@@ -512,6 +552,12 @@ def screen(s):
            "erased user    user %d (%d records) erased by day %d's load: every record of theirs comes back"
            % (erased["user"], erased["records"], s["days"]),
            "               empty and flagged as erased, even where it carries all a tenant reads",
+           "raw log        %s reviews of a JSON Lines dump as published (string ids, RFC 3339 times, a 300-review"
+           % num(s["raw"]["reviews"]),
+           "               import at one second) loaded in one command; reviewer %s reads back their %d by"
+           % (s["raw"]["user"], s["raw"]["read_back"]),
+           "               name: uih load --store %s --group ratings --map '%s' %s"
+           % (here(s["raw"]["store"]), REVIEW_MAP, here(s["raw"]["path"])),
            "",
            "Training (%d threads): each tenant rebuilt every record of its days, a day's records user by user,"
            % s["threads"],
@@ -550,6 +596,10 @@ def failures(s):
         out.append("%d requests were served events newer than themselves" % s["served_future_events"])
     if s["erased"]["events_after"]:
         out.append("the erased user still has %d events" % s["erased"]["events_after"])
+    raw = s["raw"]
+    if raw["read_back"] != raw["theirs"] or not raw["items_match"] or not raw["ids_match"]:
+        out.append("the raw log's reviewer %s read back %d of their %d reviews (items %s, ids %s)"
+                   % (raw["user"], raw["read_back"], raw["theirs"], raw["items_match"], raw["ids_match"]))
     late = s["late"]
     if late["generation"] != s["generations"] or not late["served_after_load"]:
         out.append("the late event is not in its user's history since the last load")

@@ -133,7 +133,7 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
   uih_csv_reader *r = NULL;
   int rc = ld_input_open(path, &in, err);
   const char *name = strcmp(path, "-") ? path : "<stdin>";
-  if (rc == UIH_OK) rc = uih_csv_open_stream(ld_input_stream(in), name, l->schema, &r, err);
+  if (rc == UIH_OK) rc = uih_csv_open_layout(ld_input_stream(in), name, l->schema, l->o.layout, &r, err);
   if (rc == UIH_OK) uih_csv_check_ids(r, l->ids);
   uint8_t *buf = malloc(l->row_max);
   if (!buf && rc == UIH_OK) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
@@ -299,6 +299,14 @@ static int check_side_files(load *l, char **files, size_t nfiles, uih_error *err
   return UIH_OK;
 }
 
+/* `seed` folded with the layout's options, each with its presence. */
+static uint64_t layout_digest(const uih_input_layout *lay, uint64_t seed) {
+  const char *const v[] = {lay->format, lay->delimiter, lay->group, lay->map, lay->columns};
+  uint64_t h = seed;
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) h = v[i] ? XXH3_64bits_withSeed(v[i], strlen(v[i]), h + i + 1) : h * 31 + i;
+  return h;
+}
+
 /* The load's identity, kept in each generation's record: its inputs, its
  * deletions, its schema, its through and horizon, and whether it rebuilt
  * the dictionaries (a part only loads that do have: the others' digests
@@ -306,7 +314,8 @@ static int check_side_files(load *l, char **files, size_t nfiles, uih_error *err
 static uint64_t load_digest(load *l, uint64_t inputs, int64_t through, int64_t horizon) {
   uint64_t parts[6] = {inputs, ld_deletes_digest(l->deletes), uih_schema_version(l->schema), (uint64_t)through,
                        (uint64_t)horizon, 1};
-  return XXH3_64bits(parts, l->o.rebuild_dicts ? sizeof parts : sizeof parts - sizeof parts[5]);
+  const uint64_t d = XXH3_64bits(parts, l->o.rebuild_dicts ? sizeof parts : sizeof parts - sizeof parts[5]);
+  return l->o.layout ? layout_digest(l->o.layout, d) : d; /* the same files read another way are another load */
 }
 
 /* Each shard's current record (generation 0: none): every shard's, so

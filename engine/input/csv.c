@@ -1,14 +1,18 @@
-/* Loader-input CSV: libcsv splits records and handles quoting; this file
- * maps the header to traits and parses each field by its trait's type. */
+/* Loader input: CSV (libcsv splits records and handles quoting) or JSON
+ * Lines (layout.c walks each object), read through a layout; this file
+ * maps the columns to the schema's names and hands each field to
+ * values.c. */
 #include "uih/csv.h"
 
 #include <csv.h>
+#include <json-c/json_tokener.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error_internal.h"
+#include "layout.h"
 #include "uih/key.h"
 #include "values.h"
 
@@ -16,7 +20,7 @@
 #define RECORD_MAX_BYTES (16u << 20) /* so is a longer record (lines joined by quotes) */
 #define FIELDS_MAX 4096u
 
-enum { COL_USER = -3, COL_GROUP = -2, COL_TS = -1 }; /* else: a trait column */
+enum { COL_IGNORED = -4, COL_USER = -3, COL_GROUP = -2, COL_TS = -1 }; /* else: a trait column */
 
 typedef struct group_map {
   const uih_group *group;
@@ -47,6 +51,15 @@ struct uih_csv_reader {
   group_map *groups;
   uint32_t ngroups;
   uih_id_check *ids; /* the load's, or NULL */
+  /* the layout */
+  int jsonl;                   /* JSON Lines: col_names are the paths */
+  json_tokener *tok;           /* JSON Lines' parser, line to line */
+  char delim[5];               /* "": not known before the first line */
+  char *plain;                 /* a line with a multi-byte delimiter made one byte */
+  size_t plain_cap;
+  group_map *fixed;            /* layout.group's, or NULL */
+  uih_names ours, theirs;      /* layout.map */
+  uih_names columns;           /* layout.columns */
 };
 
 static void on_field(void *s, size_t len, void *data) {
@@ -77,6 +90,9 @@ static void on_record(int c, void *data) {
   ((uih_csv_reader *)data)->record_done = 1;
 }
 
+/* A JSON Lines field, as libcsv hands one. */
+static void put_field(void *arg, const char *text, size_t len) { on_field((void *)(uintptr_t)text, len, arg); }
+
 static const char *field(const uih_csv_reader *r, uint32_t i) { return r->fields + r->offsets[i]; }
 
 /* Appends one line (with its '\n', if any) to r->text; returns its length,
@@ -105,6 +121,7 @@ static long read_line(uih_csv_reader *r) {
 static int reset_parser(uih_csv_reader *r) {
   csv_free(&r->parser);
   if (csv_init(&r->parser, CSV_STRICT | CSV_STRICT_FINI | CSV_EMPTY_IS_NULL) != 0) return 0;
+  if (r->delim[0]) csv_set_delim(&r->parser, (unsigned char)(r->delim[1] ? 0x1f : r->delim[0]));
   r->resumable = 1;
   return 1;
 }
@@ -146,6 +163,43 @@ static int next_record(uih_csv_reader *r, int *got, uih_error *err) {
       started = 1;
     }
     const char *line = r->text + at;
+    if (r->jsonl) {
+      size_t len = (size_t)n;
+      while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+      if (strspn(line, " \t") >= len) { /* a blank line */
+        started = 0;
+        r->text_len = 0;
+        continue;
+      }
+      char why[200];
+      r->resumable = 1;
+      if (!r->tok && !(r->tok = json_tokener_new_ex(64)))
+        return uih_error_set(err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
+      int rc = uih_jsonl_fields(r->tok, line, len, r->col_names, r->ncols, put_field, r, why, sizeof why);
+      if (rc != UIH_OK) return uih_error_set(err, rc, "%s:%" PRIu64 ": %s", r->name, r->line_no, why);
+      r->record_done = 1;
+      break;
+    }
+    if (!r->delim[0]) { /* the first line decides */
+      uih_layout_detect_delimiter(line, (size_t)n, r->delim);
+      csv_set_delim(&r->parser, (unsigned char)(r->delim[1] ? 0x1f : r->delim[0]));
+    }
+    if (r->delim[1]) { /* multi-byte: each one becomes 0x1f, a byte text does not hold */
+      if ((size_t)n > r->plain_cap) {
+        char *p = realloc(r->plain, (size_t)n);
+        UIH_RETURN_IF(!p, err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
+        r->plain = p;
+        r->plain_cap = (size_t)n;
+      }
+      const size_t dl = strlen(r->delim);
+      size_t k = 0;
+      for (size_t i = 0; i < (size_t)n;) {
+        if (i + dl <= (size_t)n && !memcmp(line + i, r->delim, dl)) r->plain[k++] = 0x1f, i += dl;
+        else r->plain[k++] = line[i++];
+      }
+      line = r->plain;
+      n = (long)k;
+    }
     if (csv_parse(&r->parser, line, (size_t)n, on_field, on_record, r) != (size_t)n) {
       uih_error_set(err, UIH_ERR_PARSE, "%s:%" PRIu64 ": malformed CSV: %s", r->name, r->line_no,
                     csv_strerror(csv_error(&r->parser)));
@@ -168,55 +222,138 @@ static int next_record(uih_csv_reader *r, int *got, uih_error *err) {
 
 /* ---- the header ------------------------------------------------------------ */
 
+/* The schema's name of the file's column `name`: itself without a map,
+ * else the one the map gives it (NULL: the map leaves it out). */
+static const char *ours_of(const uih_csv_reader *r, const char *name) {
+  if (!r->ours.n) return name;
+  for (uint32_t i = 0; i < r->theirs.n; i++)
+    if (!strcmp(r->theirs.v[i], name)) return r->ours.v[i];
+  return NULL;
+}
+
+/* The kind of the schema's name `n` (the file's `column`): COL_*, or 0
+ * for a trait (*known: some group has it). A group's timestamp named by
+ * its trait name is an error. */
+static int kind_of(const uih_csv_reader *r, const char *n, const char *column, int *kind, int *known, uih_error *err) {
+  *known = 1;
+  *kind = !strcmp(n, "user_id") ? COL_USER : !strcmp(n, "group") ? COL_GROUP : !strcmp(n, "ts") ? COL_TS : 0;
+  if (*kind) return UIH_OK;
+  *known = 0;
+  for (uint32_t g = 0; g < r->ngroups; g++) {
+    const uih_trait *t = uih_group_trait_by_name(r->groups[g].group, n);
+    UIH_RETURN_IF(t && t == r->groups[g].group->ts, err, UIH_ERR_PARSE,
+                  "%s:1: column '%s' is group '%s''s timestamp; name it 'ts'", r->name, column,
+                  r->groups[g].group->name);
+    *known |= t != NULL;
+  }
+  return UIH_OK;
+}
+
+/* The columns: the header's names (the first record, or layout.columns),
+ * or a JSON Lines file's paths (the map's, else the schema's names). */
 static int read_header(uih_csv_reader *r, uih_error *err) {
-  int got;
-  UIH_FORWARD(next_record(r, &got, err));
-  UIH_RETURN_IF(!got, err, UIH_ERR_PARSE,
-                "%s: empty input, expected a header line 'user_id,group,ts,...'", r->name);
-  r->ncols = r->nfields;
-  r->col_names = calloc(r->ncols, sizeof *r->col_names);
-  r->col_kind = calloc(r->ncols, sizeof *r->col_kind);
+  uih_names names = {NULL, 0};
+  int rc = UIH_OK;
+  if (r->jsonl) {
+    const uih_names *from = r->ours.n ? &r->theirs : NULL;
+    if (from) {
+      names = *from;
+    } else { /* user_id, group, ts and every active trait's name, once */
+      static const char *const fixed[] = {"user_id", "group", "ts"};
+      uih_names all = {NULL, 0};
+      for (int k = 0; k < 3; k++) {
+        char **v = realloc(all.v, (all.n + 1) * sizeof *v);
+        if (!v || !(v[all.n] = strdup(fixed[k]))) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
+        if (v) all.v = v;
+        if (rc != UIH_OK) break;
+        all.n++;
+      }
+      for (uint32_t g = 0; rc == UIH_OK && g < r->ngroups; g++) {
+        const uih_group *grp = r->groups[g].group;
+        for (uint32_t t = 0; rc == UIH_OK && t < grp->ntraits; t++) {
+          const uih_trait *tr = &grp->traits[t];
+          if (!uih_trait_active(tr) || tr == grp->ts) continue;
+          int dup = 0;
+          for (uint32_t i = 0; i < all.n; i++) dup |= !strcmp(all.v[i], tr->name);
+          if (dup) continue;
+          char **v = realloc(all.v, (all.n + 1) * sizeof *v);
+          if (!v || !(v[all.n] = strdup(tr->name))) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
+          if (v) all.v = v;
+          if (rc == UIH_OK) all.n++;
+        }
+      }
+      r->columns = all; /* owned there */
+      names = all;
+    }
+  } else if (r->columns.n) {
+    names = r->columns;
+  } else {
+    int got;
+    UIH_FORWARD(next_record(r, &got, err));
+    UIH_RETURN_IF(!got, err, UIH_ERR_PARSE, "%s: empty input, expected a header line 'user_id,group,ts,...'", r->name);
+  }
+  if (rc != UIH_OK) return rc;
+  r->ncols = names.n ? names.n : r->nfields;
+  r->col_names = calloc(r->ncols ? r->ncols : 1, sizeof *r->col_names);
+  r->col_kind = calloc(r->ncols ? r->ncols : 1, sizeof *r->col_kind);
   UIH_RETURN_IF(!r->col_names || !r->col_kind, err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
   int seen[3] = {0, 0, 0};
   for (uint32_t i = 0; i < r->ncols; i++) {
-    const char *n = field(r, i);
+    const char *n = names.n ? names.v[i] : field(r, i);
     r->col_names[i] = strdup(n);
     UIH_RETURN_IF(!r->col_names[i], err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
     for (uint32_t j = 0; j < i; j++)
       UIH_RETURN_IF(!strcmp(r->col_names[j], n), err, UIH_ERR_PARSE,
                     "%s:1: column '%s' appears twice (columns %u and %u)", r->name, n, j + 1, i + 1);
-    int kind = !strcmp(n, "user_id") ? COL_USER : !strcmp(n, "group") ? COL_GROUP
-               : !strcmp(n, "ts")    ? COL_TS
-                                     : 0;
+    const char *our = r->jsonl && !r->ours.n ? n : r->jsonl ? r->ours.v[i] : ours_of(r, n);
+    if (!our) {
+      r->col_kind[i] = COL_IGNORED;
+      continue;
+    }
+    int kind, known;
+    UIH_FORWARD(kind_of(r, our, n, &kind, &known, err));
+    if (kind == COL_GROUP && r->fixed)
+      return uih_error_set(err, UIH_ERR_PARSE, "%s:1: column '%s' is the group, but every event's group is '%s' (--group)",
+                           r->name, n, r->fixed->group->name);
     r->col_kind[i] = kind;
     if (kind) {
       seen[kind + 3] = 1;
       continue;
     }
-    int known = 0;
-    for (uint32_t g = 0; g < r->ngroups; g++) {
-      const uih_trait *t = uih_group_trait_by_name(r->groups[g].group, n);
-      if (t && t == r->groups[g].group->ts)
-        return uih_error_set(err, UIH_ERR_PARSE,
-                             "%s:1: column '%s' is group '%s''s timestamp; name it 'ts'", r->name,
-                             n, r->groups[g].group->name);
-      known |= t != NULL;
+    if (!known && r->jsonl && !r->ours.n) { /* (no group has it: cannot be) */
+      r->col_kind[i] = COL_IGNORED;
+      continue;
     }
-    UIH_RETURN_IF(!known, err, UIH_ERR_PARSE,
-                  "%s:1: column '%s' is not an active trait of any group of the schema", r->name, n);
+    UIH_RETURN_IF(!known && r->ours.n, err, UIH_ERR_PARSE,
+                  "%s:1: the map gives '%s' column '%s', but '%s' is not an active trait of any group of the schema",
+                  r->name, our, n, our);
+    UIH_RETURN_IF(!known, err, UIH_ERR_PARSE, "%s:1: column '%s' is not an active trait of any group of the schema",
+                  r->name, n);
+  }
+  /* Every column the map names is there. */
+  for (uint32_t m = 0; !r->jsonl && m < r->theirs.n; m++) {
+    int found = 0;
+    for (uint32_t i = 0; i < r->ncols; i++) found |= !strcmp(r->col_names[i], r->theirs.v[m]);
+    UIH_RETURN_IF(!found, err, UIH_ERR_PARSE, "%s:1: the map gives '%s' column '%s', which the %s does not have",
+                  r->name, r->ours.v[m], r->theirs.v[m], r->columns.n ? "--columns list" : "header");
   }
   static const char *required[] = {"user_id", "group", "ts"};
-  for (int k = 0; k < 3; k++)
-    UIH_RETURN_IF(!seen[k], err, UIH_ERR_PARSE,
-                  "%s:1: the header has no '%s' column (expected user_id,group,ts,<traits...>)",
+  for (int k = 0; k < 3; k++) {
+    if (seen[k] || (k == 1 && r->fixed)) continue;
+    UIH_RETURN_IF(r->ours.n, err, UIH_ERR_PARSE,
+                  "%s:1: the map gives no column for '%s' (it needs user_id, ts and, without a fixed group, group)",
                   r->name, required[k]);
+    return uih_error_set(err, UIH_ERR_PARSE, "%s:1: the header has no '%s' column (expected user_id,group,ts,<traits...>)",
+                         r->name, required[k]);
+  }
   for (uint32_t g = 0; g < r->ngroups; g++) {
     group_map *m = &r->groups[g];
     m->column = malloc(r->ncols * sizeof *m->column);
     UIH_RETURN_IF(!m->column, err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
     for (uint32_t i = 0; i < r->ncols; i++) {
+      const char *our = r->col_kind[i] == 0 ? (r->jsonl && r->ours.n ? r->ours.v[i] : ours_of(r, r->col_names[i])) : NULL;
       const uih_trait *t = r->col_kind[i] == COL_TS ? m->group->ts
-                           : r->col_kind[i] == 0    ? uih_group_trait_by_name(m->group, r->col_names[i])
+                           : r->col_kind[i] == 0    ? uih_group_trait_by_name(m->group, our)
                                                     : NULL;
       m->column[i] = t ? uih_batch_column_index(m->row, t->id) : -1;
     }
@@ -225,6 +362,38 @@ static int read_header(uih_csv_reader *r, uih_error *err) {
 }
 
 int uih_csv_open_stream(FILE *f, const char *name, const uih_schema *schema,
+                        uih_csv_reader **out, uih_error *err) {
+  return uih_csv_open_layout(f, name, schema, NULL, out, err);
+}
+
+/* The layout's options into the reader. */
+static int take_layout(uih_csv_reader *r, const uih_input_layout *l, uih_error *err) {
+  if (!l) return UIH_OK;
+  if (l->format && strcmp(l->format, "csv") && strcmp(l->format, "jsonl"))
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "%s: format '%s': expected csv or jsonl", r->name, l->format);
+  r->jsonl = l->format ? !strcmp(l->format, "jsonl") : uih_layout_is_jsonl(r->name);
+  if (l->delimiter) {
+    const size_t n = strlen(l->delimiter);
+    UIH_RETURN_IF(n == 0 || n > 4 || strpbrk(l->delimiter, "\"\r\n"), err, UIH_ERR_INVALID_ARGUMENT,
+                  "%s: delimiter '%s': expected 1 to 4 bytes, no quote or line break", r->name, l->delimiter);
+    memcpy(r->delim, l->delimiter, n + 1);
+    csv_set_delim(&r->parser, (unsigned char)(n > 1 ? 0x1f : r->delim[0]));
+  }
+  if (l->group) {
+    const uih_group *g = uih_schema_group_by_name(r->schema, l->group);
+    UIH_RETURN_IF(!g, err, UIH_ERR_INVALID_ARGUMENT, "%s: group '%s': the schema has no such group", r->name, l->group);
+    for (uint32_t k = 0; k < r->ngroups; k++)
+      if (r->groups[k].group == g) r->fixed = &r->groups[k];
+  }
+  if (l->map) UIH_FORWARD(uih_layout_map(l->map, "map", &r->ours, &r->theirs, err));
+  if (l->columns) {
+    UIH_RETURN_IF(r->jsonl, err, UIH_ERR_INVALID_ARGUMENT, "%s: columns: JSON Lines name their fields", r->name);
+    UIH_FORWARD(uih_layout_columns(l->columns, "columns", &r->columns, err));
+  }
+  return UIH_OK;
+}
+
+int uih_csv_open_layout(FILE *f, const char *name, const uih_schema *schema, const uih_input_layout *layout,
                         uih_csv_reader **out, uih_error *err) {
   UIH_RETURN_IF(f == NULL || schema == NULL || out == NULL, err, UIH_ERR_INVALID_ARGUMENT,
                 "csv_open: NULL argument");
@@ -247,6 +416,7 @@ int uih_csv_open_stream(FILE *f, const char *name, const uih_schema *schema,
     r->groups[g].group = uih_schema_group_at(schema, g);
     rc = uih_batch_create(r->groups[g].group, 1, NULL, 0, &r->groups[g].row, err);
   }
+  if (rc == UIH_OK) rc = take_layout(r, layout, err);
   if (rc == UIH_OK) rc = read_header(r, err);
   r->resumable = 0; /* a bad header ends the input */
   if (rc != UIH_OK) {
@@ -284,6 +454,11 @@ void uih_csv_close(uih_csv_reader *r) {
   for (uint32_t i = 0; i < r->ncols && r->col_names; i++) free(r->col_names[i]);
   free(r->col_names);
   free(r->col_kind);
+  free(r->plain);
+  if (r->tok) json_tokener_free(r->tok);
+  uih_names_free(&r->ours);
+  uih_names_free(&r->theirs);
+  uih_names_free(&r->columns);
   free(r->groups);
   free(r->text);
   free(r->offsets);
@@ -328,22 +503,22 @@ int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, 
                 "%s:%" PRIu64 ": %u fields, the header has %u", r->name, r->record_line,
                 r->nfields, r->ncols);
   /* user_id and group first: the group decides what the other fields mean */
-  group_map *m = NULL;
+  group_map *m = r->fixed;
   for (uint32_t i = 0; i < r->ncols; i++) {
     const char *s = field(r, i);
     if (r->col_kind[i] == COL_USER) {
       const uih_input spelling = uih_schema_user_ids(r->schema);
       const char *want = uih_input_user(spelling, s, user_id);
-      UIH_RETURN_IF(want, err, UIH_ERR_PARSE, "%s:%" PRIu64 ": column 'user_id': expected %s, got '%s'",
-                    r->name, r->record_line, want, s);
-      if (spelling == UIH_INPUT_STRING) UIH_FORWARD(check_id(r, "user_id", s, *user_id, err));
+      UIH_RETURN_IF(want, err, UIH_ERR_PARSE, "%s:%" PRIu64 ": column '%s': expected %s, got '%s'", r->name,
+                    r->record_line, r->col_names[i], want, s);
+      if (spelling == UIH_INPUT_STRING) UIH_FORWARD(check_id(r, r->col_names[i], s, *user_id, err));
     } else if (r->col_kind[i] == COL_GROUP) {
       const uih_group *g = uih_schema_group_by_name(r->schema, s);
       uint64_t id;
       if (!g && parse_u64(s, &id) && id <= UINT16_MAX) g = uih_schema_group_by_id(r->schema, (uint16_t)id);
       UIH_RETURN_IF(!g, err, UIH_ERR_PARSE,
-                    "%s:%" PRIu64 ": column 'group': expected a group name or id of the schema, got '%s'",
-                    r->name, r->record_line, s);
+                    "%s:%" PRIu64 ": column '%s': expected a group name or id of the schema, got '%s'",
+                    r->name, r->record_line, r->col_names[i], s);
       for (uint32_t k = 0; k < r->ngroups; k++)
         if (r->groups[k].group == g) m = &r->groups[k];
     }
@@ -353,13 +528,13 @@ int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, 
   uint32_t at;
   UIH_FORWARD(uih_batch_append(row, &at, err));
   for (uint32_t i = 0; i < r->ncols; i++) {
-    if (r->col_kind[i] == COL_USER || r->col_kind[i] == COL_GROUP) continue;
+    if (r->col_kind[i] == COL_USER || r->col_kind[i] == COL_GROUP || r->col_kind[i] == COL_IGNORED) continue;
     const char *s = field(r, i);
     int c = m->column[i];
     if (*s == '\0') {
       UIH_RETURN_IF(r->col_kind[i] == COL_TS, err, UIH_ERR_PARSE,
-                    "%s:%" PRIu64 ": column 'ts': missing (every event needs its timestamp)",
-                    r->name, r->record_line);
+                    "%s:%" PRIu64 ": column '%s': missing (every event needs its timestamp)",
+                    r->name, r->record_line, r->col_names[i]);
       continue;
     }
     UIH_RETURN_IF(c < 0, err, UIH_ERR_PARSE,

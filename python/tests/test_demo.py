@@ -76,3 +76,10 @@ def test_it_runs_as_deployed(demo, summary):
     cache = summary["deployed"]["cache"]
     assert cache["hits"] > cache["misses"] > 0
     assert "deployed as    one serving process" in demo.screen(summary)
+
+
+def test_the_raw_log_loads_as_published_and_reads_back_by_name(summary):
+    raw = summary["raw"]
+    assert raw["theirs"] == raw["read_back"] > 250, "the reviewer's reviews (exact repeats once), the import among them"
+    assert raw["items_match"] and raw["ids_match"]
+    assert raw["user_id"] == uihstore.hash_id(raw["user"])

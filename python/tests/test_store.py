@@ -240,6 +240,27 @@ def test_a_store_of_string_ids_is_read_by_its_strings(tmp_path):
             st.read("alice", "engagement")
 
 
+def test_a_raw_log_loads_through_a_layout(tmp_path):
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps(SPELLED))
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text('{"u": {"id": "alice"}, "i": "B1", "r": 4, "t": "2024-01-05T10:00:00Z"}\n'
+                    '{"u": {"id": "alice"}, "i": "B2", "r": 5, "t": "2024-01-05T10:00:01Z"}\n')
+    with uihstore.Store.create(str(tmp_path / "st"), str(schema)) as st:
+        summary = st.load([dump], progress=False, layout={"group": "ratings",
+                                                          "map": "user_id=u.id,item_id=i,rating=r,ts=t"})
+        assert summary["events_new"] == 2
+        ev = st.read("alice", "ratings")
+        assert list(ev.columns["rating"]) == [4, 5]
+        assert list(ev.columns["item_id"]) == list(uihstore.hash_ids(["B1", "B2"]))
+        with pytest.raises(ValueError, match="unknown option"):
+            st.load([dump], layout={"sep": ","})
+        raw = tmp_path / "raw.csv"
+        raw.write_text("name,when\nalice,2024-01-05T10:00:02Z\n")
+        with pytest.raises(uihstore.UihError, match="the map gives 'rating' column 'nope'"):
+            st.load([raw], progress=False, layout={"group": "ratings", "map": "user_id=name,ts=when,rating=nope"})
+
+
 def test_create_with_a_chunk_span(tmp_path):
     with uihstore.Store.create(str(tmp_path / "new"), SCHEMA, shards=3, chunk_span=60000) as st:
         assert st.shards == 3

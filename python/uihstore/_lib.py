@@ -177,11 +177,17 @@ class uih_load_progress(Structure):
 PROGRESS_FN = CFUNCTYPE(None, POINTER(uih_load_progress), c_void_p)
 
 
+class uih_input_layout(Structure):
+    _fields_ = [("format", c_char_p), ("delimiter", c_char_p), ("group", c_char_p), ("map", c_char_p),
+                ("columns", c_char_p)]
+
+
 class uih_load_opts(Structure):
     _fields_ = [("through", c_int64), ("lookback", c_int64), ("shard", c_int32), ("threads", c_uint32),
                 ("memory", c_size_t), ("progress", PROGRESS_FN), ("progress_arg", c_void_p),
                 ("deletes", c_char_p), ("rejects", c_char_p), ("schema_json", c_char_p),
-                ("schema_len", c_size_t), ("schema_origin", c_char_p), ("rebuild_dicts", c_int)]
+                ("schema_len", c_size_t), ("schema_origin", c_char_p), ("rebuild_dicts", c_int),
+                ("layout", POINTER(uih_input_layout))]
 
 
 LOAD_STATS_U64 = ("inputs", "input_bytes", "events_in", "events_skipped", "duplicates", "expired", "events_new",
@@ -261,7 +267,7 @@ class uih_materializer_opts(Structure):
 
 # Every struct above, for the layout test.
 STRUCTS = [uih_error, uih_trait, uih_group, uih_column, uih_batch, uih_store_opts, uih_cache_stats, uih_store_init_opts,
-           uih_generation, uih_load_progress, uih_load_opts, uih_load_stats, uih_snapshot_spec_group,
+           uih_generation, uih_load_progress, uih_input_layout, uih_load_opts, uih_load_stats, uih_snapshot_spec_group,
            uih_snapshot_spec, uih_snapshot_group, uih_snapshot_record, uih_projection_group, uih_projection,
            uih_mat_column, uih_mat_group, uih_materialize_stats, uih_materializer_opts]
 

@@ -222,10 +222,13 @@ class Store:
     # ---- the daily load ---------------------------------------------------------
 
     def load(self, files, through=None, lookback=0, shard=None, threads=1, memory=256 << 20, deletes=None,
-             rejects=None, schema=None, progress=True, rebuild_dictionaries=False):
+             rejects=None, schema=None, progress=True, rebuild_dictionaries=False, layout=None):
         """Loads CSV files (plain, .gz, .zst; directories) as `uih load`
         does and returns its summary as a dict. `rebuild_dictionaries`: as
         `uih load --rebuild-dictionaries` (`files` may then be empty).
+        `layout`: files as published, a dict of uih_input_layout's options
+        (uih/csv.h), as `uih load`'s flags: format ("csv", "jsonl"),
+        delimiter, group, map ("user_id=userId,ts=timestamp"), columns.
         `progress`: True for a tqdm bar per phase on stderr, a callable
         taking a dict for your own, False for none."""
         if isinstance(files, (str, os.PathLike)):
@@ -244,6 +247,13 @@ class Store:
             opts.deletes = os.fspath(deletes).encode()
         if rejects is not None:
             opts.rejects = os.fspath(rejects).encode()
+        if layout:
+            unknown = set(layout) - {"format", "delimiter", "group", "map", "columns"}
+            if unknown:
+                raise ValueError("layout: unknown option(s) %s" % ", ".join(sorted(unknown)))
+            lay = L.uih_input_layout(**{k: v.encode() for k, v in layout.items() if v is not None})
+            keep.append(lay)
+            opts.layout = ctypes.pointer(lay)
         if schema is not None:
             origin = os.fspath(schema)
             with open(origin, "rb") as f:

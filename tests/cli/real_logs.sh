@@ -8,7 +8,11 @@
 # unit cannot hold exactly is refused with its line. A log of bursts (1,500
 # events of one user at one timestamp, stripes of 256): loaded, read back
 # whole, snapshotted at the burst's timestamp and after it with windows
-# that end inside it, and rebuilt exactly.
+# that end inside it, and rebuilt exactly. Raw layouts, each loaded in one
+# command and read back exactly: a rating log with its own header, string
+# ids, seconds (a map, a fixed group, its tab found); a headerless "::"
+# log (MovieLens' ratings.dat); a JSON Lines dump with nested fields and
+# RFC 3339 times, gzipped; the same appended to the mutable tier.
 #   real_logs.sh UIH WORKDIR
 set -eu
 uih=$1 work=$2
@@ -91,4 +95,33 @@ awk 'BEGIN { print "user_id,group,ts,item_id,rating"; for (i = 0; i < 100; i++) 
 "$uih" load --store st more.csv >/dev/null 2>&1 || fail "growing the burst"
 [ "$("$uih" read --store st --user dave --group ratings --from 1709337600000 --to 1709337600000 | tail -n +2 | wc -l)" = 1600 ] \
   || fail "the grown burst"
+# Raw layouts. One schema: string users and items, times in seconds stored as ms.
+cat >raw.json <<'J'
+{"name": "raw", "version": 1, "user_ids": "string",
+ "groups": [{"name": "ratings", "id": 1, "traits": [
+   {"name": "ts", "id": 1, "type": "timestamp", "unit": "ms", "input": "s"},
+   {"name": "item_id", "id": 2, "type": "id", "input": "string"},
+   {"name": "rating", "id": 3, "type": "uint32"}]}]}
+J
+"$uih" init --store raw --schema raw.json >/dev/null
+printf 'userId\tmovieId\trating\ttimestamp\ttitle\nA1\tB1\t5\t978300760\tToy Story, 1995\nA1\tB2\t3\t978302109\tJumanji\n' >ratings.tsv
+"$uih" load --store raw --group ratings --map 'user_id=userId,item_id=movieId,rating=rating,ts=timestamp' ratings.tsv \
+  >/dev/null 2>err || { cat err; fail "a mapped TSV"; }
+printf 'user_id,group,ts,item_id,rating\n%s,ratings,978300760000,%s,5\n%s,ratings,978302109000,%s,3\n' \
+  "$(h A1)" "$(h B1)" "$(h A1)" "$(h B2)" >want.csv
+"$uih" read --store raw --user A1 --group ratings >got.csv
+cmp -s want.csv got.csv || { diff want.csv got.csv; fail "the mapped TSV read back"; }
+printf 'A2::B1::4::978300761\nA2::B3::2::978300762\n' >ratings.dat
+printf '# MovieLens ratings.dat\nuser_id = u\nitem_id = m   # movies\nrating = r\nts = t\n' >ml.map
+"$uih" load --store raw --group ratings --delimiter '::' --columns u,m,r,t --map ml.map ratings.dat >/dev/null 2>err \
+  || { cat err; fail "a headerless :: log"; }
+"$uih" read --store raw --user A2 --group ratings | grep -q "^$(h A2),ratings,978300762000,$(h B3),2$" || fail "the :: log read back"
+printf '{"user": {"id": "A3"}, "item": "B1", "stars": 1, "time": 978300763}\n{"user": {"id": "A3"}, "item": "B4", "stars": 2, "time": 978300764, "extra": {"a": [1]}}\n' | gzip >dump.jsonl.gz
+"$uih" load --store raw --group ratings --map 'user_id=user.id,item_id=item,rating=stars,ts=time' dump.jsonl.gz \
+  >/dev/null 2>err || { cat err; fail "a gzipped JSON Lines dump"; }
+[ "$("$uih" read --store raw --user A3 --group ratings | tail -n +2 | wc -l)" = 2 ] || fail "the JSON Lines dump read back"
+printf '{"user": {"id": "A3"}, "item": "B5", "stars": 4, "time": 978400000}\n' >late.jsonl
+"$uih" append --store raw --group ratings --map 'user_id=user.id,item_id=item,rating=stars,ts=time' late.jsonl \
+  2>err || { cat err; fail "appending JSON Lines"; }
+"$uih" read --store raw --user A3 --group ratings --tier mutable | grep -q ",978400000000,$(h B5),4$" || fail "the appended line"
 echo "real_logs: ok"

@@ -1,10 +1,11 @@
-/* Fuzz target: the loader-input CSV reader on arbitrary bytes, twice: with
+/* Fuzz target: the loader-input reader on arbitrary bytes, four ways: with
  * the stripe fixture's schema (group "g": ts, item, delta, watch, score,
- * kind, liked), and with the same traits spelled otherwise (string user
- * ids and items, hashed and checked for two strings with one id; times in
- * RFC 3339, stored in microseconds). Any input gives events or an error
- * with a message naming the input; never a crash, a hang or an event
- * without its timestamp. */
+ * kind, liked); with the same traits spelled otherwise (string user ids
+ * and items, hashed and checked for two strings with one id; times in RFC
+ * 3339, stored in microseconds); as JSON Lines through a map of nested
+ * paths; as a headerless "::" file of a fixed group. Any input gives
+ * events or an error with a message naming the input; never a crash, a
+ * hang or an event without its timestamp. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +27,13 @@ static const char kSpelled[] =
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void read_all(const uint8_t *data, size_t size, const uih_schema *schema, uih_id_check *ids) {
+static void read_all(const uint8_t *data, size_t size, const uih_schema *schema, const uih_input_layout *layout,
+                     uih_id_check *ids) {
   FILE *f = fmemopen(size ? (void *)data : (void *)"", size ? size : 1, "r");
   if (!f) return;
   uih_csv_reader *r = NULL;
   uih_error err;
-  int rc = uih_csv_open_stream(f, "fuzz.csv", schema, &r, &err);
+  int rc = uih_csv_open_layout(f, "fuzz.csv", schema, layout, &r, &err);
   if (rc != UIH_OK && (err.code != rc || strncmp(err.msg, "fuzz.csv", 8) != 0)) abort();
   if (rc == UIH_OK) uih_csv_check_ids(r, ids);
   for (int i = 0; rc == UIH_OK; i++) {
@@ -54,10 +56,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!plain && (uih_schema_parse(kFuzzStripeSchema, strlen(kFuzzStripeSchema), "fixture", &plain, NULL) != UIH_OK ||
                  uih_schema_parse(kSpelled, strlen(kSpelled), "spelled", &spelled, NULL) != UIH_OK))
     abort();
-  read_all(data, size, plain, NULL);
+  read_all(data, size, plain, NULL, NULL);
   uih_id_check *ids = NULL;
   if (uih_id_check_create(&ids, NULL) != UIH_OK) abort();
-  read_all(data, size, spelled, ids);
+  read_all(data, size, spelled, NULL, ids);
   uih_id_check_free(ids);
+  const uih_input_layout jsonl = {"jsonl", NULL, "g", "user_id=u.id,ts=t,item=i.x.y,kind=k,liked=l,score=s", NULL};
+  read_all(data, size, plain, &jsonl, NULL);
+  const uih_input_layout colons = {NULL, "::", "g", NULL, "user_id,ts,item,kind,watch"};
+  read_all(data, size, plain, &colons, NULL);
   return 0;
 }

@@ -56,7 +56,10 @@ int main(void) {
   BEGIN(uih_load_opts); FIELD(uih_load_opts, through); FIELD(uih_load_opts, lookback); FIELD(uih_load_opts, shard);
   FIELD(uih_load_opts, threads); FIELD(uih_load_opts, memory); FIELD(uih_load_opts, progress);
   FIELD(uih_load_opts, progress_arg); FIELD(uih_load_opts, deletes); FIELD(uih_load_opts, rejects);
-  FIELD(uih_load_opts, schema_json); FIELD(uih_load_opts, schema_len); FIELD(uih_load_opts, schema_origin); FIELD(uih_load_opts, rebuild_dicts); END();
+  FIELD(uih_load_opts, schema_json); FIELD(uih_load_opts, schema_len); FIELD(uih_load_opts, schema_origin); FIELD(uih_load_opts, rebuild_dicts);
+  FIELD(uih_load_opts, layout); END();
+  BEGIN(uih_input_layout); FIELD(uih_input_layout, format); FIELD(uih_input_layout, delimiter);
+  FIELD(uih_input_layout, group); FIELD(uih_input_layout, map); FIELD(uih_input_layout, columns); END();
   BEGIN(uih_load_stats); FIELD(uih_load_stats, inputs); FIELD(uih_load_stats, input_bytes);
   FIELD(uih_load_stats, events_in); FIELD(uih_load_stats, events_skipped); FIELD(uih_load_stats, duplicates);
   FIELD(uih_load_stats, expired); FIELD(uih_load_stats, events_new); FIELD(uih_load_stats, events);

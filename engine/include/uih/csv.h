@@ -60,6 +60,35 @@ extern "C" {
 
 typedef struct uih_csv_reader uih_csv_reader;
 
+/* Files as people publish them, read through a layout (NULL, or every
+ * field NULL: the shape above).
+ *
+ *   format     "csv" or "jsonl"; NULL: JSON Lines when the name ends in
+ *              .jsonl or .ndjson (before a .gz, .zst or .zstd), else CSV.
+ *              JSON Lines: one object per line, a field by its name or a
+ *              dotted path into nested objects ("user.id"); a string, a
+ *              number (as written), true/false, or null / missing
+ *              (absent); fields the layout does not name are ignored.
+ *   delimiter  CSV: the field separator, 1 to 4 bytes ("\t", ";", "::");
+ *              NULL: the first line's most frequent of , tab ; and ::
+ *              (outside quotes). A multi-byte one is taken wherever it
+ *              appears, inside quotes too.
+ *   group      every event's group, for files without a group column.
+ *   map        "user_id=userId,item_id=movieId,ts=timestamp": the
+ *              schema's name (user_id, group, ts or a trait) = the file's
+ *              column (JSON: its path); with a map, the file's other
+ *              columns are ignored, and every column it names must exist.
+ *   columns    CSV without a header line: its columns' names, in order,
+ *              comma-separated (the map then names these).
+ */
+typedef struct uih_input_layout {
+  const char *format, *delimiter, *group, *map, *columns;
+} uih_input_layout;
+
+/* uih_csv_open_stream with a layout; the layout's strings are copied. */
+int uih_csv_open_layout(FILE *f, const char *name, const uih_schema *schema, const uih_input_layout *layout,
+                        uih_csv_reader **out, uih_error *err);
+
 /* Opens `path` ("-" is standard input) and reads its header. `schema` must
  * outlive the reader. */
 int uih_csv_open(const char *path, const uih_schema *schema, uih_csv_reader **out,

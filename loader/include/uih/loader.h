@@ -115,6 +115,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "uih/csv.h"
 #include "uih/error.h"
 #include "uih/store.h"
 
@@ -162,9 +163,10 @@ typedef struct uih_load_opts {
   size_t schema_len;
   const char *schema_origin; /* names it in messages */
   int rebuild_dicts;         /* 1: value dictionaries rebuilt from the whole history (above) */
+  const uih_input_layout *layout; /* how the inputs are laid out (uih/csv.h), or NULL: loader-input CSV */
 } uih_load_opts;
 
-#define UIH_LOAD_OPTS_DEFAULT {INT64_MIN, 0, -1, 1, (size_t)256 << 20, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0}
+#define UIH_LOAD_OPTS_DEFAULT {INT64_MIN, 0, -1, 1, (size_t)256 << 20, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL}
 
 typedef struct uih_load_stats {
   uint64_t inputs, input_bytes;  /* files read, their bytes (decompressed) */
