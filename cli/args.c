@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "uih/key.h"
@@ -80,20 +81,22 @@ int cli_layout_arg(const char *a, const char *v, uih_input_layout *layout, char 
   else if (!strcmp(a, "--group")) layout->group = v;
   else if (!strcmp(a, "--columns")) layout->columns = v;
   else if (!strcmp(a, "--map")) {
-    if (strchr(v, '=')) {
+    struct stat st;
+    if (stat(v, &st) != 0 || !S_ISREG(st.st_mode)) {
+      if (!strchr(v, '='))
+        return cli_fail(CLI_USAGE, "--map %s: neither name=column,... nor a mapping file", v), -1;
       layout->map = v;
       return 1;
     }
-    /* a mapping file: name=column per line (or comma-separated), # comments */
+    /* a mapping file: name=column per line (or comma-separated), # to the end of a line a comment */
     FILE *f = fopen(v, "r");
-    if (!f) return cli_fail(CLI_USAGE, "--map %s: neither name=column,... nor a readable file: %s", v, strerror(errno)), -1;
-    size_t cap = 256, n = 0;
-    char *text = malloc(cap), line[1024];
-    while (text && fgets(line, sizeof line, f)) {
+    if (!f) return cli_fail(CLI_FAIL, "--map %s: %s", v, strerror(errno)), -1;
+    size_t cap = 256, n = 0, lcap = 0;
+    char *text = malloc(cap), *line = NULL;
+    while (text && getline(&line, &lcap, f) >= 0) {
       char *hash = strchr(line, '#');
       if (hash) *hash = '\0';
-      size_t k = strcspn(line, "\r\n");
-      line[k] = '\0';
+      line[strcspn(line, "\r\n")] = '\0';
       char *p = line;
       while (*p == ' ' || *p == '\t') p++;
       if (!*p) continue;
@@ -108,6 +111,7 @@ int cli_layout_arg(const char *a, const char *v, uih_input_layout *layout, char 
       memcpy(text + n, p, len);
       n += len;
     }
+    free(line);
     fclose(f);
     if (!text) return cli_fail(CLI_FAIL, "out of memory"), -1;
     text[n] = '\0';

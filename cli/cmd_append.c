@@ -119,6 +119,7 @@ int cmd_append(int argc, char **argv) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) {
       free(files);
+      free(map_text);
       return cli_fail(CLI_USAGE, "%s needs a value\n%s", a, cli_usage_append);
     }
     i++;
@@ -137,6 +138,7 @@ int cmd_append(int argc, char **argv) {
       }
     } else {
       free(files);
+      free(map_text);
       return cli_fail(CLI_USAGE, "bad option %s %s\n%s", a, v, cli_usage_append);
     }
   }

@@ -67,13 +67,19 @@ static int parse_u64(const char *s, uint64_t *v) {
   return 1;
 }
 
-/* The active id trait called `name` (of the first group that has one), or NULL. */
-static const uih_trait *id_trait(const uih_schema *schema, const char *name) {
+/* The active id trait called `name` (of the first group that has one), or
+ * NULL; *mixed 1 when the groups that have it spell it differently (a
+ * string in one, a number in another). */
+static const uih_trait *id_trait(const uih_schema *schema, const char *name, int *mixed) {
+  const uih_trait *first = NULL;
+  *mixed = 0;
   for (uint32_t g = 0; g < uih_schema_group_count(schema); g++) {
     const uih_trait *t = uih_group_trait_by_name(uih_schema_group_at(schema, g), name);
-    if (t && t->type == UIH_TYPE_ID) return t;
+    if (!t || t->type != UIH_TYPE_ID) continue;
+    if (!first) first = t;
+    *mixed |= t->input != first->input;
   }
-  return NULL;
+  return first;
 }
 
 #define PUSH(arr, n, cap, v)                                        \
@@ -97,7 +103,12 @@ static int header(parse *p) {
   p->ncols = p->nfields;
   for (int i = 0; i < p->ncols; i++) {
     const char *f = p->fields[i];
-    const uih_trait *t = p->too_long[i] ? NULL : id_trait(p->schema, f);
+    int mixed = 0;
+    const uih_trait *t = p->too_long[i] ? NULL : id_trait(p->schema, f, &mixed);
+    if (mixed)
+      return uih_error_set(err, UIH_ERR_PARSE,
+                           "%s:%" PRIu64 ": column '%s': its groups spell it differently (a string in some, a number "
+                           "in others): a deletion list cannot say which it names", p->name, p->record_line, f);
     if (!strcmp(f, "user_id")) {
       p->cols[i] = COL_USER;
       p->strings[i] = uih_schema_user_ids(p->schema) == UIH_INPUT_STRING;

@@ -60,6 +60,7 @@ struct uih_csv_reader {
   group_map *fixed;            /* layout.group's, or NULL */
   uih_names ours, theirs;      /* layout.map */
   uih_names columns;           /* layout.columns */
+  char where[300];             /* where the columns' names come from, for messages: "day.csv:1", "ratings.dat (--columns)" */
 };
 
 static void on_field(void *s, size_t len, void *data) {
@@ -166,7 +167,9 @@ static int next_record(uih_csv_reader *r, int *got, uih_error *err) {
     if (r->jsonl) {
       size_t len = (size_t)n;
       while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
-      if (strspn(line, " \t") >= len) { /* a blank line */
+      size_t sp = 0;
+      while (sp < len && (line[sp] == ' ' || line[sp] == '\t')) sp++;
+      if (sp == len) { /* a blank line */
         started = 0;
         r->text_len = 0;
         continue;
@@ -241,8 +244,11 @@ static int kind_of(const uih_csv_reader *r, const char *n, const char *column, i
   *known = 0;
   for (uint32_t g = 0; g < r->ngroups; g++) {
     const uih_trait *t = uih_group_trait_by_name(r->groups[g].group, n);
+    UIH_RETURN_IF(t && t == r->groups[g].group->ts && r->ours.n, err, UIH_ERR_PARSE,
+                  "%s: the map names '%s', group '%s''s timestamp; map it as ts=%s", r->where, n,
+                  r->groups[g].group->name, column);
     UIH_RETURN_IF(t && t == r->groups[g].group->ts, err, UIH_ERR_PARSE,
-                  "%s:1: column '%s' is group '%s''s timestamp; name it 'ts'", r->name, column,
+                  "%s: column '%s' is group '%s''s timestamp; name it 'ts'", r->where, column,
                   r->groups[g].group->name);
     *known |= t != NULL;
   }
@@ -254,14 +260,17 @@ static int kind_of(const uih_csv_reader *r, const char *n, const char *column, i
 static int read_header(uih_csv_reader *r, uih_error *err) {
   uih_names names = {NULL, 0};
   int rc = UIH_OK;
+  if (r->jsonl) snprintf(r->where, sizeof r->where, "%s (its fields)", r->name);
+  else if (r->columns.n) snprintf(r->where, sizeof r->where, "%s (--columns)", r->name);
+  else snprintf(r->where, sizeof r->where, "%s:1", r->name);
   if (r->jsonl) {
     const uih_names *from = r->ours.n ? &r->theirs : NULL;
     if (from) {
       names = *from;
     } else { /* user_id, group, ts and every active trait's name, once */
-      static const char *const fixed[] = {"user_id", "group", "ts"};
+      static const char *const fixed[] = {"user_id", "ts", "group"};
       uih_names all = {NULL, 0};
-      for (int k = 0; k < 3; k++) {
+      for (int k = 0; k < (r->fixed ? 2 : 3); k++) { /* a fixed group: no group field */
         char **v = realloc(all.v, (all.n + 1) * sizeof *v);
         if (!v || !(v[all.n] = strdup(fixed[k]))) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
         if (v) all.v = v;
@@ -272,8 +281,9 @@ static int read_header(uih_csv_reader *r, uih_error *err) {
         const uih_group *grp = r->groups[g].group;
         for (uint32_t t = 0; rc == UIH_OK && t < grp->ntraits; t++) {
           const uih_trait *tr = &grp->traits[t];
-          if (!uih_trait_active(tr) || tr == grp->ts) continue;
-          int dup = 0;
+          if (!uih_trait_active(tr)) continue;
+          int dup = 0; /* a name twice, or some group's timestamp's name: its field is "ts" */
+          for (uint32_t h = 0; h < r->ngroups; h++) dup |= !strcmp(r->groups[h].group->ts->name, tr->name);
           for (uint32_t i = 0; i < all.n; i++) dup |= !strcmp(all.v[i], tr->name);
           if (dup) continue;
           char **v = realloc(all.v, (all.n + 1) * sizeof *v);
@@ -302,10 +312,10 @@ static int read_header(uih_csv_reader *r, uih_error *err) {
     const char *n = names.n ? names.v[i] : field(r, i);
     r->col_names[i] = strdup(n);
     UIH_RETURN_IF(!r->col_names[i], err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
-    for (uint32_t j = 0; j < i; j++)
-      UIH_RETURN_IF(!strcmp(r->col_names[j], n), err, UIH_ERR_PARSE,
-                    "%s:1: column '%s' appears twice (columns %u and %u)", r->name, n, j + 1, i + 1);
     const char *our = r->jsonl && !r->ours.n ? n : r->jsonl ? r->ours.v[i] : ours_of(r, n);
+    for (uint32_t j = 0; j < i && our; j++) /* a column the map leaves out may repeat */
+      UIH_RETURN_IF(r->col_kind[j] != COL_IGNORED && !strcmp(r->col_names[j], n), err, UIH_ERR_PARSE,
+                    "%s: column '%s' appears twice (columns %u and %u)", r->where, n, j + 1, i + 1);
     if (!our) {
       r->col_kind[i] = COL_IGNORED;
       continue;
@@ -313,8 +323,8 @@ static int read_header(uih_csv_reader *r, uih_error *err) {
     int kind, known;
     UIH_FORWARD(kind_of(r, our, n, &kind, &known, err));
     if (kind == COL_GROUP && r->fixed)
-      return uih_error_set(err, UIH_ERR_PARSE, "%s:1: column '%s' is the group, but every event's group is '%s' (--group)",
-                           r->name, n, r->fixed->group->name);
+      return uih_error_set(err, UIH_ERR_PARSE, "%s: column '%s' is the group, but every event's group is '%s' (--group)",
+                           r->where, n, r->fixed->group->name);
     r->col_kind[i] = kind;
     if (kind) {
       seen[kind + 3] = 1;
@@ -325,26 +335,26 @@ static int read_header(uih_csv_reader *r, uih_error *err) {
       continue;
     }
     UIH_RETURN_IF(!known && r->ours.n, err, UIH_ERR_PARSE,
-                  "%s:1: the map gives '%s' column '%s', but '%s' is not an active trait of any group of the schema",
-                  r->name, our, n, our);
-    UIH_RETURN_IF(!known, err, UIH_ERR_PARSE, "%s:1: column '%s' is not an active trait of any group of the schema",
-                  r->name, n);
+                  "%s: the map gives '%s' column '%s', but '%s' is not an active trait of any group of the schema",
+                  r->where, our, n, our);
+    UIH_RETURN_IF(!known, err, UIH_ERR_PARSE, "%s: column '%s' is not an active trait of any group of the schema",
+                  r->where, n);
   }
   /* Every column the map names is there. */
   for (uint32_t m = 0; !r->jsonl && m < r->theirs.n; m++) {
     int found = 0;
     for (uint32_t i = 0; i < r->ncols; i++) found |= !strcmp(r->col_names[i], r->theirs.v[m]);
-    UIH_RETURN_IF(!found, err, UIH_ERR_PARSE, "%s:1: the map gives '%s' column '%s', which the %s does not have",
-                  r->name, r->ours.v[m], r->theirs.v[m], r->columns.n ? "--columns list" : "header");
+    UIH_RETURN_IF(!found, err, UIH_ERR_PARSE, "%s: the map gives '%s' column '%s', which the %s does not have",
+                  r->where, r->ours.v[m], r->theirs.v[m], r->columns.n ? "--columns list" : "header");
   }
   static const char *required[] = {"user_id", "group", "ts"};
   for (int k = 0; k < 3; k++) {
     if (seen[k] || (k == 1 && r->fixed)) continue;
     UIH_RETURN_IF(r->ours.n, err, UIH_ERR_PARSE,
-                  "%s:1: the map gives no column for '%s' (it needs user_id, ts and, without a fixed group, group)",
-                  r->name, required[k]);
-    return uih_error_set(err, UIH_ERR_PARSE, "%s:1: the header has no '%s' column (expected user_id,group,ts,<traits...>)",
-                         r->name, required[k]);
+                  "%s: the map gives no column for '%s' (it needs user_id, ts and, without a fixed group, group)",
+                  r->where, required[k]);
+    return uih_error_set(err, UIH_ERR_PARSE, "%s: the %s has no '%s' column (expected user_id,%sts,<traits...>)",
+                         r->where, r->columns.n ? "--columns list" : "header", required[k], r->fixed ? "" : "group,");
   }
   for (uint32_t g = 0; g < r->ngroups; g++) {
     group_map *m = &r->groups[g];
@@ -367,8 +377,9 @@ int uih_csv_open_stream(FILE *f, const char *name, const uih_schema *schema,
 }
 
 /* The layout's options into the reader. */
-static int take_layout(uih_csv_reader *r, const uih_input_layout *l, uih_error *err) {
-  if (!l) return UIH_OK;
+static int take_layout(uih_csv_reader *r, const uih_input_layout *layout, uih_error *err) {
+  static const uih_input_layout none = {NULL, NULL, NULL, NULL, NULL};
+  const uih_input_layout *l = layout ? layout : &none;
   if (l->format && strcmp(l->format, "csv") && strcmp(l->format, "jsonl"))
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "%s: format '%s': expected csv or jsonl", r->name, l->format);
   r->jsonl = l->format ? !strcmp(l->format, "jsonl") : uih_layout_is_jsonl(r->name);

@@ -79,9 +79,13 @@ int uih_layout_map(const char *map, const char *what, uih_names *ours, uih_names
     if (!la || !lb)
       rc = uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "%s '%s': entry %u '%.*s' has an empty side", what, map,
                          ours->n + 1, (int)len, p);
-    for (uint32_t i = 0; rc == UIH_OK && i < ours->n; i++)
+    for (uint32_t i = 0; rc == UIH_OK && i < ours->n; i++) {
       if (strlen(ours->v[i]) == la && !memcmp(ours->v[i], a, la))
         rc = uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "%s '%s': '%s' is mapped twice", what, map, ours->v[i]);
+      else if (strlen(theirs->v[i]) == lb && !memcmp(theirs->v[i], b, lb))
+        rc = uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "%s '%s': column '%s' is given to '%s' and to '%.*s'",
+                           what, map, theirs->v[i], ours->v[i], (int)la, a);
+    }
     if (rc == UIH_OK) rc = push(ours, a, la, err);
     if (rc == UIH_OK) rc = push(theirs, b, lb, err);
     if (!comma) break;

@@ -120,6 +120,10 @@ printf '{"user": {"id": "A3"}, "item": "B1", "stars": 1, "time": 978300763}\n{"u
 "$uih" load --store raw --group ratings --map 'user_id=user.id,item_id=item,rating=stars,ts=time' dump.jsonl.gz \
   >/dev/null 2>err || { cat err; fail "a gzipped JSON Lines dump"; }
 [ "$("$uih" read --store raw --user A3 --group ratings | tail -n +2 | wc -l)" = 2 ] || fail "the JSON Lines dump read back"
+# JSON Lines named as the schema names its fields: no layout flag at all.
+printf '{"user_id": "A5", "group": "ratings", "ts": 978300770, "item_id": "B9", "rating": 3}\n' >plain.ndjson
+"$uih" load --store raw plain.ndjson >/dev/null 2>err || { cat err; fail "JSON Lines by its name alone"; }
+"$uih" read --store raw --user A5 --group ratings | grep -q ",978300770000,$(h B9),3$" || fail "the .ndjson line"
 printf '{"user": {"id": "A3"}, "item": "B5", "stars": 4, "time": 978400000}\n' >late.jsonl
 "$uih" append --store raw --group ratings --map 'user_id=user.id,item_id=item,rating=stars,ts=time' late.jsonl \
   2>err || { cat err; fail "appending JSON Lines"; }

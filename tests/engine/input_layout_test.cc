@@ -24,7 +24,7 @@ const char* kSchema = R"({"name": "s", "version": 1, "groups": [
     {"name": "kind", "id": 3, "type": "category", "categories": ["view", "click", "like"]},
     {"name": "watch", "id": 4, "type": "uint32"},
     {"name": "liked", "id": 5, "type": "flag"}]},
-  {"name": "other", "id": 2, "traits": [{"name": "ts", "id": 1, "type": "timestamp"}]}]})";
+  {"name": "other", "id": 2, "traits": [{"name": "time", "id": 1, "type": "timestamp"}]}]})";
 
 struct Ev {
   uint64_t user;
@@ -149,6 +149,26 @@ TEST_F(InputLayout, JsonLinesWithoutAMapNameFieldsAsTheSchemaDoes) {
   EXPECT_EQ(-3, got[1].ts);
 }
 
+TEST_F(InputLayout, WithoutALayoutANameSaysJsonLinesAndAFixedGroupNeedsNoGroupField) {
+  std::vector<Ev> got;
+  const std::string text = "{\"user_id\": 7, \"group\": \"clicks\", \"ts\": 5, \"item\": 9}\n";
+  ASSERT_EQ(UIH_OK, Read("day.ndjson.gz", text, nullptr, &got)) << err_.msg;
+  ASSERT_EQ(1u, got.size());
+  EXPECT_EQ((Ev{7, 5, 9, -1, -1, -1}), got[0]);
+  got.clear();
+  const uih_input_layout fixed = {nullptr, nullptr, "clicks", nullptr, nullptr};
+  ASSERT_EQ(UIH_OK, Read("day.jsonl", "{\"user_id\": 8, \"ts\": 6, \"kind\": \"like\"}\n", &fixed, &got)) << err_.msg;
+  ASSERT_EQ(1u, got.size());
+  EXPECT_EQ((Ev{8, 6, UINT64_MAX, 2, -1, -1}), got[0]) << "no item: absent";
+  // A mapped file's columns the map leaves out may repeat, or have no name.
+  got.clear();
+  const uih_input_layout mapped = {nullptr, nullptr, "clicks", "user_id=u,ts=t", nullptr};
+  ASSERT_EQ(UIH_OK, Read("a.csv", "x,u,x,,t,\n1,2,3,4,5,6\n", &mapped, &got)) << err_.msg;
+  ASSERT_EQ(1u, got.size());
+  EXPECT_EQ(2u, got[0].user);
+  EXPECT_EQ(5, got[0].ts);
+}
+
 TEST_F(InputLayout, EachMistakeSaysWhatWasExpected) {
   struct Case {
     const char* name;
@@ -177,6 +197,12 @@ TEST_F(InputLayout, EachMistakeSaysWhatWasExpected) {
        "map 'user_id': entry 1 'user_id' is not name=column"},
       {"a.csv", "x\n", {nullptr, nullptr, nullptr, "ts=a,ts=b", nullptr}, UIH_ERR_INVALID_ARGUMENT,
        "map 'ts=a,ts=b': 'ts' is mapped twice"},
+      {"a.csv", "x\n", {nullptr, nullptr, nullptr, "user_id=id,item=id", nullptr}, UIH_ERR_INVALID_ARGUMENT,
+       "map 'user_id=id,item=id': column 'id' is given to 'user_id' and to 'item'"},
+      {"a.dat", "1::2\n", {nullptr, "::", "clicks", nullptr, "user_id,item"}, UIH_ERR_PARSE,
+       "a.dat (--columns): the --columns list has no 'ts' column (expected user_id,ts,<traits...>)"},
+      {"a.csv", "u,when\n1,2\n", {nullptr, nullptr, "other", "user_id=u,time=when", nullptr}, UIH_ERR_PARSE,
+       "a.csv:1: the map names 'time', group 'other''s timestamp; map it as ts=when"},
       {"a.csv", "x\n", {nullptr, nullptr, nullptr, nullptr, "a,,b"}, UIH_ERR_INVALID_ARGUMENT,
        "columns 'a,,b': name 2 is empty"},
       {"a.jsonl", "x\n", {nullptr, nullptr, nullptr, nullptr, "a,b"}, UIH_ERR_INVALID_ARGUMENT,

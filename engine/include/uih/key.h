@@ -109,8 +109,9 @@ void uih_hash_ids(const uint8_t *bytes, const uint64_t *offsets, size_t n, uint6
 
 /* Every string hashed into ids by one load (or one append), to catch two
  * different strings with one id instead of merging them silently: each
- * distinct string is kept once (its bytes and 16 bytes more), so its
- * memory grows with the distinct strings a load reads. Not thread-safe. */
+ * distinct string is kept once (its bytes, 4 more, and 32 to 64 bytes of
+ * table), so its memory grows with the distinct strings a load reads. Not
+ * thread-safe. */
 typedef struct uih_id_check uih_id_check;
 int uih_id_check_create(uih_id_check **out, uih_error *err);
 void uih_id_check_free(uih_id_check *check); /* NULL is fine */
