@@ -41,8 +41,8 @@ static int parse_group_arg(const uih_schema *schema, const char *arg, uint32_t d
   if (!g) return cli_fail(CLI_FAIL, "--group '%s': the store's schema has no group '%s'", arg, buf);
   uint64_t n = dflt;
   if (len && !cli_parse_u64("--group length", len, &n)) return CLI_USAGE;
-  if (n == 0 || n > UIH_STRIPE_EVENTS_MAX)
-    return cli_fail(CLI_USAGE, "--group '%s': length %" PRIu64 ", expected 1..%d", arg, n, UIH_STRIPE_EVENTS_MAX);
+  if (n == 0 || n > UIH_SNAPSHOT_LENGTH_MAX)
+    return cli_fail(CLI_USAGE, "--group '%s': length %" PRIu64 ", expected 1..%u", arg, n, UIH_SNAPSHOT_LENGTH_MAX);
   *group = g->id;
   *max = (uint32_t)n;
   return CLI_OK;
@@ -525,7 +525,7 @@ int cmd_materialize(int argc, char **argv) {
   const uih_schema *schema = uih_store_schema(s);
   uint16_t ids[UIH_SNAPSHOT_GROUPS_MAX];
   uint32_t lengths[UIH_SNAPSHOT_GROUPS_MAX];
-  int rc = parse_groups(schema, groups, ngroups, UIH_STRIPE_EVENTS_MAX, ids, lengths, &p.ngroups);
+  int rc = parse_groups(schema, groups, ngroups, UIH_SNAPSHOT_LENGTH_MAX, ids, lengths, &p.ngroups);
   for (uint32_t i = 0; i < p.ngroups && rc == CLI_OK; i++) {
     p.groups[i].group = ids[i];
     p.groups[i].max_length = lengths[i];

@@ -34,9 +34,9 @@ int Rebuild::CheckGroup(uint32_t i, const uih_group* g, uih_error* err) {
   for (uint32_t j = 0; j < i; j++)
     if (p_->groups[j].group == pg.group)
       return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "materialize: group %s projected twice", g->name);
-  if (pg.max_length == 0 || pg.max_length > UIH_STRIPE_EVENTS_MAX)
-    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "materialize: group %s: max_length %u, expected 1..%d",
-                         g->name, pg.max_length, UIH_STRIPE_EVENTS_MAX);
+  if (pg.max_length == 0 || pg.max_length > UIH_SNAPSHOT_LENGTH_MAX)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "materialize: group %s: max_length %u, expected 1..%u",
+                         g->name, pg.max_length, UIH_SNAPSHOT_LENGTH_MAX);
   if (pg.ntraits > UIH_PROJECTION_TRAITS_MAX)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "materialize: group %s: %u traits, at most %d", g->name,
                          pg.ntraits, UIH_PROJECTION_TRAITS_MAX);
@@ -192,8 +192,8 @@ int Rebuild::DecodeMutable(size_t rec, uint32_t gi, const uih_snapshot_group& rg
     total += info.count;
   }
   if (total == 0) return UIH_OK;
-  if (total > UIH_STRIPE_EVENTS_MAX)
-    return uih_corruption(err, "%" PRIu64 " mutable events, at most %d", total, UIH_STRIPE_EVENTS_MAX);
+  if (total > UIH_SNAPSHOT_LENGTH_MAX)
+    return uih_corruption(err, "%" PRIu64 " mutable events, at most %u", total, UIH_SNAPSHOT_LENGTH_MAX);
   // Each stripe into a batch of its own; the newest `keep` events are the
   // record's (kept in the order logged: oldest first).
   const uint32_t keep = static_cast<uint32_t>(std::min<uint64_t>(total, p_->groups[gi].max_length));

@@ -132,9 +132,9 @@ int SnapshotGroup(uih_snapshotter* sn, const ShardView& v, const uih_schema* sch
   if (g == nullptr)
     return uih_error_set(err, UIH_ERR_NOT_FOUND, "snapshot: the schema (version %u) has no group with id %u",
                          uih_schema_version(schema), spec.group);
-  if (spec.max_length == 0 || spec.max_length > UIH_STRIPE_EVENTS_MAX)
-    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "snapshot: group %s: max_length %u, expected 1..%d", g->name,
-                         spec.max_length, UIH_STRIPE_EVENTS_MAX);
+  if (spec.max_length == 0 || spec.max_length > UIH_SNAPSHOT_LENGTH_MAX)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "snapshot: group %s: max_length %u, expected 1..%u", g->name,
+                         spec.max_length, UIH_SNAPSHOT_LENGTH_MAX);
   *rg = uih_snapshot_group{};
   rg->group = g->id;
   // The mutable tier's events from the split up to the request (none of a

@@ -28,7 +28,7 @@ int DecodeList(const uint8_t* data, size_t len, int64_t min_ts, int64_t max_ts, 
   uih_events_info info{};
   rc = uih_events_read_info(data, len, &info, err);
   if (rc != UIH_OK) return rc;
-  uint32_t want = std::min<uint32_t>(std::max<uint32_t>(std::min(info.count, newest), 1), UIH_STRIPE_EVENTS_MAX);
+  uint32_t want = std::min<uint32_t>(std::max<uint32_t>(std::min(info.count, newest), 1), UIH_BATCH_EVENTS_MAX);
   if ((*b)->capacity < want) {
     rc = uih_batch_reserve(b, want, err);
     if (rc != UIH_OK) return rc;
@@ -54,9 +54,9 @@ using Chunks = std::vector<std::pair<int64_t, std::string>>;  // (start, value)
 // The events gathered (newest first) into *out, oldest first; more than a
 // batch holds is UIH_ERR_OUT_OF_RANGE: the window is to be narrowed.
 int HandOut(const uih::Gather& gather, int64_t min_ts, int64_t max_ts, uih_batch** out, uih_error* err) {
-  if (gather.count() > UIH_STRIPE_EVENTS_MAX)
-    return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "%u events in [%" PRId64 ", %" PRId64 "], at most %d",
-                         gather.count(), min_ts, max_ts, UIH_STRIPE_EVENTS_MAX);
+  if (gather.count() > UIH_BATCH_EVENTS_MAX)
+    return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "%u events in [%" PRId64 ", %" PRId64 "], at most %u",
+                         gather.count(), min_ts, max_ts, UIH_BATCH_EVENTS_MAX);
   uih_batch_clear(*out);
   int rc = uih_batch_reserve(out, std::max<uint32_t>(gather.count(), 1), err);
   return rc == UIH_OK ? gather.AppendNewest(gather.count(), *out, err) : rc;
@@ -108,7 +108,7 @@ int ChunkBefore(uih_mutable* m, Iterator* it, uint64_t user, uint16_t group, int
 // forwards and its chunks decoded newest first, each (only what is still
 // wanted of it) gathered, until `newest` events are there or the chunks run
 // out; then those copied into *out oldest first (it grows as far as
-// UIH_STRIPE_EVENTS_MAX). A read of a user's newest events reads about as
+// UIH_BATCH_EVENTS_MAX). A read of a user's newest events reads about as
 // many chunks as hold them.
 int ReadChunks(uih_mutable* m, uint64_t user_id, const uih_group* g, int64_t min_ts, int64_t max_ts, uint32_t newest,
                uih_batch** out, uih::Gather& gather, uih_error* err) {
@@ -121,7 +121,7 @@ int ReadChunks(uih_mutable* m, uint64_t user_id, const uih_group* g, int64_t min
   const int64_t first = uih_key_chunk_start(min_ts, m->span), top = uih_key_chunk_start(max_ts, m->span);
   int64_t end = top;  // the newest chunk not read yet
   // No more than one past what a batch holds: that many is refused anyway.
-  const uint32_t want = std::min<uint32_t>(newest, UIH_STRIPE_EVENTS_MAX + 1);
+  const uint32_t want = std::min<uint32_t>(newest, UIH_BATCH_EVENTS_MAX + 1);
   // A read of every event in the range is one forward pass; a read of the
   // newest ones starts with the newest two spans.
   __int128 window = newest == UINT32_MAX ? (static_cast<__int128>(top) - first) / m->span + 1 : 2;
@@ -176,7 +176,7 @@ int DecodeChunks(const uih_mutable* m, const MutableCache::Chunks& chunks, int64
   gather.Clear();
   const std::vector<uint16_t> ids = uih::ColumnIds(*out);
   const int64_t first = uih_key_chunk_start(min_ts, m->span), top = uih_key_chunk_start(max_ts, m->span);
-  const uint32_t want = std::min<uint32_t>(newest, UIH_STRIPE_EVENTS_MAX + 1);
+  const uint32_t want = std::min<uint32_t>(newest, UIH_BATCH_EVENTS_MAX + 1);
   auto c = std::upper_bound(chunks.begin(), chunks.end(), top,
                             [](int64_t t, const std::pair<int64_t, std::string>& x) { return t < x.first; });
   while (c != chunks.begin() && gather.count() < want) {

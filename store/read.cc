@@ -18,12 +18,12 @@ using uih::Shard;
 namespace {
 
 // Makes room in *out for `more` events: it grows up to
-// UIH_STRIPE_EVENTS_MAX, past which the window is UIH_ERR_OUT_OF_RANGE.
+// UIH_BATCH_EVENTS_MAX, past which the window is UIH_ERR_OUT_OF_RANGE.
 int Room(uih_batch** out, uint64_t more, uih_error* err) {
   const uint64_t total = (*out)->count + more;
-  if (total > UIH_STRIPE_EVENTS_MAX)
-    return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "more than %d events in the window: read a narrower one",
-                         UIH_STRIPE_EVENTS_MAX);
+  if (total > UIH_BATCH_EVENTS_MAX)
+    return uih_error_set(err, UIH_ERR_OUT_OF_RANGE, "more than %u events in the window: read a narrower one",
+                         UIH_BATCH_EVENTS_MAX);
   return uih_batch_reserve(out, std::max<uint32_t>(static_cast<uint32_t>(total), 1), err);
 }
 
@@ -46,9 +46,9 @@ int ReadImmutable(Shard* sh, Generation& gen, uint64_t user, const uih_group* g,
   const std::vector<uint16_t> ids = uih::ColumnIds(*out);
   reader.Start(&sh->path, &gen, files, user, g, plan.data(), plan.size());
   gather.Clear();
-  for (bool more = true; gather.count() <= UIH_STRIPE_EVENTS_MAX;) {
+  for (bool more = true; gather.count() <= UIH_BATCH_EVENTS_MAX;) {
     // One more than a batch holds: a window with more is refused.
-    const uint32_t missing = UIH_STRIPE_EVENTS_MAX + 1 - gather.count();
+    const uint32_t missing = UIH_BATCH_EVENTS_MAX + 1 - gather.count();
     uih_batch** b = gather.Next();
     rc = reader.Next(missing, ids.data(), static_cast<uint32_t>(ids.size()), b, &more, err);
     if (rc != UIH_OK) return rc;

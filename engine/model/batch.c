@@ -19,8 +19,8 @@ int uih_batch_create(const uih_group *group, uint32_t capacity, const uint16_t *
   UIH_RETURN_IF(group == NULL || out == NULL, err, UIH_ERR_INVALID_ARGUMENT,
                 "batch_create: NULL argument");
   *out = NULL;
-  UIH_RETURN_IF(capacity == 0 || capacity > UIH_STRIPE_EVENTS_MAX, err, UIH_ERR_OUT_OF_RANGE,
-                "batch capacity %u is outside [1, %u]", capacity, UIH_STRIPE_EVENTS_MAX);
+  UIH_RETURN_IF(capacity == 0 || capacity > UIH_BATCH_EVENTS_MAX, err, UIH_ERR_OUT_OF_RANGE,
+                "batch capacity %u is outside [1, %u]", capacity, UIH_BATCH_EVENTS_MAX);
 
   uint32_t ncols = trait_ids ? ntrait_ids : uih_group_active_count(group);
   UIH_RETURN_IF(trait_ids && ntrait_ids == 0, err, UIH_ERR_INVALID_ARGUMENT,

@@ -111,8 +111,8 @@ TEST_F(Batch, RejectsBadSelectionsAndCapacities) {
   EXPECT_EQ(UIH_ERR_INVALID_ARGUMENT, uih_batch_create(group_, 8, twice, 2, &b, &err));
   EXPECT_STREQ("trait id 2 selected twice", err.msg);
   EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, uih_batch_create(group_, 0, nullptr, 0, &b, &err));
-  EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, uih_batch_create(group_, 65537, nullptr, 0, &b, &err));
-  EXPECT_STREQ("batch capacity 65537 is outside [1, 65536]", err.msg);
+  EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, uih_batch_create(group_, UIH_BATCH_EVENTS_MAX + 1, nullptr, 0, &b, &err));
+  EXPECT_STREQ("batch capacity 1048577 is outside [1, 1048576]", err.msg);
   EXPECT_EQ(nullptr, b);
   ASSERT_EQ(UIH_OK, uih_batch_create(group_, 65536, nullptr, 0, &b, &err));
   uih_batch_free(b);
@@ -224,7 +224,7 @@ TEST_F(Batch, ColumnAtATimeFillsAndReserveKeepsEverything) {
   uint32_t row;
   ASSERT_EQ(UIH_OK, uih_batch_append(cols, &row, nullptr));  // room to grow into
   EXPECT_EQ(n, row);
-  EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, uih_batch_reserve(&cols, UIH_STRIPE_EVENTS_MAX + 1, &err));
+  EXPECT_EQ(UIH_ERR_OUT_OF_RANGE, uih_batch_reserve(&cols, UIH_BATCH_EVENTS_MAX + 1, &err));
   EXPECT_EQ(3000u, cols->capacity);
   uih_batch_free(cols);
   uih_batch_free(rows);

@@ -471,7 +471,7 @@ TEST_F(StoreTest, SnapshotSpecsAreChecked) {
       {{0, {}}, "0 groups"},
       {{1, {{9, 5}}}, "no group with id 9"},
       {{1, {{1, 0}}}, "max_length 0"},
-      {{1, {{1, UIH_STRIPE_EVENTS_MAX + 1}}}, "max_length 65537"},
+      {{1, {{1, UIH_SNAPSHOT_LENGTH_MAX + 1}}}, "max_length 1048577"},
       {{2, {{1, 5}, {1, 6}}}, "asked for twice"},
   };
   for (const Case& c : cases) {
@@ -489,12 +489,15 @@ TEST_F(StoreTest, SnapshotSpecsAreChecked) {
   uih_store_close(s);
 }
 
-// A history longer than the longest sequence: a snapshot at the maximum
-// length decodes only the stripes it needs (no more than the maximum plus
-// a stripe, whatever the history), and the record rebuilds to it.
-TEST_F(StoreTest, SnapshotsOfTheMaximumLengthOfALongerHistory) {
+// Sequences longer than a stripe holds, across both tiers: 104,000
+// events loaded and 3,000 appended (stripes of 3). A snapshot of 100,000
+// decodes only the stripes it needs (no more than its immutable part plus
+// a stripe), one of UIH_SNAPSHOT_LENGTH_MAX gets the whole history, and
+// each record rebuilds to what its snapshot returned, whole and projected
+// to fewer events; one event more than the maximum is refused.
+TEST_F(StoreTest, SnapshotsOfUltraLongSequencesSpanBothTiersAndRebuild) {
   uih_store* s = Init("store", 1);
-  const uint32_t n = UIH_STRIPE_EVENTS_MAX + 4000;
+  const uint32_t n = 104000, m = 3000, want = 100000;
   std::string text = "user_id,group,ts,item,liked\n";
   for (uint32_t i = 0; i < n; i++)
     text += "5,b," + std::to_string(kBase + i) + "," + std::to_string(i * 7) + ",\n";
@@ -502,31 +505,59 @@ TEST_F(StoreTest, SnapshotsOfTheMaximumLengthOfALongerHistory) {
   WriteFile(day, text);
   uih_error err{};
   ASSERT_EQ(Load(s, {day}, kBase + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
+  const uih_group* g = uih_schema_group_by_id(uih_store_schema(s), 2);
+  uih_batch* b = nullptr;
+  ASSERT_EQ(uih_batch_create(g, m, nullptr, 0, &b, &err), UIH_OK);
+  for (uint32_t i = 0; i < m; i++) {
+    uint32_t row;
+    ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
+    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, static_cast<uint64_t>(kBase + kDay + i));
+    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, 1000000 + i);
+  }
+  ASSERT_EQ(uih_mutable_append(uih_test::MutableOf(s, 0), 5, b, 0, &err), UIH_OK) << uih_error_message(&err);
+  uih_batch_free(b);
   uih_snapshotter* sn = nullptr;
   ASSERT_EQ(uih_snapshotter_create(s, &sn, &err), UIH_OK);
-  uih_snapshot_spec spec{1, {{2, UIH_STRIPE_EVENTS_MAX}}};
   const uih_batch* const* seqs;
   const uint8_t* rec;
   size_t len;
-  const int64_t request = kBase + kDay + 5;
-  ASSERT_EQ(uih_snapshot(sn, 5, request, &spec, &seqs, &rec, &len, &err), UIH_OK) << uih_error_message(&err);
-  std::vector<Ev> seen = Events(seqs[0]);
-  ASSERT_EQ(seen.size(), static_cast<size_t>(UIH_STRIPE_EVENTS_MAX));
-  EXPECT_EQ(seen.front().ts, kBase + (n - UIH_STRIPE_EVENTS_MAX));
-  EXPECT_EQ(seen.back().ts, kBase + n - 1);
-  std::string record(reinterpret_cast<const char*>(rec), len);
+  const int64_t request = kBase + kDay + m + 5;
+  uih_snapshot_spec too_long{1, {{2, UIH_SNAPSHOT_LENGTH_MAX + 1}}};
+  EXPECT_EQ(uih_snapshot(sn, 5, request, &too_long, &seqs, &rec, &len, &err), UIH_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(uih_error_message(&err)).find("max_length 1048577, expected 1..1048576"), std::string::npos)
+      << uih_error_message(&err);
+  std::vector<std::string> records;
+  std::vector<std::vector<Ev>> seen;
+  for (uint32_t length : {want, UIH_SNAPSHOT_LENGTH_MAX}) {
+    uih_snapshot_spec spec{1, {{2, length}}};
+    ASSERT_EQ(uih_snapshot(sn, 5, request, &spec, &seqs, &rec, &len, &err), UIH_OK) << uih_error_message(&err);
+    seen.push_back(Events(seqs[0]));
+    records.emplace_back(reinterpret_cast<const char*>(rec), len);
+  }
   uih_snapshotter_free(sn);
-  const uint8_t* p = reinterpret_cast<const uint8_t*>(record.data());
-  size_t l = record.size();
-  uih_projection proj{};
-  proj.ngroups = 1;
-  proj.groups[0] = {2, UIH_STRIPE_EVENTS_MAX, 0, {}};
-  uih_materialized* m = nullptr;
-  uih_materialize_stats st{};
-  ASSERT_EQ(uih_materialize(s, &p, &l, 1, &proj, &m, &st, &err), UIH_OK) << uih_error_message(&err);
-  EXPECT_EQ(Sequences(m, 0)[0], seen);
-  EXPECT_LE(st.stripes_read, UIH_STRIPE_EVENTS_MAX / 3 + 2u);
-  uih_materialized_free(m);
+  ASSERT_EQ(seen[0].size(), static_cast<size_t>(want));
+  EXPECT_EQ(seen[0].front().ts, kBase + (n + m - want));
+  EXPECT_EQ(seen[0].back().ts, kBase + kDay + m - 1);
+  ASSERT_EQ(seen[1].size(), static_cast<size_t>(n + m)) << "the whole history";
+  EXPECT_TRUE(std::equal(seen[0].begin(), seen[0].end(), seen[1].end() - want));
+  for (size_t k = 0; k < records.size(); k++) {
+    for (uint32_t proj_len : {static_cast<uint32_t>(seen[k].size()), 70000u, 2000u}) {
+      SCOPED_TRACE("record " + std::to_string(k) + ", projected to " + std::to_string(proj_len));
+      const uint8_t* p = reinterpret_cast<const uint8_t*>(records[k].data());
+      size_t l = records[k].size();
+      uih_projection proj{};
+      proj.ngroups = 1;
+      proj.groups[0] = {2, proj_len, 0, {}};
+      uih_materialized* mz = nullptr;
+      uih_materialize_stats st{};
+      ASSERT_EQ(uih_materialize(s, &p, &l, 1, &proj, &mz, &st, &err), UIH_OK) << uih_error_message(&err);
+      EXPECT_EQ(Sequences(mz, 0)[0], std::vector<Ev>(seen[k].end() - proj_len, seen[k].end()));
+      if (k == 0 && proj_len == want) {
+        EXPECT_LE(st.stripes_read, (want - m) / 3 + 2u);
+      }
+      uih_materialized_free(mz);
+    }
+  }
   uih_store_close(s);
 }
 

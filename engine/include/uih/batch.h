@@ -52,7 +52,11 @@ typedef struct uih_batch {
   uih_column *columns; /* in ascending trait id order */
 } uih_batch;
 
-/* Creates an empty batch for `capacity` (1..UIH_STRIPE_EVENTS_MAX) events of
+/* The most events a batch holds: a stripe's (UIH_STRIPE_EVENTS_MAX) and a
+ * snapshot's longest sequence (UIH_SNAPSHOT_LENGTH_MAX). */
+#define UIH_BATCH_EVENTS_MAX (1u << 20)
+
+/* Creates an empty batch for `capacity` (1..UIH_BATCH_EVENTS_MAX) events of
  * `group` with one column per id in `trait_ids` (any order, no repeats; each
  * a trait of the group, dropped traits allowed so old stripes can be read),
  * or, when `trait_ids` is NULL, one column per active trait. *out owns the
@@ -65,7 +69,7 @@ void uih_batch_free(uih_batch *batch); /* NULL is fine */
 /* Empties the batch (count = 0); values and presence bits are zeroed. */
 void uih_batch_clear(uih_batch *batch);
 
-/* Makes *batch hold at least `capacity` (<= UIH_STRIPE_EVENTS_MAX) events:
+/* Makes *batch hold at least `capacity` (<= UIH_BATCH_EVENTS_MAX) events:
  * when it holds fewer, a new batch of the same group and columns, with the
  * same events, replaces it and the old one is freed (pointers into it, its
  * columns' arrays included, are then invalid). Nothing changes otherwise,

@@ -81,6 +81,11 @@ extern "C" {
 #define UIH_SNAPSHOT_GROUPS_MAX 32
 #define UIH_SNAPSHOT_CHECKS_MAX 4
 #define UIH_SNAPSHOT_CHECK_MIN 16
+/* The longest sequence a snapshot serves or a rebuild projects per group:
+ * 2^20 events ("ultra-long" models read 10^5 and more). A snapshot's cost
+ * grows linearly with it (bench/README.md, long_bench); the record keeps
+ * the immutable part's length as a varint, whatever it is. */
+#define UIH_SNAPSHOT_LENGTH_MAX UIH_BATCH_EVENTS_MAX
 
 typedef struct uih_snapshot_group {
   uint16_t group;

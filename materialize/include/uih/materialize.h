@@ -75,7 +75,7 @@ extern "C" {
 /* ---- inference snapshots (uih/snapshot.h) --------------------------------- */
 
 /* What a model reads per feature group: up to max_length events (1..
- * UIH_STRIPE_EVENTS_MAX), the newest ones. */
+ * UIH_SNAPSHOT_LENGTH_MAX), the newest ones. */
 typedef struct uih_snapshot_spec_group {
   uint16_t group;
   uint32_t max_length;
@@ -119,7 +119,7 @@ typedef enum uih_mismatch_policy {
 
 typedef struct uih_projection_group {
   uint16_t group;
-  uint32_t max_length; /* newest events per record, 1..UIH_STRIPE_EVENTS_MAX */
+  uint32_t max_length; /* newest events per record, 1..UIH_SNAPSHOT_LENGTH_MAX */
   uint32_t ntraits;    /* 0: every active trait of the store's schema */
   uint16_t traits[UIH_PROJECTION_TRAITS_MAX]; /* trait ids; UIH_TRAIT_ARRIVAL allowed */
 } uih_projection_group;

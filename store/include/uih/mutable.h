@@ -118,7 +118,7 @@ int uih_mutable_append_many(uih_mutable *m, const uint64_t *user_ids,
  * replaced by one that is (free it with uih_batch_free); a NULL *batch gets
  * all active traits. No events: count 0. A key whose stored value is
  * corrupt or quarantined gives UIH_ERR_CORRUPTION naming it. More than
- * UIH_STRIPE_EVENTS_MAX events in the range is UIH_ERR_OUT_OF_RANGE. */
+ * UIH_BATCH_EVENTS_MAX events in the range is UIH_ERR_OUT_OF_RANGE. */
 int uih_mutable_read(uih_mutable *m, uint64_t user_id, uint16_t group, int64_t min_ts,
                      int64_t max_ts, uih_batch **batch, uih_error *err);
 

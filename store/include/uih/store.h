@@ -233,7 +233,7 @@ enum {
  * group keeps its trait selection; UIH_TRAIT_ARRIVAL may be one of its
  * columns, absent for mutable events; NULL *batch: every active trait).
  * `generation` 0 reads the current one, else that live generation.
- * More than UIH_STRIPE_EVENTS_MAX events in the window is
+ * More than UIH_BATCH_EVENTS_MAX events in the window is
  * UIH_ERR_OUT_OF_RANGE: narrow it. */
 int uih_store_read(uih_store *s, uint64_t user_id, uint16_t group, int64_t from, int64_t to,
                    unsigned tier, uint32_t generation, uih_batch **batch, uih_error *err);
