@@ -4,7 +4,6 @@
  * become one operand; every --write-events events are one atomic write.
  * Appends are idempotent, so after an error the same input can be fed
  * again once fixed. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,7 +154,6 @@ int cmd_append(int argc, char **argv) {
   uih_mutable *m = NULL, **shards = NULL; /* shards[i]: shard i's mutable tier */
   uint32_t nshards = 1;
   uih_csv_reader **readers = calloc(nfiles, sizeof *readers);
-  FILE **streams = calloc(nfiles, sizeof *streams); /* readers[f]'s */
   uih_id_check *ids = NULL;
   pending *ps = NULL; /* one per shard */
   uint64_t held = 0;  /* events pending over all shards */
@@ -163,7 +161,7 @@ int cmd_append(int argc, char **argv) {
   int rc = CLI_FAIL;
   double start = now_s();
   uint64_t next_progress = progress;
-  if (!readers || !streams) {
+  if (!readers) {
     cli_fail(CLI_FAIL, "out of memory");
     goto done;
   }
@@ -184,14 +182,7 @@ int cmd_append(int argc, char **argv) {
   /* Two different strings with one id are refused, as a load refuses them. */
   if (ok) ok = uih_id_check_create(&ids, &err) == UIH_OK;
   for (size_t f = 0; ok && f < nfiles; f++) {
-    const int is_stdin = !strcmp(files[f], "-");
-    streams[f] = is_stdin ? stdin : fopen(files[f], "r");
-    if (!streams[f]) {
-      ok = 0;
-      uih_error_set(&err, UIH_ERR_IO, "%s: cannot open: %s", files[f], strerror(errno));
-      break;
-    }
-    ok = uih_csv_open_layout(streams[f], is_stdin ? "stdin" : files[f], use, &layout, &readers[f], &err) == UIH_OK;
+    ok = uih_csv_open_path(files[f], use, &layout, &readers[f], &err) == UIH_OK;
     if (ok) uih_csv_check_ids(readers[f], ids);
   }
   if (ok && !store_path) ok = uih_mutable_open(db_path, schema, &o, &m, &err) == UIH_OK;
@@ -232,8 +223,6 @@ int cmd_append(int argc, char **argv) {
     }
     uih_csv_close(r);
     readers[f] = NULL;
-    if (streams[f] != stdin) fclose(streams[f]);
-    streams[f] = NULL;
   }
   for (uint32_t i = 0; i < nshards; i++)
     if (flush_pending(shards[i], &ps[i], flags, &t, &err) != UIH_OK) goto failed;
@@ -259,10 +248,7 @@ done:
   free(ps);
   free(shards);
   for (size_t f = 0; readers && f < nfiles; f++) uih_csv_close(readers[f]);
-  for (size_t f = 0; streams && f < nfiles; f++)
-    if (streams[f] && streams[f] != stdin) fclose(streams[f]);
   free(readers);
-  free(streams);
   free(map_text);
   uih_id_check_free(ids);
   uih_mutable_close(m);

@@ -270,13 +270,8 @@ static int read_header(uih_csv_reader *r, uih_error *err) {
     } else { /* user_id, group, ts and every active trait's name, once */
       static const char *const fixed[] = {"user_id", "ts", "group"};
       uih_names all = {NULL, 0};
-      for (int k = 0; k < (r->fixed ? 2 : 3); k++) { /* a fixed group: no group field */
-        char **v = realloc(all.v, (all.n + 1) * sizeof *v);
-        if (!v || !(v[all.n] = strdup(fixed[k]))) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
-        if (v) all.v = v;
-        if (rc != UIH_OK) break;
-        all.n++;
-      }
+      for (int k = 0; rc == UIH_OK && k < (r->fixed ? 2 : 3); k++) /* a fixed group: no group field */
+        rc = uih_names_add(&all, fixed[k], strlen(fixed[k]), err);
       for (uint32_t g = 0; rc == UIH_OK && g < r->ngroups; g++) {
         const uih_group *grp = r->groups[g].group;
         for (uint32_t t = 0; rc == UIH_OK && t < grp->ntraits; t++) {
@@ -285,11 +280,7 @@ static int read_header(uih_csv_reader *r, uih_error *err) {
           int dup = 0; /* a name twice, or some group's timestamp's name: its field is "ts" */
           for (uint32_t h = 0; h < r->ngroups; h++) dup |= !strcmp(r->groups[h].group->ts->name, tr->name);
           for (uint32_t i = 0; i < all.n; i++) dup |= !strcmp(all.v[i], tr->name);
-          if (dup) continue;
-          char **v = realloc(all.v, (all.n + 1) * sizeof *v);
-          if (!v || !(v[all.n] = strdup(tr->name))) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "%s: out of memory", r->name);
-          if (v) all.v = v;
-          if (rc == UIH_OK) all.n++;
+          if (!dup) rc = uih_names_add(&all, tr->name, strlen(tr->name), err);
         }
       }
       r->columns = all; /* owned there */
@@ -440,12 +431,17 @@ int uih_csv_open_layout(FILE *f, const char *name, const uih_schema *schema, con
 
 int uih_csv_open(const char *path, const uih_schema *schema, uih_csv_reader **out,
                  uih_error *err) {
+  return uih_csv_open_path(path, schema, NULL, out, err);
+}
+
+int uih_csv_open_path(const char *path, const uih_schema *schema, const uih_input_layout *layout,
+                      uih_csv_reader **out, uih_error *err) {
   UIH_RETURN_IF(path == NULL || out == NULL, err, UIH_ERR_INVALID_ARGUMENT,
                 "csv_open: NULL argument");
   int is_stdin = !strcmp(path, "-");
   FILE *f = is_stdin ? stdin : fopen(path, "r");
   UIH_RETURN_IF(f == NULL, err, UIH_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  int rc = uih_csv_open_stream(f, is_stdin ? "stdin" : path, schema, out, err);
+  int rc = uih_csv_open_layout(f, is_stdin ? "stdin" : path, schema, layout, out, err);
   if (rc != UIH_OK) {
     if (!is_stdin) fclose(f);
     return rc;
@@ -478,16 +474,6 @@ void uih_csv_close(uih_csv_reader *r) {
 }
 
 /* ---- values ---------------------------------------------------------------- */
-
-static int parse_u64(const char *s, uint64_t *v) {
-  if (*s < '0' || *s > '9') return 0;
-  char *end;
-  errno = 0;
-  unsigned long long x = strtoull(s, &end, 10);
-  if (errno || *end) return 0;
-  *v = x;
-  return 1;
-}
 
 /* With an id check: records the string `s` was hashed into `id`; an
  * error naming both strings when another had that id. */
@@ -526,7 +512,7 @@ int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, 
     } else if (r->col_kind[i] == COL_GROUP) {
       const uih_group *g = uih_schema_group_by_name(r->schema, s);
       uint64_t id;
-      if (!g && parse_u64(s, &id) && id <= UINT16_MAX) g = uih_schema_group_by_id(r->schema, (uint16_t)id);
+      if (!g && uih_input_u64(s, &id) && id <= UINT16_MAX) g = uih_schema_group_by_id(r->schema, (uint16_t)id);
       UIH_RETURN_IF(!g, err, UIH_ERR_PARSE,
                     "%s:%" PRIu64 ": column '%s': expected a group name or id of the schema, got '%s'",
                     r->name, r->record_line, r->col_names[i], s);

@@ -18,7 +18,7 @@ void uih_names_free(uih_names *names) {
   }
 }
 
-static int push(uih_names *names, const char *s, size_t len, uih_error *err) {
+int uih_names_add(uih_names *names, const char *s, size_t len, uih_error *err) {
   char **v = realloc(names->v, (names->n + 1) * sizeof *v);
   UIH_RETURN_IF(v == NULL, err, UIH_ERR_NO_MEMORY, "input layout: out of memory");
   names->v = v;
@@ -48,7 +48,7 @@ int uih_layout_columns(const char *list, const char *what, uih_names *out, uih_e
     for (uint32_t i = 0; rc == UIH_OK && i < out->n; i++)
       if (strlen(out->v[i]) == len && !memcmp(out->v[i], s, len))
         rc = uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "%s '%s': '%s' appears twice", what, list, out->v[i]);
-    if (rc == UIH_OK) rc = push(out, s, len, err);
+    if (rc == UIH_OK) rc = uih_names_add(out, s, len, err);
     if (rc != UIH_OK) {
       uih_names_free(out);
       return rc;
@@ -86,8 +86,8 @@ int uih_layout_map(const char *map, const char *what, uih_names *ours, uih_names
         rc = uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "%s '%s': column '%s' is given to '%s' and to '%.*s'",
                            what, map, theirs->v[i], ours->v[i], (int)la, a);
     }
-    if (rc == UIH_OK) rc = push(ours, a, la, err);
-    if (rc == UIH_OK) rc = push(theirs, b, lb, err);
+    if (rc == UIH_OK) rc = uih_names_add(ours, a, la, err);
+    if (rc == UIH_OK) rc = uih_names_add(theirs, b, lb, err);
     if (!comma) break;
     p = comma + 1;
   }

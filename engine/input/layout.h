@@ -15,6 +15,8 @@ typedef struct uih_names {
   uint32_t n;
 } uih_names;
 void uih_names_free(uih_names *names);
+/* Appends a copy of [s, s + len) to `names`. */
+int uih_names_add(uih_names *names, const char *s, size_t len, uih_error *err);
 
 /* "a,b,c" (a headerless file's columns) into names; `what` names the
  * option in messages. Empty names and repeats are errors. */

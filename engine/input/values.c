@@ -8,7 +8,7 @@
 
 #include "uih/key.h"
 
-static int parse_u64(const char *s, uint64_t *v) {
+int uih_input_u64(const char *s, uint64_t *v) {
   if (*s < '0' || *s > '9') return 0;
   char *end;
   errno = 0;
@@ -185,11 +185,11 @@ const char *uih_input_value(const uih_trait *t, const char *s, uint64_t *bits) {
         *bits = uih_hash_id(s, strlen(s));
         return NULL;
       }
-      if (!parse_u64(s, &u)) return "an unsigned 64-bit integer";
+      if (!uih_input_u64(s, &u)) return "an unsigned 64-bit integer";
       *bits = u;
       return NULL;
     case UIH_TYPE_UINT32:
-      if (!parse_u64(s, &u) || u > UINT32_MAX) return "an unsigned 32-bit integer";
+      if (!uih_input_u64(s, &u) || u > UINT32_MAX) return "an unsigned 32-bit integer";
       *bits = u;
       return NULL;
     case UIH_TYPE_CATEGORY:
@@ -199,9 +199,9 @@ const char *uih_input_value(const uih_trait *t, const char *s, uint64_t *bits) {
           return NULL;
         }
       if (t->ncategories)
-        return parse_u64(s, &u) && u < t->ncategories ? (*bits = u, NULL)
+        return uih_input_u64(s, &u) && u < t->ncategories ? (*bits = u, NULL)
                                                       : "a category of the trait's vocabulary or its code";
-      if (!parse_u64(s, &u) || u > UINT32_MAX) return "a numeric category code (unsigned 32-bit)";
+      if (!uih_input_u64(s, &u) || u > UINT32_MAX) return "a numeric category code (unsigned 32-bit)";
       *bits = u;
       return NULL;
     case UIH_TYPE_FLAG:
@@ -230,5 +230,5 @@ const char *uih_input_user(uih_input spelling, const char *s, uint64_t *user) {
     *user = uih_hash_id(s, strlen(s));
     return NULL;
   }
-  return parse_u64(s, user) ? NULL : "an unsigned 64-bit integer";
+  return uih_input_u64(s, user) ? NULL : "an unsigned 64-bit integer";
 }

@@ -16,6 +16,10 @@
  * unit)", ...), to follow "expected ". */
 const char *uih_input_value(const uih_trait *t, const char *s, uint64_t *bits);
 
+/* `s` (NUL-terminated) as a whole unsigned decimal 64-bit number: 1, or 0
+ * when it is not one (a sign, another character, too large). */
+int uih_input_u64(const char *s, uint64_t *v);
+
 /* A user id spelled `s` (NUL-terminated) by the schema's `spelling`
  * (uih_schema_user_ids): NULL, or what was expected instead. */
 const char *uih_input_user(uih_input spelling, const char *s, uint64_t *user);

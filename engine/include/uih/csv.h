@@ -85,6 +85,10 @@ typedef struct uih_input_layout {
   const char *format, *delimiter, *group, *map, *columns;
 } uih_input_layout;
 
+/* uih_csv_open (a path, "-": standard input) with a layout. */
+int uih_csv_open_path(const char *path, const uih_schema *schema, const uih_input_layout *layout,
+                      uih_csv_reader **out, uih_error *err);
+
 /* uih_csv_open_stream with a layout; the layout's strings are copied. */
 int uih_csv_open_layout(FILE *f, const char *name, const uih_schema *schema, const uih_input_layout *layout,
                         uih_csv_reader **out, uih_error *err);
