@@ -1,11 +1,20 @@
 /* The loader's external sort (sort.h).
  *
  * A run file is its records in order, each as a 4-byte little-endian
- * length and the bytes; the sorter remembers, per run, the offset where
- * each shard's records begin, so a shard's stream reads only its part.
- * Runs are read back in blocks, through the bounds-checked cursor: a length
- * outside min_len..what the shard's part still holds, a record of another
- * shard, or records out of order are corruption naming the run and the
+ * length and the bytes, cut into blocks of about RUN_BLOCK bytes (a record
+ * never spans two, nor a block two shards) that are stored compressed:
+ *
+ *   block   raw length (u32 LE) | stored length (u32 LE) | XXH3-64 of the
+ *           raw bytes (u64 LE) | a zstd frame (level 1) of the raw bytes
+ *
+ * Rows compress 3-4x and a spilling load writes its runs once and reads
+ * them once, so this halves what a large load writes. The sorter
+ * remembers, per run, the offset where each shard's blocks begin, so a
+ * shard's stream reads only its part. Runs are read back a block at a
+ * time: a header outside what the part still holds, a frame that does not
+ * decompress to its length or whose checksum differs, a record's length
+ * outside min_len..what the block still holds, a record of another shard,
+ * or records out of order are corruption naming the run and the block's
  * offset, never a wrong load. */
 #define _GNU_SOURCE /* mkdtemp */
 #include "sort.h"
@@ -17,6 +26,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
+#include <zstd.h>
 
 #include "cursor.h"
 #include "error_internal.h"
@@ -42,6 +53,9 @@ typedef struct run {
   uint64_t *starts; /* nshards + 1 byte offsets */
 } run;
 
+#define RUN_BLOCK ((size_t)128 << 10) /* raw bytes of a block, about (a longer record: its own) */
+#define RUN_HEADER 16u
+
 struct ld_sorter {
   char *dir;
   size_t memory;
@@ -54,6 +68,11 @@ struct ld_sorter {
   run *runs;
   size_t nruns, rcap;
   int finished;
+  uint32_t max_len; /* the longest record added: no block's raw bytes exceed it + 4 or RUN_BLOCK */
+  /* spilling: the block being filled, its frame, the compressor */
+  uint8_t *block, *frame;
+  size_t blen, bcap, fcap;
+  ZSTD_CCtx *cctx;
 };
 
 static uint16_t shard_of(const uint8_t *rec) { return uih_load_be16(rec); }
@@ -104,6 +123,32 @@ static void sort_memory(ld_sorter *s) {
   if (s->n) qsort(s->entries, s->n, sizeof *s->entries, cmp_entries); /* a load of no events has no entries */
 }
 
+/* Appends the block being filled to `f` as a compressed block (header
+ * above), and empties it. */
+static int flush_block(ld_sorter *s, FILE *f, const char *path, uint64_t *off, uih_error *err) {
+  if (s->blen == 0) return UIH_OK;
+  const size_t bound = ZSTD_compressBound(s->blen);
+  if (bound > s->fcap) {
+    uint8_t *b = realloc(s->frame, bound);
+    if (!b) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+    s->frame = b;
+    s->fcap = bound;
+  }
+  if (!s->cctx && !(s->cctx = ZSTD_createCCtx())) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+  const size_t z = ZSTD_compressCCtx(s->cctx, s->frame, s->fcap, s->block, s->blen, 1);
+  if (ZSTD_isError(z))
+    return uih_error_set(err, UIH_ERR_INTERNAL, "sort: compressing a block of %s: %s", path, ZSTD_getErrorName(z));
+  uint8_t h[RUN_HEADER];
+  uih_store_le32(h, (uint32_t)s->blen);
+  uih_store_le32(h + 4, (uint32_t)z);
+  uih_store_le64(h + 8, XXH3_64bits(s->block, s->blen));
+  fwrite(h, 1, sizeof h, f);
+  fwrite(s->frame, 1, z, f);
+  *off += sizeof h + z;
+  s->blen = 0;
+  return UIH_OK;
+}
+
 /* Writes what is in memory as a sorted run and empties memory. */
 static int spill(ld_sorter *s, uih_error *err) {
   sort_memory(s);
@@ -130,19 +175,30 @@ static int spill(ld_sorter *s, uih_error *err) {
   setvbuf(f, NULL, _IOFBF, 1 << 20);
   uint64_t off = 0;
   uint32_t shard = 0;
-  for (size_t i = 0; i < s->n; i++) {
+  int rc = UIH_OK;
+  s->blen = 0;
+  for (size_t i = 0; i < s->n && rc == UIH_OK; i++) {
     const uint8_t *rec = s->arena + s->entries[i].off;
     uint32_t l = s->entries[i].len;
+    if (shard < shard_of(rec)) rc = flush_block(s, f, r->path, &off, err); /* a block holds one shard */
     while (shard < shard_of(rec)) r->starts[++shard] = off;
-    uint8_t le[4];
-    uih_store_le32(le, l);
-    fwrite(le, 1, 4, f);
-    fwrite(rec, 1, l, f);
-    off += 4u + l;
+    if (rc == UIH_OK && s->blen > 0 && s->blen + 4u + l > RUN_BLOCK) rc = flush_block(s, f, r->path, &off, err);
+    if (rc == UIH_OK && s->blen + 4u + l > s->bcap) {
+      size_t c = s->blen + 4u + l > RUN_BLOCK ? s->blen + 4u + l : RUN_BLOCK;
+      uint8_t *b = realloc(s->block, c);
+      if (!b) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+      else s->block = b, s->bcap = c;
+    }
+    if (rc != UIH_OK) break;
+    uih_store_le32(s->block + s->blen, l);
+    memcpy(s->block + s->blen + 4, rec, l);
+    s->blen += 4u + l;
   }
+  if (rc == UIH_OK) rc = flush_block(s, f, r->path, &off, err);
   while (shard < s->nshards) r->starts[++shard] = off;
   int bad = ferror(f);
   if (fclose(f) != 0) bad = 1;
+  if (rc != UIH_OK) return rc;
   if (bad) return uih_error_set(err, UIH_ERR_IO, "sort: writing %s: %s", r->path, strerror(errno));
   s->used = 0;
   s->n = 0;
@@ -175,6 +231,7 @@ int ld_sorter_add(ld_sorter *s, const uint8_t *rec, uint32_t len, uih_error *err
   }
   memcpy(s->arena + s->used, rec, len);
   s->entries[s->n++] = make_entry(s->used, rec, len);
+  if (len > s->max_len) s->max_len = len;
   s->used += len;
   return UIH_OK;
 }
@@ -200,28 +257,33 @@ void ld_sorter_free(ld_sorter *s) {
   free(s->dir);
   free(s->arena);
   free(s->entries);
+  free(s->block);
+  free(s->frame);
+  ZSTD_freeCCtx(s->cctx);
   free(s);
 }
 
 /* ---- streams ------------------------------------------------------------------ */
 
-/* A run's part of one shard is read in blocks into `buf`, and its records
- * through a cursor over what is there: a length, then that many bytes, as
- * spill() wrote them. Its bytes are the disk's, so each length is checked
- * against what the part still holds and each record's shard against the
- * stream's. */
+/* A run's part of one shard is read a block at a time: its header, its
+ * frame into `frame`, decompressed into `buf`, and its records through a
+ * cursor over them. The bytes are the disk's, so the header is checked
+ * against what the part still holds and the block's largest size, the
+ * frame against its length and checksum, each record's length against
+ * what the block still holds and its shard against the stream's. */
 typedef struct source {
   FILE *f;            /* a run, or NULL: memory */
   const char *path;   /* the run's, for messages */
-  uint64_t left;      /* run bytes of this shard not yet read into buf */
-  uint64_t at;        /* offset in the run of the next record */
-  size_t block;       /* bytes read at once */
+  uint64_t left;      /* run bytes of this shard not yet read */
+  uint64_t at;        /* offset in the run of the next block */
+  uint64_t block;     /* offset in the run of the block in buf */
   size_t next, end;   /* memory: entries [next, end) */
   const uint8_t *rec; /* the current record, NULL when done */
   uint32_t len;
-  uint8_t *buf; /* a run's bytes read, not all taken */
-  size_t cap;
-  uih_cursor c; /* over buf's bytes not taken yet */
+  size_t at_byte;     /* its length's byte in the block */
+  uint8_t *buf, *frame; /* the block's raw bytes, its stored frame */
+  size_t cap, fcap;
+  uih_cursor c; /* over buf's records not taken yet */
 } source;
 
 struct ld_stream {
@@ -229,6 +291,7 @@ struct ld_stream {
   uint32_t shard;
   source *src;
   size_t nsrc;
+  ZSTD_DCtx *dctx;
   uint8_t *last; /* the record returned last (a copy), to drop repeats */
   uint32_t last_len;
   size_t last_cap;
@@ -236,41 +299,52 @@ struct ld_stream {
   uint64_t repeats;
 };
 
-/* A stream reads each run in blocks of memory / (8 * runs), 16 to 256 KiB,
- * and no more than the run's part holds: the buffers of every stream of a
- * load together stay near a small share of its memory budget. */
-static size_t block_of(const ld_sorter *s, uint64_t part) {
-  size_t b = s->nruns ? s->memory / (8 * s->nruns) : 0;
-  if (b < (16u << 10)) b = 16u << 10;
-  if (b > (256u << 10)) b = 256u << 10;
-  return part < b ? (size_t)part : b;
+static int grow(uint8_t **b, size_t *cap, size_t want, uih_error *err) {
+  if (want <= *cap) return UIH_OK;
+  uint8_t *n = realloc(*b, want);
+  if (!n) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+  *b = n;
+  *cap = want;
+  return UIH_OK;
 }
 
-/* Makes at least `want` bytes of the run's part available to x->c (fewer
- * when the part ends first): what is left of buf moves to its front, then
- * more is read behind it. */
-static int fill(source *x, size_t want, uih_error *err) {
-  size_t have = uih_cursor_left(&x->c);
-  if (have >= want || x->left == 0) return UIH_OK;
-  size_t cap = want > x->block ? want : x->block;
-  if (cap > x->cap) {
-    uint8_t *b = malloc(cap);
-    if (!b) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
-    if (have) memcpy(b, x->c.p, have);
-    free(x->buf);
-    x->buf = b;
-    x->cap = cap;
-  } else if (have) {
-    memmove(x->buf, x->c.p, have);
-  }
-  size_t n = x->cap - have;
-  if (n > x->left) n = (size_t)x->left;
-  const size_t got = fread(x->buf + have, 1, n, x->f);
-  if (got != n)
+/* Reads the part's next block into x->c (empty at the part's end). */
+static int next_block(ld_stream *st, source *x, uih_error *err) {
+  x->c = uih_cursor_make(x->buf, 0);
+  if (x->left == 0) return UIH_OK;
+  const uint64_t at = x->block = x->at;
+  if (x->left < RUN_HEADER)
+    return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": the shard's part ends inside a block header (%" PRIu64
+                          " bytes)", x->path, at, x->left);
+  uint8_t h[RUN_HEADER];
+  size_t got = fread(h, 1, sizeof h, x->f);
+  if (got != sizeof h)
     return uih_error_set(err, UIH_ERR_IO, "sort: %s: the run ends %" PRIu64 " bytes early (%s)", x->path,
                          x->left - got, ferror(x->f) ? strerror(errno) : "end of file");
-  x->left -= n;
-  x->c = uih_cursor_make(x->buf, have + n);
+  const uint32_t raw = uih_load_le32(h), z = uih_load_le32(h + 4);
+  const uint64_t sum = uih_load_le64(h + 8);
+  const size_t most = (size_t)st->s->max_len + 4u > RUN_BLOCK ? (size_t)st->s->max_len + 4u : RUN_BLOCK;
+  if (raw == 0 || raw > most || z == 0 || z > x->left - RUN_HEADER)
+    return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": a block of %u bytes stored in %u, expected 1..%zu"
+                          " stored in 1..%" PRIu64 " (what the shard's part of the run holds)", x->path, at, raw, z,
+                          most, x->left - RUN_HEADER);
+  int rc = grow(&x->frame, &x->fcap, z, err);
+  if (rc == UIH_OK) rc = grow(&x->buf, &x->cap, raw, err);
+  if (rc != UIH_OK) return rc;
+  got = fread(x->frame, 1, z, x->f);
+  if (got != z)
+    return uih_error_set(err, UIH_ERR_IO, "sort: %s: the run ends %" PRIu64 " bytes early (%s)", x->path,
+                         x->left - RUN_HEADER - got, ferror(x->f) ? strerror(errno) : "end of file");
+  x->left -= RUN_HEADER + z;
+  x->at += RUN_HEADER + z;
+  if (!st->dctx && !(st->dctx = ZSTD_createDCtx())) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+  const size_t d = ZSTD_decompressDCtx(st->dctx, x->buf, raw, x->frame, z);
+  if (ZSTD_isError(d) || d != raw)
+    return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": the block does not decompress to its %u bytes (%s)",
+                          x->path, at, raw, ZSTD_isError(d) ? ZSTD_getErrorName(d) : "another length");
+  if (XXH3_64bits(x->buf, raw) != sum)
+    return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": the block's checksum differs", x->path, at);
+  x->c = uih_cursor_make(x->buf, raw);
   return UIH_OK;
 }
 
@@ -285,28 +359,29 @@ static int advance(ld_stream *st, source *x, uih_error *err) {
     x->len = e->len;
     return UIH_OK;
   }
-  x->rec = NULL;  /* until a whole record is there */
-  int rc = fill(x, 4, err);
-  if (rc != UIH_OK) return rc;
-  if (uih_cursor_left(&x->c) == 0) return UIH_OK;
-  const uint64_t at = x->at;
+  x->rec = NULL; /* until a whole record is there */
+  if (uih_cursor_left(&x->c) == 0) {
+    int rc = next_block(st, x, err);
+    if (rc != UIH_OK) return rc;
+    if (uih_cursor_left(&x->c) == 0) return UIH_OK;
+  }
+  /* Messages name the block by its offset in the run, the record by its
+   * byte in the block's raw bytes. */
+  const size_t byte = (size_t)(x->c.p - x->buf);
   if (uih_cursor_left(&x->c) < 4)
-    return uih_corruption(err,
-                          "sort: %s: at offset %" PRIu64 ": the shard's part ends inside a record's length (%zu bytes)",
-                          x->path, at, uih_cursor_left(&x->c));
+    return uih_corruption(err, "sort: %s: block at offset %" PRIu64 ", byte %zu: the block ends inside a record's"
+                          " length (%zu bytes)", x->path, x->block, byte, uih_cursor_left(&x->c));
   const uint32_t len = uih_cursor_u32(&x->c);
-  if (len < st->s->min_len || len > uih_cursor_left(&x->c) + x->left)
-    return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": a record of %u bytes, expected %u..%" PRIu64
-                          " (what the shard's part of the run holds)", x->path, at, len, st->s->min_len,
-                          uih_cursor_left(&x->c) + x->left);
-  rc = fill(x, len, err);
-  if (rc != UIH_OK) return rc;
+  if (len < st->s->min_len || len > uih_cursor_left(&x->c))
+    return uih_corruption(err, "sort: %s: block at offset %" PRIu64 ", byte %zu: a record of %u bytes, expected"
+                          " %u..%zu (what the block holds)", x->path, x->block, byte, len, st->s->min_len,
+                          uih_cursor_left(&x->c));
   x->rec = uih_cursor_take(&x->c, len);
   x->len = len;
-  x->at = at + 4u + len;
+  x->at_byte = byte;
   if (shard_of(x->rec) != st->shard)
-    return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": a record of shard %u in shard %u's part", x->path,
-                          at, shard_of(x->rec), st->shard);
+    return uih_corruption(err, "sort: %s: block at offset %" PRIu64 ", byte %zu: a record of shard %u in shard %u's"
+                          " part", x->path, x->block, byte, shard_of(x->rec), st->shard);
   return UIH_OK;
 }
 
@@ -344,7 +419,6 @@ int ld_stream_open(ld_sorter *s, uint32_t shard, ld_stream **out, uih_error *err
     x->path = s->runs[i].path;
     x->at = s->runs[i].starts[shard];
     x->left = s->runs[i].starts[shard + 1] - s->runs[i].starts[shard];
-    x->block = block_of(s, x->left);
     rc = advance(st, x, err);
   }
   if (rc == UIH_OK) {
@@ -375,8 +449,8 @@ int ld_stream_next(ld_stream *st, const uint8_t **rec, uint32_t *len, uih_error 
     }
     const int order = st->has_last ? compare(best->rec, best->len, st->last, st->last_len) : 1;
     if (order < 0) /* each source is in order, so their merge is: not this one */
-      return best->f ? uih_corruption(err, "sort: %s: at offset %" PRIu64 ": a record out of order", best->path,
-                                      best->at - 4u - best->len)
+      return best->f ? uih_corruption(err, "sort: %s: block at offset %" PRIu64 ", byte %zu: a record out of order",
+                                      best->path, best->block, best->at_byte)
                      : uih_error_set(err, UIH_ERR_INTERNAL, "sort: a record in memory out of order");
     const int repeat = order == 0;
     if (!repeat) {
@@ -409,8 +483,10 @@ void ld_stream_close(ld_stream *st) {
   for (size_t i = 0; i < st->nsrc; i++) {
     if (st->src[i].f) fclose(st->src[i].f);
     free(st->src[i].buf);
+    free(st->src[i].frame);
   }
   free(st->src);
   free(st->last);
+  ZSTD_freeDCtx(st->dctx);
   free(st);
 }

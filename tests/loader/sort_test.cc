@@ -1,13 +1,18 @@
 // The loader's external sort (loader/sort.h) against std::sort of the same
 // records: every shard's stream is its records in memcmp order, each
 // repeated record once, whether they stayed in memory or were spilled to
-// many runs; and a damaged run — a length past its shard's part, a record
-// of another shard, records out of order, a run cut short — is an error
-// naming the run and the offset, never a wrong stream.
+// many runs; and a damaged run — a block's header past its shard's part, a
+// frame that does not decompress or whose checksum differs, and inside a
+// block whose checksum is right (a bug's bytes): a length past the block,
+// a record of another shard, records out of order; a run cut short — is an
+// error naming the run and the offset, never a wrong stream.
 #include <gtest/gtest.h>
+#include <xxhash.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -56,20 +61,24 @@ class SortTest : public ::testing::Test {
 };
 
 TEST_F(SortTest, StreamsAreEachShardsRecordsInOrderOnceInMemoryOrSpilled) {
-  for (size_t memory : {size_t{1} << 26, size_t{4096}}) {
+  // In memory; many tiny runs; and runs of many blocks, with records
+  // longer than a block (each its own).
+  for (size_t memory : {size_t{1} << 26, size_t{4096}, size_t{1} << 20}) {
     std::mt19937_64 rng(memory);
     const uint32_t shards = 3;
     ld_sorter* s = nullptr;
     uih_error err{};
     ASSERT_EQ(ld_sorter_create(dir_.path().c_str(), memory, shards, 6, &s, &err), UIH_OK) << uih_error_message(&err);
     std::vector<Rec> all;
-    for (int i = 0; i < 5000; i++) {
+    const int n = memory == (size_t{1} << 20) ? 80000 : 5000;
+    for (int i = 0; i < n; i++) {
       Rec r = Random(rng, static_cast<uint16_t>(rng() % shards), 6);
+      if (memory == (size_t{1} << 20) && i % 20000 == 7) r.resize(200000 + i, 1);
       ASSERT_EQ(ld_sorter_add(s, r.data(), static_cast<uint32_t>(r.size()), &err), UIH_OK);
       all.push_back(r);
     }
     ASSERT_EQ(ld_sorter_finish(s, &err), UIH_OK);
-    EXPECT_EQ(ld_sorter_runs(s) > 0, memory == 4096) << "the small budget spills";
+    EXPECT_EQ(ld_sorter_runs(s) > 0, memory < (size_t{1} << 26)) << "the small budgets spill";
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
     for (uint32_t sh = 0; sh < shards; sh++) {
@@ -87,8 +96,38 @@ TEST_F(SortTest, StreamsAreEachShardsRecordsInOrderOnceInMemoryOrSpilled) {
   }
 }
 
+// A run's first block (sort.c: raw length, stored length, XXH3 of the raw
+// bytes, a zstd frame): its raw bytes, and the run with them replaced —
+// compressed again under a right checksum, as a bug would write them, in
+// the block's stored length (a tighter frame, then a skippable one).
+uint32_t Le32(const std::string& b, size_t at) {
+  uint32_t v;
+  memcpy(&v, b.data() + at, 4);
+  return v;
+}
+std::string FirstBlock(const std::string& run) {
+  std::string raw(Le32(run, 0), '\0');
+  EXPECT_EQ(ZSTD_decompress(raw.data(), raw.size(), run.data() + 16, Le32(run, 4)), raw.size());
+  return raw;
+}
+std::string WithFirstBlock(const std::string& run, const std::string& raw) {
+  const uint32_t stored = Le32(run, 4);
+  std::string frame(ZSTD_compressBound(raw.size()), '\0');
+  frame.resize(ZSTD_compress(frame.data(), frame.size(), raw.data(), raw.size(), 19));
+  EXPECT_GE(stored, frame.size() + 8) << "room for a skippable frame";
+  const uint32_t magic = 0x184D2A50, pad = static_cast<uint32_t>(stored - frame.size() - 8);
+  frame += std::string(reinterpret_cast<const char*>(&magic), 4) + std::string(reinterpret_cast<const char*>(&pad), 4) +
+           std::string(pad, '\0');
+  std::string h = run.substr(0, 16);
+  const uint64_t sum = XXH3_64bits(raw.data(), raw.size());
+  const uint32_t rl = static_cast<uint32_t>(raw.size());
+  memcpy(h.data(), &rl, 4);
+  memcpy(h.data() + 8, &sum, 8);
+  return h + frame + run.substr(16 + stored);
+}
+
 // Spills every record of shard 0 and 1 into runs, then damages `run` (its
-// bytes, as a vector) with `damage` and reads shard 0's stream.
+// bytes) with `damage` and reads shard 0's stream.
 void Damaged(const std::string& dir, const std::function<void(std::string&)>& damage, const char* expect) {
   std::mt19937_64 rng(11);
   ld_sorter* s = nullptr;
@@ -116,21 +155,35 @@ void Damaged(const std::string& dir, const std::function<void(std::string&)>& da
   ld_sorter_free(s);
 }
 
+// Damages the raw bytes of the run's first block, written back whole.
+std::function<void(std::string&)> InBlock(const std::function<void(std::string&)>& damage) {
+  return [damage](std::string& run) {
+    std::string raw = FirstBlock(run);
+    damage(raw);
+    run = WithFirstBlock(run, raw);
+  };
+}
+
 TEST_F(SortTest, ADamagedRunIsAnErrorNamingItNeverAWrongStream) {
-  // The first record's length, past what the shard's part holds.
-  Damaged(dir_.path() + "/a", [](std::string& b) { b[3] = '\x7f'; }, "at offset 0: a record of");
-  // Below the records' least length.
-  Damaged(dir_.path() + "/b", [](std::string& b) { b[0] = 1, b[1] = b[2] = b[3] = 0; }, "expected 8..");
-  // The first record's shard byte: shard 1's record in shard 0's part.
-  Damaged(dir_.path() + "/c", [](std::string& b) { b[5] = 1; }, "a record of shard 1 in shard 0's part");
-  // The second record's bytes: smaller than the first's.
-  Damaged(dir_.path() + "/d", [](std::string& b) {
-    const uint32_t first = static_cast<uint8_t>(b[0]) | static_cast<uint8_t>(b[1]) << 8;
-    for (size_t i = 4 + first + 4 + 2; i < 4 + first + 4 + 8; i++) b[i] = 0;
-    for (size_t i = 4 + 2; i < 4 + 8; i++) b[i] = 3;
-  }, "out of order");
-  // Cut short.
+  // The disk's damage: a bit of the frame, the header's lengths, the run cut short.
+  Damaged(dir_.path() + "/f", [](std::string& b) { b[b.size() / 4] ^= 0x10; }, "at offset 0:");
+  Damaged(dir_.path() + "/g", [](std::string& b) { b[6] = '\x7f'; }, "(what the shard's part of the run holds)");
+  Damaged(dir_.path() + "/h", [](std::string& b) { b[0] ^= 1; }, "at offset 0: the block does not decompress");
+  Damaged(dir_.path() + "/i", [](std::string& b) { b[8] ^= 1; }, "at offset 0: the block's checksum differs");
   Damaged(dir_.path() + "/e", [](std::string& b) { b.resize(b.size() / 2); }, "the run ends");
+  // Inside a block whose checksum holds: the first record's length past the block.
+  Damaged(dir_.path() + "/a", InBlock([](std::string& b) { b[3] = '\x7f'; }), "byte 0: a record of");
+  // Below the records' least length.
+  Damaged(dir_.path() + "/b", InBlock([](std::string& b) { b[0] = 1, b[1] = b[2] = b[3] = 0; }), "expected 8..");
+  // The first record's shard byte: shard 1's record in shard 0's part.
+  Damaged(dir_.path() + "/c", InBlock([](std::string& b) { b[5] = 1; }), "a record of shard 1 in shard 0's part");
+  // The second record's bytes: smaller than the first's.
+  Damaged(dir_.path() + "/d", InBlock([](std::string& b) {
+            const uint32_t first = static_cast<uint8_t>(b[0]) | static_cast<uint8_t>(b[1]) << 8;
+            for (size_t i = 4 + first + 4 + 2; i < 4 + first + 4 + 8; i++) b[i] = 0;
+            for (size_t i = 4 + 2; i < 4 + 8; i++) b[i] = 3;
+          }),
+          "out of order");
 }
 
 }  // namespace
