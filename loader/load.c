@@ -54,7 +54,28 @@ typedef struct load {
   double merge_began;
   uint64_t merged_events, merge_total;
   uint64_t read_done, read_total; /* bytes of the input files as stored */
+  /* reading, on one thread or several (mu): */
+  char **files;
+  size_t nfiles, next_file;
+  uint64_t *file_digests; /* per file, folded in file order */
+  size_t failed_at;       /* the first file that failed (nfiles: none) */
+  int fail_rc;
+  uih_error fail_err;
+  uint64_t read_events, read_bytes; /* of every thread, for progress */
+  double read_began;
 } load;
+
+/* A thread reading whole input files into a sorter of its own, and what
+ * it read; folded into the load when every thread is done. */
+typedef struct reader {
+  load *l;
+  ld_sorter *sorter;
+  uint64_t *events_in; /* per shard */
+  uint64_t events, skipped, inputs, input_bytes;
+  int any_event;
+  int64_t maxts;
+  uint8_t *buf; /* a row */
+} reader;
 
 static void progress(load *l, const char *phase, int32_t shard, uint64_t events, uint64_t bytes, double began,
                      uint64_t done, uint64_t total) {
@@ -128,16 +149,29 @@ static int has_string_ids(const uih_schema *schema) {
   return 0;
 }
 
-static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *maxts, double began, uih_error *err) {
+/* Every 2^16 events: the load's progress, and whether a file before this
+ * one failed (then this one's events no longer matter: *stop). */
+static void read_tick(reader *rd, size_t index, ld_input *in, double began, int *stop) {
+  load *l = rd->l;
+  pthread_mutex_lock(&l->mu);
+  l->read_events += 1u << 16;
+  progress(l, "read", -1, l->read_events, l->read_bytes + ld_input_bytes(in), began,
+           l->read_done + ld_input_raw_bytes(in), l->read_total);
+  *stop = l->failed_at < index;
+  pthread_mutex_unlock(&l->mu);
+}
+
+static int read_file(reader *rd, size_t index, double began, uih_error *err) {
+  load *l = rd->l;
+  const char *path = l->files[index];
   ld_input *in = NULL;
   uih_csv_reader *r = NULL;
   int rc = ld_input_open(path, &in, err);
   const char *name = strcmp(path, "-") ? path : "<stdin>";
   if (rc == UIH_OK) rc = uih_csv_open_layout(ld_input_stream(in), name, l->schema, l->o.layout, &r, err);
   if (rc == UIH_OK) uih_csv_check_ids(r, l->ids);
-  uint8_t *buf = malloc(l->row_max);
-  if (!buf && rc == UIH_OK) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
-  while (rc == UIH_OK) {
+  int stop = 0;
+  while (rc == UIH_OK && !stop) {
     uint64_t user;
     const uih_batch *ev;
     rc = uih_csv_next(r, &user, &ev, err);
@@ -151,9 +185,9 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
     if (l->o.shard >= 0 && shard != (uint32_t)l->o.shard) {
       /* Another shard's event still moves the derived through, so that a
        * load finished shard by shard (--shard) is the load of all shards. */
-      if (ts > *maxts && ts != INT64_MAX) *maxts = ts;
-      l->any_event = 1;
-      l->st.events_skipped++;
+      if (ts > rd->maxts && ts != INT64_MAX) rd->maxts = ts;
+      rd->any_event = 1;
+      rd->skipped++;
       continue;
     }
     if (l->o.through != INT64_MIN && ts >= l->o.through)
@@ -170,30 +204,65 @@ static int read_file(load *l, const char *path, XXH3_state_t *digests, int64_t *
       if (rc != UIH_OK) break;
       continue;
     }
-    if (ts > *maxts) *maxts = ts;
-    l->any_event = 1;
-    size_t len = ld_row_encode((uint16_t)shard, user, ev, 0, buf);
-    rc = ld_sorter_add(l->sorter, buf, (uint32_t)len, err);
-    l->events_in[shard]++;
-    l->st.events_in++;
-    if ((l->st.events_in & ((1u << 16) - 1)) == 0)
-      progress(l, "read", -1, l->st.events_in, l->st.input_bytes + ld_input_bytes(in), began,
-               l->read_done + ld_input_raw_bytes(in), l->read_total);
+    if (ts > rd->maxts) rd->maxts = ts;
+    rd->any_event = 1;
+    size_t len = ld_row_encode((uint16_t)shard, user, ev, 0, rd->buf);
+    rc = ld_sorter_add(rd->sorter, rd->buf, (uint32_t)len, err);
+    rd->events_in[shard]++;
+    if ((++rd->events & ((1u << 16) - 1)) == 0) read_tick(rd, index, in, began, &stop);
   }
   if (rc != UIH_OK && in && ld_input_failure(in))  /* the decompressor's reason beats "I/O error" */
     rc = uih_error_set(err, UIH_ERR_PARSE, "%s (after line %" PRIu64 ")", ld_input_failure(in),
                        r ? uih_csv_record_line(r) : 0);
   if (rc == UIH_OK) {
-    uint64_t d = ld_input_digest(in);
-    XXH3_64bits_update(digests, &d, sizeof d);
-    l->st.inputs++;
-    l->st.input_bytes += ld_input_bytes(in);
+    l->file_digests[index] = ld_input_digest(in);
+    rd->inputs++;
+    rd->input_bytes += ld_input_bytes(in);
   }
+  pthread_mutex_lock(&l->mu);
   if (in) l->read_done += ld_input_raw_bytes(in);
-  free(buf);
+  if (in) l->read_bytes += ld_input_bytes(in);
+  pthread_mutex_unlock(&l->mu);
   uih_csv_close(r);
   ld_input_close(in);
   return rc;
+}
+
+/* Takes files in order, each whole, until none is left or one before the
+ * next failed; then sorts what it holds. A failure is kept when it is the
+ * first in file order, so the load fails with the error a one-thread read
+ * meets first, whatever the threads' timing. */
+static void *read_worker(void *arg) {
+  reader *rd = arg;
+  load *l = rd->l;
+  const double began = l->read_began;
+  for (;;) {
+    pthread_mutex_lock(&l->mu);
+    size_t i = l->next_file < l->failed_at ? l->next_file++ : l->nfiles;
+    pthread_mutex_unlock(&l->mu);
+    if (i >= l->nfiles) break;
+    uih_error e = {0};
+    int rc = read_file(rd, i, began, &e);
+    if (rc != UIH_OK) {
+      pthread_mutex_lock(&l->mu);
+      if (i < l->failed_at) {
+        l->failed_at = i;
+        l->fail_rc = rc;
+        l->fail_err = e;
+      }
+      pthread_mutex_unlock(&l->mu);
+      return NULL;
+    }
+  }
+  uih_error e = {0};
+  int rc = ld_sorter_finish(rd->sorter, &e); /* each thread sorts its own memory */
+  pthread_mutex_lock(&l->mu);
+  if (rc != UIH_OK && l->fail_rc == UIH_OK) {
+    l->fail_rc = rc;
+    l->fail_err = e;
+  }
+  pthread_mutex_unlock(&l->mu);
+  return NULL;
 }
 
 /* ---- merging ------------------------------------------------------------------ */
@@ -357,32 +426,96 @@ static int open_side_files(load *l, char **files, size_t nfiles, uih_error *err)
   return UIH_OK;
 }
 
+/* Readers: one per thread (opts.threads), at most one per file; one when
+ * bad records go to the rejects file or strings are hashed into ids (both
+ * are kept in input order). Each sorts into a sorter of its own with its
+ * share of the memory. */
+static uint32_t readers_for(const load *l) {
+  uint32_t n = l->o.threads > 1 ? l->o.threads : 1;
+  if (n > 64) n = 64;
+  if (n > l->nfiles) n = l->nfiles ? (uint32_t)l->nfiles : 1;
+  if (l->rejects || l->ids) n = 1;
+  return n;
+}
+
 /* Reads every input into the sorter: the inputs' digest and the latest
  * event time in *digest and *maxts. */
 static int read_inputs(load *l, const char *const *inputs, size_t ninputs, uint64_t *digest, int64_t *maxts,
                        uih_error *err) {
-  char **files = NULL;
-  size_t nfiles = 0;
-  int rc = ld_files_expand(inputs, ninputs, &files, &nfiles, err);
-  if (rc == UIH_OK) rc = open_side_files(l, files, nfiles, err);
-  XXH3_state_t *digests = rc == UIH_OK ? XXH3_createState() : NULL;
-  if (rc == UIH_OK && !digests) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
-  if (rc == UIH_OK) XXH3_64bits_reset(digests);
-  if (rc == UIH_OK) rc = ld_sorter_create(uih_store_tmpdir(l->store), l->o.memory, l->nshards, LD_ROW_HEAD, &l->sorter, err);
-  for (size_t i = 0; i < nfiles; i++) { /* the read's progress: bytes as stored, if every size is known */
+  int rc = ld_files_expand(inputs, ninputs, &l->files, &l->nfiles, err);
+  if (rc == UIH_OK) rc = open_side_files(l, l->files, l->nfiles, err);
+  if (rc == UIH_OK && !(l->file_digests = calloc(l->nfiles + 1, sizeof *l->file_digests)))
+    rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+  for (size_t i = 0; rc == UIH_OK && i < l->nfiles; i++) { /* the read's progress: bytes as stored, if every size is known */
     struct stat st;
-    if (strcmp(files[i], "-") == 0 || stat(files[i], &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (strcmp(l->files[i], "-") == 0 || stat(l->files[i], &st) != 0 || !S_ISREG(st.st_mode)) {
       l->read_total = 0;
       break;
     }
     l->read_total += (uint64_t)st.st_size;
   }
+  const uint32_t n = rc == UIH_OK ? readers_for(l) : 0;
+  reader rds[64];
+  memset(rds, 0, sizeof rds);
+  for (uint32_t t = 0; t < n && rc == UIH_OK; t++) {
+    reader *rd = &rds[t];
+    rd->l = l;
+    rd->maxts = INT64_MIN;
+    rd->events_in = calloc(l->nshards, sizeof *rd->events_in);
+    rd->buf = malloc(l->row_max);
+    if (!rd->events_in || !rd->buf) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+    if (rc == UIH_OK)
+      rc = ld_sorter_create(uih_store_tmpdir(l->store), l->o.memory / n, l->nshards, LD_ROW_HEAD, &rd->sorter, err);
+  }
+  l->failed_at = l->nfiles;
+  l->next_file = 0;
+  const double t0 = l->read_began = now();
+  if (rc == UIH_OK) {
+    pthread_t threads[64];
+    uint32_t started = 0;
+    for (uint32_t t = 1; t < n; t++) {
+      if (pthread_create(&threads[started], NULL, read_worker, &rds[t]) != 0) break;
+      started++;
+    }
+    for (uint32_t t = 1 + started; t < n; t++) read_worker(&rds[t]); /* threads that did not start: here */
+    read_worker(&rds[0]);
+    for (uint32_t t = 0; t < started; t++) pthread_join(threads[t], NULL);
+    if (l->fail_rc != UIH_OK) {
+      *err = l->fail_err;
+      rc = l->fail_rc;
+    }
+  }
+  /* Fold the readers into the load: their counts, and their sorters into the first. */
   *maxts = INT64_MIN;
-  const double t0 = now();
-  for (size_t i = 0; i < nfiles && rc == UIH_OK; i++) rc = read_file(l, files[i], digests, maxts, t0, err);
-  *digest = digests ? XXH3_64bits_digest(digests) : 0;
+  for (uint32_t t = 0; t < n; t++) {
+    reader *rd = &rds[t];
+    if (rc == UIH_OK) {
+      for (uint32_t i = 0; i < l->nshards; i++) l->events_in[i] += rd->events_in[i];
+      l->st.events_in += rd->events;
+      l->st.events_skipped += rd->skipped;
+      l->st.inputs += rd->inputs;
+      l->st.input_bytes += rd->input_bytes;
+      l->any_event |= rd->any_event;
+      if (rd->maxts > *maxts) *maxts = rd->maxts;
+    }
+    if (t == 0) l->sorter = rd->sorter;
+    else if (rc == UIH_OK) rc = ld_sorter_adopt(l->sorter, rd->sorter, err);
+    else ld_sorter_free(rd->sorter);
+    free(rd->events_in);
+    free(rd->buf);
+  }
+  XXH3_state_t *digests = XXH3_createState();
+  if (rc == UIH_OK && !digests) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
+  if (rc == UIH_OK) {
+    XXH3_64bits_reset(digests);
+    for (size_t i = 0; i < l->nfiles; i++) XXH3_64bits_update(digests, &l->file_digests[i], sizeof l->file_digests[i]);
+    *digest = XXH3_64bits_digest(digests);
+  }
   XXH3_freeState(digests);
-  ld_files_free(files, nfiles);
+  ld_files_free(l->files, l->nfiles);
+  l->files = NULL;
+  free(l->file_digests);
+  l->file_digests = NULL;
   if (rc == UIH_OK && l->rejects && fflush(l->rejects) != 0)
     rc = uih_error_set(err, UIH_ERR_IO, "load: writing the rejects file %s: %s", l->o.rejects, strerror(errno));
   if (rc != UIH_OK) return rc;

@@ -69,6 +69,8 @@ struct ld_sorter {
   size_t nruns, rcap;
   int finished;
   uint32_t max_len; /* the longest record added: no block's raw bytes exceed it + 4 or RUN_BLOCK */
+  ld_sorter **parts; /* sorters adopted (ld_sorter_adopt): streams read their records too */
+  size_t nparts;
   /* spilling: the block being filled, its frame, the compressor */
   uint8_t *block, *frame;
   size_t blen, bcap, fcap;
@@ -209,7 +211,9 @@ int ld_sorter_add(ld_sorter *s, const uint8_t *rec, uint32_t len, uih_error *err
   if (len < s->min_len || shard_of(rec) >= s->nshards)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: a record of %u bytes (at least %u) for shard %u", len,
                          s->min_len, len >= 2 ? shard_of(rec) : 0);
-  size_t need = s->used + len + (s->n + 1) * sizeof(entry);
+  /* The records, their entries, and as much again for the entries: qsort
+   * (glibc's merge sort) takes a scratch copy of what it sorts. */
+  size_t need = s->used + len + 2 * (s->n + 1) * sizeof(entry);
   if (need > s->memory && s->n > 0) {
     int rc = spill(s, err);
     if (rc != UIH_OK) return rc;
@@ -237,16 +241,55 @@ int ld_sorter_add(ld_sorter *s, const uint8_t *rec, uint32_t len, uih_error *err
 }
 
 int ld_sorter_finish(ld_sorter *s, uih_error *err) {
-  (void)err;
+  if (s->finished) return UIH_OK;
+  if (s->nruns > 0 && s->n > 0) {
+    /* A sort that spilled spills the rest too and lets its memory go: the
+     * merge that reads the runs then has the load's memory for itself. */
+    int rc = spill(s, err);
+    if (rc != UIH_OK) return rc;
+  }
+  if (s->nruns > 0) {
+    free(s->arena);
+    free(s->entries);
+    free(s->block);
+    free(s->frame);
+    s->arena = s->block = s->frame = NULL;
+    s->entries = NULL;
+    s->cap = s->ecap = s->bcap = s->fcap = 0;
+    ZSTD_freeCCtx(s->cctx);
+    s->cctx = NULL;
+  }
   sort_memory(s);
   s->finished = 1;
   return UIH_OK;
 }
 
-uint64_t ld_sorter_runs(const ld_sorter *s) { return s->nruns; }
+uint64_t ld_sorter_runs(const ld_sorter *s) {
+  uint64_t n = s->nruns;
+  for (size_t i = 0; i < s->nparts; i++) n += s->parts[i]->nruns;
+  return n;
+}
+
+int ld_sorter_adopt(ld_sorter *s, ld_sorter *part, uih_error *err) {
+  if (!s->finished || !part->finished || part->nparts || part == s || part->nshards != s->nshards ||
+      part->min_len != s->min_len) {
+    ld_sorter_free(part);
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: adopting a sorter unfinished or unlike this one");
+  }
+  ld_sorter **p = realloc(s->parts, (s->nparts + 1) * sizeof *p);
+  if (!p) {
+    ld_sorter_free(part);
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+  }
+  s->parts = p;
+  s->parts[s->nparts++] = part;
+  return UIH_OK;
+}
 
 void ld_sorter_free(ld_sorter *s) {
   if (!s) return;
+  for (size_t i = 0; i < s->nparts; i++) ld_sorter_free(s->parts[i]);
+  free(s->parts);
   for (size_t i = 0; i < s->nruns; i++) {
     unlink(s->runs[i].path);
     free(s->runs[i].path);
@@ -272,6 +315,7 @@ void ld_sorter_free(ld_sorter *s) {
  * frame against its length and checksum, each record's length against
  * what the block still holds and its shard against the stream's. */
 typedef struct source {
+  const ld_sorter *owner; /* whose run or memory */
   FILE *f;            /* a run, or NULL: memory */
   const char *path;   /* the run's, for messages */
   uint64_t left;      /* run bytes of this shard not yet read */
@@ -323,7 +367,7 @@ static int next_block(ld_stream *st, source *x, uih_error *err) {
                          x->left - got, ferror(x->f) ? strerror(errno) : "end of file");
   const uint32_t raw = uih_load_le32(h), z = uih_load_le32(h + 4);
   const uint64_t sum = uih_load_le64(h + 8);
-  const size_t most = (size_t)st->s->max_len + 4u > RUN_BLOCK ? (size_t)st->s->max_len + 4u : RUN_BLOCK;
+  const size_t most = (size_t)x->owner->max_len + 4u > RUN_BLOCK ? (size_t)x->owner->max_len + 4u : RUN_BLOCK;
   if (raw == 0 || raw > most || z == 0 || z > x->left - RUN_HEADER)
     return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": a block of %u bytes stored in %u, expected 1..%zu"
                           " stored in 1..%" PRIu64 " (what the shard's part of the run holds)", x->path, at, raw, z,
@@ -354,8 +398,8 @@ static int advance(ld_stream *st, source *x, uih_error *err) {
       x->rec = NULL;
       return UIH_OK;
     }
-    const entry *e = &st->s->entries[x->next++];
-    x->rec = st->s->arena + e->off;
+    const entry *e = &x->owner->entries[x->next++];
+    x->rec = x->owner->arena + e->off;
     x->len = e->len;
     return UIH_OK;
   }
@@ -396,37 +440,42 @@ static size_t lower(const ld_sorter *s, uint32_t shard) {
   return lo;
 }
 
+/* Adds `o`'s sources of the stream's shard: its runs' parts, then its memory. */
+static int open_sources(ld_stream *st, const ld_sorter *o, uih_error *err) {
+  const uint32_t shard = st->shard;
+  for (size_t i = 0; i < o->nruns; i++) {
+    source *x = &st->src[st->nsrc++];
+    x->owner = o;
+    x->f = fopen(o->runs[i].path, "rb");
+    if (!x->f || fseeko(x->f, (off_t)o->runs[i].starts[shard], SEEK_SET) != 0)
+      return uih_error_set(err, UIH_ERR_IO, "sort: reading %s: %s", o->runs[i].path, strerror(errno));
+    x->path = o->runs[i].path;
+    x->at = o->runs[i].starts[shard];
+    x->left = o->runs[i].starts[shard + 1] - o->runs[i].starts[shard];
+    int rc = advance(st, x, err);
+    if (rc != UIH_OK) return rc;
+  }
+  source *x = &st->src[st->nsrc++];
+  x->owner = o;
+  x->next = lower(o, shard);
+  x->end = lower(o, shard + 1);
+  return advance(st, x, err);
+}
+
 int ld_stream_open(ld_sorter *s, uint32_t shard, ld_stream **out, uih_error *err) {
   *out = NULL;
   if (!s->finished || shard >= s->nshards)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: a stream of shard %u (of %u) before the sort finished",
                          shard, s->nshards);
   ld_stream *st = calloc(1, sizeof *st);
-  if (!st || !(st->src = calloc(s->nruns + 1, sizeof *st->src))) {
+  if (!st || !(st->src = calloc(ld_sorter_runs(s) + 1 + s->nparts, sizeof *st->src))) {
     free(st);
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
   }
   st->s = s;
   st->shard = shard;
-  int rc = UIH_OK;
-  for (size_t i = 0; i < s->nruns && rc == UIH_OK; i++) {
-    source *x = &st->src[st->nsrc++];
-    x->f = fopen(s->runs[i].path, "rb");
-    if (!x->f || fseeko(x->f, (off_t)s->runs[i].starts[shard], SEEK_SET) != 0) {
-      rc = uih_error_set(err, UIH_ERR_IO, "sort: reading %s: %s", s->runs[i].path, strerror(errno));
-      break;
-    }
-    x->path = s->runs[i].path;
-    x->at = s->runs[i].starts[shard];
-    x->left = s->runs[i].starts[shard + 1] - s->runs[i].starts[shard];
-    rc = advance(st, x, err);
-  }
-  if (rc == UIH_OK) {
-    source *x = &st->src[st->nsrc++];
-    x->next = lower(s, shard);
-    x->end = lower(s, shard + 1);
-    rc = advance(st, x, err);
-  }
+  int rc = open_sources(st, s, err);
+  for (size_t i = 0; i < s->nparts && rc == UIH_OK; i++) rc = open_sources(st, s->parts[i], err);
   if (rc != UIH_OK) {
     ld_stream_close(st);
     return rc;

@@ -16,16 +16,25 @@
 typedef struct ld_sorter ld_sorter;
 
 /* Runs go to a new folder inside `tmpdir` (created if needed), removed by
- * ld_sorter_free. `memory` bounds the records and their index in memory.
- * Records are at least `min_len` (>= 2) bytes, so a reader of a stream may
- * read that many of each without checking. */
+ * ld_sorter_free. `memory` bounds the records, their index and the sort's
+ * scratch copy of the index in memory. Records are at least `min_len`
+ * (>= 2) bytes, so a reader of a stream may read that many of each without
+ * checking. */
 int ld_sorter_create(const char *tmpdir, size_t memory, uint32_t nshards, uint32_t min_len, ld_sorter **out,
                      uih_error *err);
 /* Adds a record of `len` (>= min_len) bytes; copies it. */
 int ld_sorter_add(ld_sorter *s, const uint8_t *rec, uint32_t len, uih_error *err);
-/* No more records: sorts what is in memory. Streams may then be opened. */
+/* No more records: sorts what is in memory (once: again is a no-op); a
+ * sorter that spilled spills the rest and frees its memory. Streams may
+ * then be opened. */
 int ld_sorter_finish(ld_sorter *s, uih_error *err);
-uint64_t ld_sorter_runs(const ld_sorter *s);
+uint64_t ld_sorter_runs(const ld_sorter *s); /* its own and its parts' */
+/* `s` takes `part` (freed with it; on an error, freed now): both finished,
+ * of the same shards and min_len, `part` with no parts of its own. Its
+ * streams then read `part`'s records too, as if added to `s` — so threads
+ * may each sort on their own sorter (ld_sorter_add is for one thread at a
+ * time) and one of them stream them all. */
+int ld_sorter_adopt(ld_sorter *s, ld_sorter *part, uih_error *err);
 void ld_sorter_free(ld_sorter *s); /* NULL is fine; removes the runs */
 
 /* The records of one shard in order, each repeated record once. Streams of

@@ -114,7 +114,10 @@ std::string WithFirstBlock(const std::string& run, const std::string& raw) {
   const uint32_t stored = Le32(run, 4);
   std::string frame(ZSTD_compressBound(raw.size()), '\0');
   frame.resize(ZSTD_compress(frame.data(), frame.size(), raw.data(), raw.size(), 19));
-  EXPECT_GE(stored, frame.size() + 8) << "room for a skippable frame";
+  if (stored < frame.size() + 8) {
+    ADD_FAILURE() << "no room for a skippable frame: the block is too small to rewrite";
+    return run;
+  }
   const uint32_t magic = 0x184D2A50, pad = static_cast<uint32_t>(stored - frame.size() - 8);
   frame += std::string(reinterpret_cast<const char*>(&magic), 4) + std::string(reinterpret_cast<const char*>(&pad), 4) +
            std::string(pad, '\0');
@@ -132,7 +135,7 @@ void Damaged(const std::string& dir, const std::function<void(std::string&)>& da
   std::mt19937_64 rng(11);
   ld_sorter* s = nullptr;
   uih_error err{};
-  ASSERT_EQ(ld_sorter_create(dir.c_str(), 2048, 2, 8, &s, &err), UIH_OK);
+  ASSERT_EQ(ld_sorter_create(dir.c_str(), 8192, 2, 8, &s, &err), UIH_OK);
   for (int i = 0; i < 600; i++) {
     Rec r = Random(rng, static_cast<uint16_t>(i % 2), 8);
     ASSERT_EQ(ld_sorter_add(s, r.data(), static_cast<uint32_t>(r.size()), &err), UIH_OK);

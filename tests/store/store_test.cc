@@ -496,19 +496,26 @@ TEST_P(StoreModel, DaysOfLoadsMatchTheStripeRule) {
 INSTANTIATE_TEST_SUITE_P(Shards, StoreModel, ::testing::Values(1u, 3u));
 
 // The same loads give the same bytes, whether the sort spills (1 MiB of
-// memory) and merges on threads or holds everything in memory on one.
+// memory), reads its files and merges on threads (3: each reader its own
+// sorter, the streams reading them all) or holds everything in memory on
+// one; and the same load digest (the inputs' digests folded in file order).
 TEST_F(StoreTest, LoadsAreDeterministicWhetherSpilledOrNot) {
   std::mt19937_64 rng(7);
   std::vector<std::string> days;
   for (int d = 0; d < 2; d++) {
-    std::string text = "user_id,group,ts,item,liked\n";
-    for (int i = 0; i < 40000; i++) {
-      uint64_t user = rng() % 3000;
-      text += std::to_string(user) + ",a," + std::to_string(kBase + d * kDay + static_cast<int64_t>(rng() % kDay)) +
-              "," + std::to_string(rng() % 100000) + "," + std::to_string(rng() % 2) + "\n";
+    const std::string day = dir_ / ("d" + std::to_string(d));
+    std::filesystem::create_directories(day);
+    for (int part = 0; part < 5; part++) {
+      std::string text = "user_id,group,ts,item,liked\n";
+      for (int i = 0; i < 8000; i++) {
+        uint64_t user = rng() % 3000;
+        text += std::to_string(user) + ",a," + std::to_string(kBase + d * kDay + static_cast<int64_t>(rng() % kDay)) +
+                "," + std::to_string(rng() % 100000) + "," + std::to_string(rng() % 2) + "\n";
+      }
+      if (part == 2) text += text.substr(text.find('\n') + 1, 4000);  // repeats across files and threads
+      WriteFile(day + "/part" + std::to_string(part) + ".csv", text.substr(0, text.rfind('\n') + 1));
     }
-    days.push_back(dir_ / ("d" + std::to_string(d) + ".csv"));
-    WriteFile(days.back(), text);
+    days.push_back(day);
   }
   uih_store* a = Init("a", 4);
   uih_store* b = Init("b", 4);
@@ -520,14 +527,58 @@ TEST_F(StoreTest, LoadsAreDeterministicWhetherSpilledOrNot) {
         << uih_error_message(&err);
     ASSERT_EQ(Load(b, {days[static_cast<size_t>(d)]}, through, 0, &err, size_t{256} << 20, 1, &sb), UIH_OK)
         << uih_error_message(&err);
-    EXPECT_GE(sa.runs, 1u) << "1 MiB must spill";
+    EXPECT_GE(sa.runs, 3u) << "1 MiB must spill, on each reader";
     EXPECT_EQ(sb.runs, 0u);
+    EXPECT_EQ(sa.events_in, sb.events_in);
+    EXPECT_EQ(sa.inputs, 5u);
+    EXPECT_EQ(sa.input_bytes, sb.input_bytes);
   }
-  for (uint32_t sh = 0; sh < 4; sh++) EXPECT_EQ(Scan(a, sh), Scan(b, sh)) << "shard " << sh;
+  for (uint32_t sh = 0; sh < 4; sh++) {
+    EXPECT_EQ(Scan(a, sh), Scan(b, sh)) << "shard " << sh;
+    uih_generation ga[4], gb[4];
+    size_t na = 0, nb = 0;
+    uint32_t ca = 0, cb = 0;
+    ASSERT_EQ(uih_store_generations(a, sh, ga, 4, &na, &ca, &err), UIH_OK);
+    ASSERT_EQ(uih_store_generations(b, sh, gb, 4, &nb, &cb, &err), UIH_OK);
+    ASSERT_EQ(na, nb);
+    EXPECT_EQ(ga[na - 1].inputs_digest, gb[nb - 1].inputs_digest) << "shard " << sh;
+  }
   EXPECT_EQ(sa.events, sb.events);
   EXPECT_EQ(sa.duplicates, sb.duplicates);
+  EXPECT_GT(sa.duplicates, 0u);
   uih_store_close(a);
   uih_store_close(b);
+}
+
+// Files read on threads fail as one thread fails: with the first bad file
+// in input order, and its first bad line, however the threads interleave;
+// nothing is published.
+TEST_F(StoreTest, ALoadReadOnThreadsFailsWithTheFirstBadFilesError) {
+  const std::string dir = dir_ / "in";
+  std::filesystem::create_directories(dir);
+  for (int part = 0; part < 6; part++) {
+    std::string text = "user_id,group,ts,item,liked\n";
+    for (int i = 0; i < 30000; i++)
+      text += std::to_string(i % 500) + ",a," + std::to_string(100 + i) + "," + std::to_string(i) + ",1\n";
+    if (part == 2 || part == 4) text += "7,a,notatime,1,1\n";  // part 4's would be met first by a later thread
+    if (part == 4) text = "user_id,group,ts,item,liked\n7,a,x,1,1\n" + text.substr(text.find('\n') + 1);
+    WriteFile(dir + "/part" + std::to_string(part) + ".csv", text);
+  }
+  for (uint32_t threads : {1u, 2u, 3u, 6u}) {
+    uih_store* s = Init("s" + std::to_string(threads), 2);
+    uih_error err{};
+    ASSERT_NE(Load(s, {dir}, 1000000, 0, &err, size_t{4} << 20, threads), UIH_OK);
+    const std::string msg = uih_error_message(&err);
+    EXPECT_NE(msg.find("part2.csv:30002:"), std::string::npos) << threads << " threads: " << msg;
+    for (uint32_t sh = 0; sh < 2; sh++) {
+      uih_generation g[2];
+      size_t n = 0;
+      uint32_t cur = 1;
+      ASSERT_EQ(uih_store_generations(s, sh, g, 2, &n, &cur, &err), UIH_OK);
+      EXPECT_EQ(cur, 0u) << "nothing published";
+    }
+    uih_store_close(s);
+  }
 }
 
 // The UihTable files under `dir` (generations' files; the metadata and the

@@ -153,7 +153,8 @@ typedef struct uih_load_opts {
                         or the shard's current through when that is later */
   int64_t lookback;  /* > 0: drop events with ts < through - lookback; 0: keep all */
   int32_t shard;     /* -1: every shard; else only this one (events of others are skipped) */
-  uint32_t threads;  /* shards merged at once (0 or 1: one at a time) */
+  uint32_t threads;  /* input files read at once, each whole, and shards merged at once (0 or 1:
+                        one at a time); files are read one at a time with `rejects` or string ids */
   size_t memory;     /* bytes the sort holds before it spills a run (>= 1 MiB) */
   void (*progress)(const uih_load_progress *p, void *arg); /* or NULL; called now and then */
   void *progress_arg;
