@@ -13,9 +13,13 @@
 // byte of the new generation, its peak RSS, the store's peak disk over what
 // it held before (temporary disk) and its tmp/'s peak.
 #include <dirent.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "../check.h"
 #include "../files.h"
@@ -53,6 +57,39 @@ size_t OpenFiles() {
   return n - 3;  // ., .. and the directory itself
 }
 
+double RssMb() {
+  long pages = 0, resident = 0;
+  if (FILE* f = fopen("/proc/self/statm", "r")) {
+    if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    fclose(f);
+  }
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
+// The load's peak RSS per phase, as its progress names them: sampled
+// every 20 ms by a thread of the loading process.
+struct PhaseRss {
+  std::atomic<int> phase{0};  // 0 read, 1 merge, 2 publish
+  std::atomic<bool> stop{false};
+  double peak[3] = {0, 0, 0};
+  std::thread t{[this] {
+    while (!stop) {
+      const double r = RssMb();
+      const int p = phase;
+      if (r > peak[p]) peak[p] = r;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }};
+  static void Progress(const uih_load_progress* p, void* arg) {
+    auto* self = static_cast<PhaseRss*>(arg);
+    self->phase = !strcmp(p->phase, "read") ? 0 : !strcmp(p->phase, "merge") ? 1 : 2;
+  }
+  ~PhaseRss() {
+    stop = true;
+    t.join();
+  }
+};
+
 }  // namespace
 
 // One load of `input` into the store, in the calling (child) process.
@@ -76,7 +113,15 @@ void LoadInto(const Config& c, const std::string& input, int64_t through, const 
   const char* in[] = {input.c_str()};
   uih_load_stats st{};
   const uint64_t w0 = bench::BytesWritten();
-  Check(uih_load(s, in, 1, &o, &st, &err), err, "load");
+  {
+    PhaseRss rss;
+    o.progress = PhaseRss::Progress;
+    o.progress_arg = &rss;
+    Check(uih_load(s, in, 1, &o, &st, &err), err, "load");
+    rss.stop = true;
+    f.Set("rss_read_mb", rss.peak[0]);
+    f.Set("rss_merge_mb", std::max(rss.peak[1], rss.peak[2]));
+  }
   f.Set("written_bytes", static_cast<double>(bench::BytesWritten() - w0));
   f.Set("generation_bytes", static_cast<double>(GenerationBytes(s)));
   f.Set("events_in", static_cast<double>(st.events_in));

@@ -26,6 +26,7 @@
 // rebuilt record unlike its snapshot) stops the run with exit 1, so
 // `--small 1` in CTest keeps it working.
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
+#include <unordered_set>
 
 #include "../files.h"
 #include "scale.h"
@@ -55,11 +57,27 @@ double Figures::Get(const std::string& k) const {
   return 0;
 }
 
+// Bytes of the files under `dir`, each file once by its inode: a file
+// renamed while the walk runs (a load's files moving out of tmp/ as it
+// publishes) is not counted twice.
+uint64_t DiskUsed(const std::string& dir) {
+  std::unordered_set<uint64_t> seen;
+  uint64_t n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
+       it.increment(ec)) {
+    struct stat st {};
+    if (lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && seen.insert(st.st_ino).second)
+      n += static_cast<uint64_t>(st.st_size);
+  }
+  return n;
+}
+
 Child RunChild(const Config& c, const std::string& what, const std::function<void(Figures&)>& fn) {
   printf("  %s...\n", what.c_str());
   fflush(stdout);
   const std::string store = StorePath(c);
-  const uint64_t before = bench::BytesUnder(store);
+  const uint64_t before = DiskUsed(store);
   int fds[2];
   if (pipe(fds) != 0) {
     perror("scale_bench: pipe");
@@ -92,7 +110,7 @@ Child RunChild(const Config& c, const std::string& what, const std::function<voi
   uint64_t peak = before, peak_tmp = 0;
   std::thread sampler([&] {
     while (!done) {
-      peak = std::max(peak, bench::BytesUnder(store));
+      peak = std::max(peak, DiskUsed(store));
       peak_tmp = std::max(peak_tmp, bench::BytesUnder(store + "/tmp"));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -145,10 +163,11 @@ void PrintLoad(const char* label, const Child& ch, double wall, double cpu, doub
          wall, cpu, in / wall / 1e6, in / cpu / 1e6, f.Get("seconds_read"), f.Get("seconds_sort"),
          f.Get("seconds_merge"));
   printf("  %-34s %.0f events in, %.0f new, %.0f stored in %.1f MB (%.2f B/event); wrote %.2f B per B stored;"
-         " peak RSS %.0f MB; disk over the store before %.0f MB (%.2fx the generation), tmp/ %.0f MB, %.0f runs;"
-         " %.0f of %.0f stripes copied\n",
+         " peak RSS %.0f MB (reading %.0f, merging %.0f); disk over before %.0f MB (%.2fx the generation),"
+         " tmp/ %.0f MB, %.0f runs; %.0f of %.0f stripes copied\n",
          "", in, f.Get("events_new"), f.Get("events_stored"), gen / 1e6, gen / std::max(1.0, f.Get("events_stored")),
-         f.Get("written_bytes") / std::max(1.0, gen), rss, ch.peak_disk_mb, ch.peak_disk_mb * 1e6 / std::max(1.0, gen),
+         f.Get("written_bytes") / std::max(1.0, gen), rss, f.Get("rss_read_mb"), f.Get("rss_merge_mb"),
+         ch.peak_disk_mb, ch.peak_disk_mb * 1e6 / std::max(1.0, gen),
          ch.peak_tmp_mb, f.Get("runs"), f.Get("stripes_copied"), f.Get("stripes"));
 }
 
@@ -243,7 +262,8 @@ int main(int argc, char** argv) {
     PrintLoad(name, ch, ch.wall, ch.cpu, ch.peak_rss_mb);
   }
   const Child& d3 = Find(ph, "load_day3");
-  PrintLoad("load_day3 (8 trainers reading)", d3, d3.f.Get("load_wall_s"), d3.f.Get("load_cpu_s"),
+  const std::string d3_label = "load_day3 (" + std::to_string(c.procs) + " trainers reading)";
+  PrintLoad(d3_label.c_str(), d3, d3.f.Get("load_wall_s"), d3.f.Get("load_cpu_s"),
             d3.f.Get("load_rss_mb"));
   const Child& op = Find(ph, "open");
   printf("\nopen: read-only cold %.1f ms (%.0f files), warm %.1f ms; writable %.1f ms (%.0f files)\n",

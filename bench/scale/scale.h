@@ -81,7 +81,7 @@ struct Child {
   Figures f;
   double wall = 0, cpu = 0;  // seconds
   double peak_rss_mb = 0;
-  double peak_disk_mb = 0;   // the store's bytes at most, sampled while it ran
+  double peak_disk_mb = 0;   // the store's bytes at most over before (files once each), sampled as it ran
   double peak_tmp_mb = 0;    // the store's tmp/ at most
 };
 // Runs fn in a forked process (open files limited to 1,024 there, as a

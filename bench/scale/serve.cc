@@ -103,7 +103,7 @@ void CheckSequence(const uih_batch* b, uint32_t length, uint64_t user) {
 }
 
 // `requests` split over `threads` threads; latencies in microseconds.
-std::vector<double> Snapshots(uih_store* s, std::vector<uih_snapshotter*>& sn, const std::vector<uint64_t>& users,
+std::vector<double> Snapshots(std::vector<uih_snapshotter*>& sn, const std::vector<uint64_t>& users,
                               uint32_t length, Appender& app, double* mean_events) {
   const size_t threads = sn.size();
   std::vector<std::vector<double>> lat(threads);
@@ -125,7 +125,6 @@ std::vector<double> Snapshots(uih_store* s, std::vector<uih_snapshotter*>& sn, c
       }
     });
   for (auto& t : ts) t.join();
-  (void)s;
   std::vector<double> all;
   for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
   *mean_events = all.empty() ? 0 : static_cast<double>(events) / static_cast<double>(all.size());
@@ -165,7 +164,7 @@ void ServePhase(const Config& c, const Plan& p, std::vector<std::pair<std::strin
           if (is_cold) bench::Evict(StorePath(c));
           std::vector<uih_snapshotter*> use(sn.begin(), sn.begin() + threads);
           double mean = 0;
-          std::vector<double> lat = Snapshots(s, use, is_cold ? cold : warm, length, app, &mean);
+          std::vector<double> lat = Snapshots(use, is_cold ? cold : warm, length, app, &mean);
           const std::string k = "snap_" + std::to_string(length) + "_t" + std::to_string(threads) + "_" + mode;
           f.Set(k + "_p50_us", Quantile(lat, 0.5));
           f.Set(k + "_p99_us", Quantile(lat, 0.99));
