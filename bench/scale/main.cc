@@ -9,7 +9,8 @@
 //                                   [--procs P] [--train-seconds S] [--json FILE]
 //                                   [--keep 1] [--small 1]
 //
-// --events (default 200 M) sizes the users (heavy-tailed, inputs.cc);
+// --events (default 216 M: > 200 M kept) sizes the users (heavy-tailed,
+// inputs.cc);
 // --users sets them instead. Phases, in order (each file says more):
 //   inputs    30 history days and 3 daily days of zstd CSV (inputs.cc);
 //   loads     the history, day 1 (late events), day 2 (deletions and a
