@@ -3,6 +3,7 @@
 
     python3 bench/scale/plot.py RESULTS.jsonl [OUTDIR]
 
+Needs matplotlib (Debian's python3-matplotlib, installed by scripts/setup).
 RESULTS.jsonl holds one line per `scale_bench --json` run (any sizes, in
 any order; of several runs of one size the last is drawn). Writes
 OUTDIR/scale_load.png, scale_snapshot.png and scale_train.png (OUTDIR:
