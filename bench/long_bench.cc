@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "check.h"
+#include "quantile.h"
 #include "uih/key.h"
 #include "uih/loader.h"
 #include "uih/materialize.h"
@@ -30,6 +31,7 @@
 namespace {
 
 using bench::Check;
+using bench::Quantile;
 using Clock = std::chrono::steady_clock;
 
 const char kSchema[] = R"({"name": "long", "version": 1, "groups": [{"name": "engagement", "id": 1, "traits": [
@@ -41,12 +43,6 @@ constexpr int64_t kStart = 1700000000000;
 constexpr uint64_t kUser = 42;
 
 double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
-
-double Quantile(std::vector<double> v, double q) {
-  size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
-  return v[i];
-}
 
 }  // namespace
 

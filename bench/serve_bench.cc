@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "check.h"
+#include "quantile.h"
 #include "uih/key.h"
 #include "uih/loader.h"
 #include "uih/materialize.h"
@@ -43,6 +44,7 @@
 namespace {
 
 using bench::Check;
+using bench::Quantile;
 using Clock = std::chrono::steady_clock;
 
 const char kSchema[] = R"({"name": "serve", "version": 1, "groups": [
@@ -63,13 +65,6 @@ struct Opts {
 };
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
-  return v[i];
-}
 
 // A batch of one event of the group.
 struct Event {

@@ -63,6 +63,8 @@ typedef struct load {
   uih_error fail_err;
   uint64_t read_events, read_bytes; /* of every thread, for progress */
   double read_began;
+  struct reader *readers; /* every reading thread's, for progress */
+  uint32_t nreaders;
 } load;
 
 /* A thread reading whole input files into a sorter of its own, and what
@@ -75,6 +77,7 @@ typedef struct reader {
   int any_event;
   int64_t maxts;
   uint8_t *buf; /* a row */
+  uint64_t cur_raw, cur_bytes; /* of the file it reads, so far (mu) */
 } reader;
 
 static void progress(load *l, const char *phase, int32_t shard, uint64_t events, uint64_t bytes, double began,
@@ -155,8 +158,11 @@ static void read_tick(reader *rd, size_t index, ld_input *in, double began, int 
   load *l = rd->l;
   pthread_mutex_lock(&l->mu);
   l->read_events += 1u << 16;
-  progress(l, "read", -1, l->read_events, l->read_bytes + ld_input_bytes(in), began,
-           l->read_done + ld_input_raw_bytes(in), l->read_total);
+  rd->cur_raw = ld_input_raw_bytes(in);
+  rd->cur_bytes = ld_input_bytes(in);
+  uint64_t raw = l->read_done, bytes = l->read_bytes; /* files read, and every thread's file so far: */
+  for (uint32_t t = 0; t < l->nreaders; t++) raw += l->readers[t].cur_raw, bytes += l->readers[t].cur_bytes;
+  progress(l, "read", -1, l->read_events, bytes, began, raw, l->read_total); /* never back */
   *stop = l->failed_at < index;
   pthread_mutex_unlock(&l->mu);
 }
@@ -222,6 +228,7 @@ static int read_file(reader *rd, size_t index, double began, uih_error *err) {
   pthread_mutex_lock(&l->mu);
   if (in) l->read_done += ld_input_raw_bytes(in);
   if (in) l->read_bytes += ld_input_bytes(in);
+  rd->cur_raw = rd->cur_bytes = 0;
   pthread_mutex_unlock(&l->mu);
   uih_csv_close(r);
   ld_input_close(in);
@@ -254,8 +261,11 @@ static void *read_worker(void *arg) {
       return NULL;
     }
   }
+  pthread_mutex_lock(&l->mu);
+  const int failed = l->fail_rc != UIH_OK;
+  pthread_mutex_unlock(&l->mu);
   uih_error e = {0};
-  int rc = ld_sorter_finish(rd->sorter, &e); /* each thread sorts its own memory */
+  int rc = failed ? UIH_OK : ld_sorter_finish(rd->sorter, &e); /* each thread sorts its own memory */
   pthread_mutex_lock(&l->mu);
   if (rc != UIH_OK && l->fail_rc == UIH_OK) {
     l->fail_rc = rc;
@@ -426,16 +436,29 @@ static int open_side_files(load *l, char **files, size_t nfiles, uih_error *err)
   return UIH_OK;
 }
 
-/* Readers: one per thread (opts.threads), at most one per file; one when
- * bad records go to the rejects file or strings are hashed into ids (both
- * are kept in input order). Each sorts into a sorter of its own with its
- * share of the memory. */
+/* Readers: one per thread (opts.threads), at most one per file and one
+ * per 16 MiB of memory; one when bad records go to the rejects file or
+ * strings are hashed into ids (both are kept in input order). Each sorts
+ * into a sorter of its own with its share of the memory. */
+#define LD_READER_MEMORY_MIN ((size_t)16 << 20)
+
 static uint32_t readers_for(const load *l) {
   uint32_t n = l->o.threads > 1 ? l->o.threads : 1;
   if (n > 64) n = 64;
+  if (n > l->o.memory / LD_READER_MEMORY_MIN) n = (uint32_t)(l->o.memory / LD_READER_MEMORY_MIN); /* a share worth sorting */
+  if (n < 1) n = 1;
   if (n > l->nfiles) n = l->nfiles ? (uint32_t)l->nfiles : 1;
   if (l->rejects || l->ids) n = 1;
   return n;
+}
+
+/* Runs a shard's stream reads at most: the merge's threads each hold that
+ * many files open (and a block of each), so their sum stays near 384,
+ * well inside a 1,024 open-file limit, whatever the input's size. */
+static size_t fan_in_for(const load *l) {
+  const size_t streams = l->o.threads > 1 ? l->o.threads : 1;
+  const size_t f = 384 / streams;
+  return f < 8 ? 8 : f > LD_SORT_FAN_IN ? LD_SORT_FAN_IN : f;
 }
 
 /* Reads every input into the sorter: the inputs' digest and the latest
@@ -466,9 +489,12 @@ static int read_inputs(load *l, const char *const *inputs, size_t ninputs, uint6
     if (!rd->events_in || !rd->buf) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "load: out of memory");
     if (rc == UIH_OK)
       rc = ld_sorter_create(uih_store_tmpdir(l->store), l->o.memory / n, l->nshards, LD_ROW_HEAD, &rd->sorter, err);
+    if (rc == UIH_OK) ld_sorter_set_fan_in(rd->sorter, fan_in_for(l));
   }
   l->failed_at = l->nfiles;
   l->next_file = 0;
+  l->readers = rds;
+  l->nreaders = n;
   const double t0 = l->read_began = now();
   if (rc == UIH_OK) {
     pthread_t threads[64];
@@ -485,6 +511,8 @@ static int read_inputs(load *l, const char *const *inputs, size_t ninputs, uint6
       rc = l->fail_rc;
     }
   }
+  l->readers = NULL;
+  l->nreaders = 0;
   /* Fold the readers into the load: their counts, and their sorters into the first. */
   *maxts = INT64_MIN;
   for (uint32_t t = 0; t < n; t++) {

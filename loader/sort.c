@@ -7,8 +7,10 @@
  *   block   raw length (u32 LE) | stored length (u32 LE) | XXH3-64 of the
  *           raw bytes (u64 LE) | a zstd frame (level 1) of the raw bytes
  *
- * Rows compress 3-4x and a spilling load writes its runs once and reads
- * them once, so this halves what a large load writes. The sorter
+ * Rows compress about 2x (56 bytes an event to ~26 in bench/scale's
+ * loads), which more than halves what a spilling load writes. Streams read
+ * at most a fan-in of runs: ld_sorter_finish first merges the oldest runs
+ * beyond it into one (repeats kept, order checked). The sorter
  * remembers, per run, the offset where each shard's blocks begin, so a
  * shard's stream reads only its part. Runs are read back a block at a
  * time: a header outside what the part still holds, a frame that does not
@@ -42,6 +44,8 @@ typedef struct entry {
   uint64_t head[2];
 } entry;
 
+static int reduce_runs(ld_sorter *s, uih_error *err);
+
 static entry make_entry(uint64_t off, const uint8_t *rec, uint32_t len) {
   entry e = {off, len, {0, 0}};
   for (uint32_t i = 0; i < 16; i++) e.head[i / 8] = e.head[i / 8] << 8 | (i < len ? rec[i] : 0);
@@ -69,6 +73,9 @@ struct ld_sorter {
   size_t nruns, rcap;
   int finished;
   uint32_t max_len; /* the longest record added: no block's raw bytes exceed it + 4 or RUN_BLOCK */
+  size_t run_seq;   /* runs named so far (run-NNNNNN) */
+  size_t fan_in;    /* runs a stream reads at most (ld_sorter_finish merges the rest) */
+  uint64_t merged;  /* runs written and since merged into others */
   ld_sorter **parts; /* sorters adopted (ld_sorter_adopt): streams read their records too */
   size_t nparts;
   /* spilling: the block being filled, its frame, the compressor */
@@ -114,6 +121,7 @@ int ld_sorter_create(const char *tmpdir, size_t memory, uint32_t nshards, uint32
     return uih_error_set(err, UIH_ERR_IO, "sort: creating a folder in %s: %s", tmpdir, strerror(e));
   }
   s->memory = memory;
+  s->fan_in = LD_SORT_FAN_IN;
   s->nshards = nshards;
   s->min_len = min_len;
   *out = s;
@@ -151,9 +159,17 @@ static int flush_block(ld_sorter *s, FILE *f, const char *path, uint64_t *off, u
   return UIH_OK;
 }
 
-/* Writes what is in memory as a sorted run and empties memory. */
-static int spill(ld_sorter *s, uih_error *err) {
-  sort_memory(s);
+/* A run being written: records in order go into blocks (one shard per
+ * block), the offset where each shard's blocks begin noted. */
+typedef struct run_out {
+  run *r;
+  FILE *f;
+  uint64_t off;
+  uint32_t shard;
+} run_out;
+
+static int run_begin(ld_sorter *s, run_out *o, uih_error *err) {
+  memset(o, 0, sizeof *o);
   if (s->nruns == s->rcap) {
     size_t c = s->rcap ? s->rcap * 2 : 8;
     run *r = realloc(s->runs, c * sizeof *r);
@@ -170,38 +186,55 @@ static int spill(ld_sorter *s, uih_error *err) {
     free(r->starts);
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
   }
-  snprintf(r->path, len, "%s/run-%06zu", s->dir, s->nruns);
+  snprintf(r->path, len, "%s/run-%06zu", s->dir, s->run_seq++);
   s->nruns++;
-  FILE *f = fopen(r->path, "wb");
-  if (!f) return uih_error_set(err, UIH_ERR_IO, "sort: creating %s: %s", r->path, strerror(errno));
-  setvbuf(f, NULL, _IOFBF, 1 << 20);
-  uint64_t off = 0;
-  uint32_t shard = 0;
-  int rc = UIH_OK;
+  o->r = r;
+  o->f = fopen(r->path, "wb");
+  if (!o->f) return uih_error_set(err, UIH_ERR_IO, "sort: creating %s: %s", r->path, strerror(errno));
+  setvbuf(o->f, NULL, _IOFBF, 1 << 20);
   s->blen = 0;
-  for (size_t i = 0; i < s->n && rc == UIH_OK; i++) {
-    const uint8_t *rec = s->arena + s->entries[i].off;
-    uint32_t l = s->entries[i].len;
-    if (shard < shard_of(rec)) rc = flush_block(s, f, r->path, &off, err); /* a block holds one shard */
-    while (shard < shard_of(rec)) r->starts[++shard] = off;
-    if (rc == UIH_OK && s->blen > 0 && s->blen + 4u + l > RUN_BLOCK) rc = flush_block(s, f, r->path, &off, err);
-    if (rc == UIH_OK && s->blen + 4u + l > s->bcap) {
-      size_t c = s->blen + 4u + l > RUN_BLOCK ? s->blen + 4u + l : RUN_BLOCK;
-      uint8_t *b = realloc(s->block, c);
-      if (!b) rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
-      else s->block = b, s->bcap = c;
-    }
-    if (rc != UIH_OK) break;
-    uih_store_le32(s->block + s->blen, l);
-    memcpy(s->block + s->blen + 4, rec, l);
-    s->blen += 4u + l;
+  return UIH_OK;
+}
+
+static int run_put(ld_sorter *s, run_out *o, const uint8_t *rec, uint32_t l, uih_error *err) {
+  int rc = UIH_OK;
+  if (o->shard < shard_of(rec)) rc = flush_block(s, o->f, o->r->path, &o->off, err); /* a block holds one shard */
+  while (o->shard < shard_of(rec)) o->r->starts[++o->shard] = o->off;
+  if (rc == UIH_OK && s->blen > 0 && s->blen + 4u + l > RUN_BLOCK) rc = flush_block(s, o->f, o->r->path, &o->off, err);
+  if (rc == UIH_OK && s->blen + 4u + l > s->bcap) {
+    size_t c = s->blen + 4u + l > RUN_BLOCK ? s->blen + 4u + l : RUN_BLOCK;
+    uint8_t *b = realloc(s->block, c);
+    if (!b) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+    s->block = b;
+    s->bcap = c;
   }
-  if (rc == UIH_OK) rc = flush_block(s, f, r->path, &off, err);
-  while (shard < s->nshards) r->starts[++shard] = off;
-  int bad = ferror(f);
-  if (fclose(f) != 0) bad = 1;
   if (rc != UIH_OK) return rc;
-  if (bad) return uih_error_set(err, UIH_ERR_IO, "sort: writing %s: %s", r->path, strerror(errno));
+  uih_store_le32(s->block + s->blen, l);
+  memcpy(s->block + s->blen + 4, rec, l);
+  s->blen += 4u + l;
+  return UIH_OK;
+}
+
+static int run_end(ld_sorter *s, run_out *o, int rc, uih_error *err) {
+  if (!o->f) return rc;
+  if (rc == UIH_OK) rc = flush_block(s, o->f, o->r->path, &o->off, err);
+  while (o->shard < s->nshards) o->r->starts[++o->shard] = o->off;
+  int bad = ferror(o->f);
+  if (fclose(o->f) != 0) bad = 1;
+  o->f = NULL;
+  if (rc == UIH_OK && bad) rc = uih_error_set(err, UIH_ERR_IO, "sort: writing %s: %s", o->r->path, strerror(errno));
+  return rc;
+}
+
+/* Writes what is in memory as a sorted run and empties memory. */
+static int spill(ld_sorter *s, uih_error *err) {
+  sort_memory(s);
+  run_out o;
+  int rc = run_begin(s, &o, err);
+  for (size_t i = 0; i < s->n && rc == UIH_OK; i++)
+    rc = run_put(s, &o, s->arena + s->entries[i].off, s->entries[i].len, err);
+  rc = run_end(s, &o, rc, err);
+  if (rc != UIH_OK) return rc;
   s->used = 0;
   s->n = 0;
   return UIH_OK;
@@ -241,34 +274,29 @@ int ld_sorter_add(ld_sorter *s, const uint8_t *rec, uint32_t len, uih_error *err
 }
 
 int ld_sorter_finish(ld_sorter *s, uih_error *err) {
-  if (s->finished) return UIH_OK;
-  if (s->nruns > 0 && s->n > 0) {
-    /* A sort that spilled spills the rest too and lets its memory go: the
-     * merge that reads the runs then has the load's memory for itself. */
-    int rc = spill(s, err);
-    if (rc != UIH_OK) return rc;
+  if (!s->finished) {
+    if (s->nruns > 0 && s->n > 0) {
+      /* A sort that spilled spills the rest too and lets its memory go: the
+       * merge that reads the runs then has the load's memory for itself. */
+      int rc = spill(s, err);
+      if (rc != UIH_OK) return rc;
+    }
+    if (s->nruns > 0) {
+      free(s->arena);
+      free(s->entries);
+      s->arena = NULL;
+      s->entries = NULL;
+      s->cap = s->ecap = 0;
+    }
+    sort_memory(s);
+    s->finished = 1;
   }
-  if (s->nruns > 0) {
-    free(s->arena);
-    free(s->entries);
-    free(s->block);
-    free(s->frame);
-    s->arena = s->block = s->frame = NULL;
-    s->entries = NULL;
-    s->cap = s->ecap = s->bcap = s->fcap = 0;
-    ZSTD_freeCCtx(s->cctx);
-    s->cctx = NULL;
-  }
-  sort_memory(s);
-  s->finished = 1;
-  return UIH_OK;
+  return reduce_runs(s, err);
 }
 
-uint64_t ld_sorter_runs(const ld_sorter *s) {
-  uint64_t n = s->nruns;
-  for (size_t i = 0; i < s->nparts; i++) n += s->parts[i]->nruns;
-  return n;
-}
+void ld_sorter_set_fan_in(ld_sorter *s, size_t fan_in) { s->fan_in = fan_in < 2 ? 2 : fan_in; }
+
+uint64_t ld_sorter_runs(const ld_sorter *s) { return s->nruns + s->merged; }
 
 int ld_sorter_adopt(ld_sorter *s, ld_sorter *part, uih_error *err) {
   if (!s->finished || !part->finished || part->nparts || part == s || part->nshards != s->nshards ||
@@ -277,25 +305,35 @@ int ld_sorter_adopt(ld_sorter *s, ld_sorter *part, uih_error *err) {
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: adopting a sorter unfinished or unlike this one");
   }
   ld_sorter **p = realloc(s->parts, (s->nparts + 1) * sizeof *p);
-  if (!p) {
+  run *r = p ? realloc(s->runs, (s->nruns + part->nruns + 1) * sizeof *r) : NULL;
+  if (p) s->parts = p;
+  if (!r) {
     ld_sorter_free(part);
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
   }
-  s->parts = p;
+  /* Its runs become this sorter's (their files stay in its folder, which
+   * goes when they have), its memory stays its own. */
+  s->runs = r;
+  s->rcap = s->nruns + part->nruns + 1;
+  memcpy(s->runs + s->nruns, part->runs, part->nruns * sizeof *r);
+  s->nruns += part->nruns;
+  part->nruns = 0;
+  s->merged += part->merged;
+  if (part->max_len > s->max_len) s->max_len = part->max_len;
   s->parts[s->nparts++] = part;
   return UIH_OK;
 }
 
 void ld_sorter_free(ld_sorter *s) {
   if (!s) return;
-  for (size_t i = 0; i < s->nparts; i++) ld_sorter_free(s->parts[i]);
-  free(s->parts);
   for (size_t i = 0; i < s->nruns; i++) {
     unlink(s->runs[i].path);
     free(s->runs[i].path);
     free(s->runs[i].starts);
   }
   if (s->dir) rmdir(s->dir);
+  for (size_t i = 0; i < s->nparts; i++) ld_sorter_free(s->parts[i]); /* their folders: empty now */
+  free(s->parts);
   free(s->runs);
   free(s->dir);
   free(s->arena);
@@ -368,7 +406,7 @@ static int next_block(ld_stream *st, source *x, uih_error *err) {
   const uint32_t raw = uih_load_le32(h), z = uih_load_le32(h + 4);
   const uint64_t sum = uih_load_le64(h + 8);
   const size_t most = (size_t)x->owner->max_len + 4u > RUN_BLOCK ? (size_t)x->owner->max_len + 4u : RUN_BLOCK;
-  if (raw == 0 || raw > most || z == 0 || z > x->left - RUN_HEADER)
+  if (raw == 0 || raw > most || z == 0 || z > x->left - RUN_HEADER || z > ZSTD_compressBound(most))
     return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": a block of %u bytes stored in %u, expected 1..%zu"
                           " stored in 1..%" PRIu64 " (what the shard's part of the run holds)", x->path, at, raw, z,
                           most, x->left - RUN_HEADER);
@@ -468,7 +506,7 @@ int ld_stream_open(ld_sorter *s, uint32_t shard, ld_stream **out, uih_error *err
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: a stream of shard %u (of %u) before the sort finished",
                          shard, s->nshards);
   ld_stream *st = calloc(1, sizeof *st);
-  if (!st || !(st->src = calloc(ld_sorter_runs(s) + 1 + s->nparts, sizeof *st->src))) {
+  if (!st || !(st->src = calloc(s->nruns + 1 + s->nparts, sizeof *st->src))) {
     free(st);
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
   }
@@ -538,4 +576,92 @@ void ld_stream_close(ld_stream *st) {
   free(st->last);
   ZSTD_freeDCtx(st->dctx);
   free(st);
+}
+
+/* ---- the fan-in ------------------------------------------------------------- */
+
+/* Merges runs [0, k) into one new run (every shard's part, repeats kept:
+ * the streams count them), then drops them. */
+static int merge_runs(ld_sorter *s, size_t k, uih_error *err) {
+  run_out o;
+  int rc = run_begin(s, &o, err);
+  uint8_t *last = NULL;
+  size_t last_cap = 0;
+  uint32_t last_len = 0;
+  for (uint32_t shard = 0; shard < s->nshards && rc == UIH_OK; shard++) {
+    ld_stream *st = calloc(1, sizeof *st);
+    if (!st || !(st->src = calloc(k, sizeof *st->src))) {
+      free(st);
+      rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+      break;
+    }
+    st->s = s;
+    st->shard = shard;
+    for (size_t i = 0; i < k && rc == UIH_OK; i++) {
+      const run *r = &s->runs[i];
+      source *x = &st->src[st->nsrc++];
+      x->owner = s;
+      x->path = r->path;
+      x->at = r->starts[shard];
+      x->left = r->starts[shard + 1] - r->starts[shard];
+      x->f = fopen(r->path, "rb");
+      if (!x->f || fseeko(x->f, (off_t)x->at, SEEK_SET) != 0)
+        rc = uih_error_set(err, UIH_ERR_IO, "sort: reading %s: %s", r->path, strerror(errno));
+      else rc = advance(st, x, err);
+    }
+    int has_last = 0;
+    while (rc == UIH_OK) {
+      source *best = NULL;
+      for (size_t i = 0; i < st->nsrc; i++)
+        if (st->src[i].rec && (!best || compare(st->src[i].rec, st->src[i].len, best->rec, best->len) < 0))
+          best = &st->src[i];
+      if (!best) break;
+      if (has_last && compare(best->rec, best->len, last, last_len) < 0) {
+        rc = uih_corruption(err, "sort: %s: block at offset %" PRIu64 ", byte %zu: a record out of order", best->path,
+                            best->block, best->at_byte);
+        break;
+      }
+      if (best->len > last_cap) {
+        uint8_t *b = realloc(last, best->len);
+        if (!b) {
+          rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+          break;
+        }
+        last = b;
+        last_cap = best->len;
+      }
+      memcpy(last, best->rec, best->len);
+      last_len = best->len;
+      has_last = 1;
+      rc = run_put(s, &o, best->rec, best->len, err);
+      if (rc == UIH_OK) rc = advance(st, best, err);
+    }
+    ld_stream_close(st);
+  }
+  free(last);
+  rc = run_end(s, &o, rc, err);
+  if (rc != UIH_OK) return rc;
+  for (size_t i = 0; i < k; i++) {
+    unlink(s->runs[i].path);
+    free(s->runs[i].path);
+    free(s->runs[i].starts);
+  }
+  memmove(s->runs, s->runs + k, (s->nruns - k) * sizeof *s->runs);
+  s->nruns -= k;
+  s->merged += k;
+  return UIH_OK;
+}
+
+/* Merges the oldest runs until at most fan_in are left: as few as that
+ * takes (runs - fan_in + 1 at a time, up to fan_in), so a load just past
+ * the fan-in writes again only what it must. A stream then holds at most
+ * fan_in runs open and a block of each in memory. */
+static int reduce_runs(ld_sorter *s, uih_error *err) {
+  while (s->nruns > s->fan_in) {
+    size_t k = s->nruns - s->fan_in + 1;
+    if (k > s->fan_in) k = s->fan_in;
+    int rc = merge_runs(s, k, err);
+    if (rc != UIH_OK) return rc;
+  }
+  return UIH_OK;
 }

@@ -24,16 +24,24 @@ int ld_sorter_create(const char *tmpdir, size_t memory, uint32_t nshards, uint32
                      uih_error *err);
 /* Adds a record of `len` (>= min_len) bytes; copies it. */
 int ld_sorter_add(ld_sorter *s, const uint8_t *rec, uint32_t len, uih_error *err);
-/* No more records: sorts what is in memory (once: again is a no-op); a
- * sorter that spilled spills the rest and frees its memory. Streams may
- * then be opened. */
+/* No more records: sorts what is in memory (once), a sorter that spilled
+ * spilling the rest and freeing its memory; then merges runs beyond the
+ * fan-in (again after ld_sorter_adopt). Streams may then be opened. After
+ * an error the sorter is only for ld_sorter_free. */
 int ld_sorter_finish(ld_sorter *s, uih_error *err);
-uint64_t ld_sorter_runs(const ld_sorter *s); /* its own and its parts' */
+uint64_t ld_sorter_runs(const ld_sorter *s); /* runs spilled (its own and its parts'), merged or not */
+/* Streams read at most `fan_in` runs (>= 2; LD_SORT_FAN_IN by default):
+ * ld_sorter_finish merges the oldest runs beyond it into one, so what a
+ * stream holds open — files and a block of each — stays bounded whatever
+ * the input's size. */
+#define LD_SORT_FAN_IN 256
+void ld_sorter_set_fan_in(ld_sorter *s, size_t fan_in);
 /* `s` takes `part` (freed with it; on an error, freed now): both finished,
  * of the same shards and min_len, `part` with no parts of its own. Its
- * streams then read `part`'s records too, as if added to `s` — so threads
- * may each sort on their own sorter (ld_sorter_add is for one thread at a
- * time) and one of them stream them all. */
+ * runs become `s`'s and its memory is read by `s`'s streams, as if its
+ * records were added to `s` — so threads may each sort on their own sorter
+ * (ld_sorter_add is for one thread at a time) and one of them stream them
+ * all. Call ld_sorter_finish(s) again after adopting (the fan-in). */
 int ld_sorter_adopt(ld_sorter *s, ld_sorter *part, uih_error *err);
 void ld_sorter_free(ld_sorter *s); /* NULL is fine; removes the runs */
 

@@ -33,6 +33,15 @@ def stored(r):
     return r["load_day2.events_stored"] / 1e6
 
 
+def finish(fig, axes, out, name):
+    for a in axes:
+        a.legend(fontsize=8)
+        a.grid(alpha=0.3)
+        a.set_ylim(bottom=0)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, name), dpi=110)
+
+
 def load_chart(rs, out):
     x = [stored(r) for r in rs]
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
@@ -54,12 +63,7 @@ def load_chart(rs, out):
     ax[2].plot(x, [r["open.open_cold_ms"] for r in rs], "s--", label="read-only open, cold (ms)")
     ax[2].axhline(rs[-1]["memory_mb"] + 256, color="grey", lw=0.8, ls=":", label="--memory + 256 MB")
     ax[2].set(title="Memory and opening", xlabel="events stored (M)")
-    for a in ax:
-        a.legend(fontsize=8)
-        a.grid(alpha=0.3)
-        a.set_ylim(bottom=0)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "scale_load.png"), dpi=110)
+    finish(fig, ax, out, "scale_load.png")
 
 
 def snapshot_chart(rs, out):
@@ -72,11 +76,7 @@ def snapshot_chart(rs, out):
                 ys = [r.get(k, float("nan")) / 1e3 for r in rs]
                 ax[i].plot(x, ys, "o" + style, label="%s %s" % (mode, q))
         ax[i].set(title="Snapshot of %d events, 1 thread" % length, xlabel="events stored (M)", ylabel="ms")
-        ax[i].legend(fontsize=8)
-        ax[i].grid(alpha=0.3)
-        ax[i].set_ylim(bottom=0)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "scale_snapshot.png"), dpi=110)
+    finish(fig, ax, out, "scale_snapshot.png")
 
 
 def train_chart(rs, out):
@@ -93,12 +93,7 @@ def train_chart(rs, out):
                label="8 processes, a load publishing")
     ax[1].set(title="Training processes at once (1,024-event tenant)", xlabel="events stored (M)",
               ylabel="K records / s, all processes")
-    for a in ax:
-        a.legend(fontsize=8)
-        a.grid(alpha=0.3)
-        a.set_ylim(bottom=0)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "scale_train.png"), dpi=110)
+    finish(fig, ax, out, "scale_train.png")
 
 
 def main():

@@ -28,6 +28,7 @@
 
 #include "../check.h"
 #include "../files.h"
+#include "../quantile.h"
 #include "scale.h"
 #include "uih/key.h"
 #include "uih/materialize.h"
@@ -37,13 +38,7 @@ namespace scale {
 namespace {
 
 using bench::Check;
-
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
-  return v[i];
-}
+using bench::Quantile;
 
 // Appends to the mutable tier: one event at a time, at a rate, the clock
 // of the serving process (every appended timestamp is distinct and newer).

@@ -96,6 +96,81 @@ TEST_F(SortTest, StreamsAreEachShardsRecordsInOrderOnceInMemoryOrSpilled) {
   }
 }
 
+// Every shard's stream of `s`, and the repeats its streams dropped.
+std::vector<Rec> AllStreams(ld_sorter* s, uint32_t shards, uint64_t* repeats) {
+  std::vector<Rec> out;
+  *repeats = 0;
+  for (uint32_t sh = 0; sh < shards; sh++) {
+    ld_stream* st = nullptr;
+    uih_error err{};
+    EXPECT_EQ(ld_stream_open(s, sh, &st, &err), UIH_OK) << uih_error_message(&err);
+    for (;;) {
+      const uint8_t* rec = nullptr;
+      uint32_t len = 0;
+      EXPECT_EQ(ld_stream_next(st, &rec, &len, &err), UIH_OK) << uih_error_message(&err);
+      if (!rec) break;
+      out.emplace_back(rec, rec + len);
+    }
+    *repeats += ld_stream_repeats(st);
+    ld_stream_close(st);
+  }
+  return out;
+}
+
+size_t RunFiles(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    n += e.path().filename().string().rfind("run-", 0) == 0;
+  return n;
+}
+
+// Sorters filled on their own (as the loader's reading threads fill
+// theirs) and adopted by one: its streams are every record of all of them
+// in order, repeats across sorters once (and counted), whether a part
+// spilled or stayed in memory; beyond the fan-in, runs are merged first,
+// and the streams are the same. Adopting an unfinished sorter is refused.
+TEST_F(SortTest, AdoptedSortersAndTheFanInStreamAsOneSort) {
+  for (size_t fan_in : {size_t{256}, size_t{3}}) {
+    const std::string dir = dir_.path() + "/f" + std::to_string(fan_in);
+    std::mt19937_64 rng(fan_in);
+    const uint32_t shards = 2;
+    const size_t memory[3] = {4096, size_t{1} << 26, 8192};  // spills, stays in memory, spills
+    ld_sorter* s[3] = {};
+    uih_error err{};
+    std::vector<Rec> all;
+    for (int k = 0; k < 3; k++) {
+      ASSERT_EQ(ld_sorter_create(dir.c_str(), memory[k], shards, 6, &s[k], &err), UIH_OK);
+      ld_sorter_set_fan_in(s[k], fan_in);
+      for (int i = 0; i < 3000; i++) {
+        Rec r = Random(rng, static_cast<uint16_t>(rng() % shards), 6);
+        if (i % 7 == 0 && !all.empty()) r = all[rng() % all.size()];  // a repeat, often another sorter's
+        ASSERT_EQ(ld_sorter_add(s[k], r.data(), static_cast<uint32_t>(r.size()), &err), UIH_OK);
+        all.push_back(r);
+      }
+    }
+    ASSERT_EQ(ld_sorter_adopt(s[0], s[1], &err), UIH_ERR_INVALID_ARGUMENT) << "s[1] is not finished";
+    s[1] = nullptr;  // freed by the refusal
+    ASSERT_EQ(ld_sorter_finish(s[0], &err), UIH_OK);
+    ASSERT_EQ(ld_sorter_finish(s[2], &err), UIH_OK);
+    ASSERT_EQ(ld_sorter_adopt(s[0], s[2], &err), UIH_OK) << uih_error_message(&err);
+    ASSERT_EQ(ld_sorter_finish(s[0], &err), UIH_OK) << uih_error_message(&err);
+    all.erase(all.begin() + 3000, all.begin() + 6000);  // s[1]'s records went with it
+    EXPECT_GT(ld_sorter_runs(s[0]), 6u);
+    if (fan_in == 3) {
+      EXPECT_LE(RunFiles(dir), 3u) << "merged down to the fan-in";
+    }
+    std::vector<Rec> want = all;
+    std::sort(want.begin(), want.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());  // shard first: streams in shard order
+    uint64_t repeats = 0;
+    EXPECT_EQ(AllStreams(s[0], shards, &repeats), want);
+    EXPECT_EQ(repeats, all.size() - want.size()) << "every repeat dropped once and counted, merged or not";
+    ld_sorter_free(s[0]);
+    EXPECT_EQ(RunFiles(dir), 0u) << "every run removed, the adopted sorter's too";
+    EXPECT_TRUE(std::filesystem::is_empty(dir)) << "and their folders";
+  }
+}
+
 // A run's first block (sort.c: raw length, stored length, XXH3 of the raw
 // bytes, a zstd frame): its raw bytes, and the run with them replaced —
 // compressed again under a right checksum, as a bug would write them, in

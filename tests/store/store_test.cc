@@ -505,6 +505,7 @@ TEST_F(StoreTest, LoadsAreDeterministicWhetherSpilledOrNot) {
   for (int d = 0; d < 2; d++) {
     const std::string day = dir_ / ("d" + std::to_string(d));
     std::filesystem::create_directories(day);
+    std::string first;
     for (int part = 0; part < 5; part++) {
       std::string text = "user_id,group,ts,item,liked\n";
       for (int i = 0; i < 8000; i++) {
@@ -512,7 +513,8 @@ TEST_F(StoreTest, LoadsAreDeterministicWhetherSpilledOrNot) {
         text += std::to_string(user) + ",a," + std::to_string(kBase + d * kDay + static_cast<int64_t>(rng() % kDay)) +
                 "," + std::to_string(rng() % 100000) + "," + std::to_string(rng() % 2) + "\n";
       }
-      if (part == 2) text += text.substr(text.find('\n') + 1, 4000);  // repeats across files and threads
+      if (part == 0) first = text.substr(text.find('\n') + 1, 4000);
+      if (part == 3) text += first;  // part 0's lines again: repeats across files, so across readers
       WriteFile(day + "/part" + std::to_string(part) + ".csv", text.substr(0, text.rfind('\n') + 1));
     }
     days.push_back(day);
@@ -577,6 +579,8 @@ TEST_F(StoreTest, ALoadReadOnThreadsFailsWithTheFirstBadFilesError) {
       ASSERT_EQ(uih_store_generations(s, sh, g, 2, &n, &cur, &err), UIH_OK);
       EXPECT_EQ(cur, 0u) << "nothing published";
     }
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ / ("s" + std::to_string(threads))))
+      EXPECT_EQ(e.path().filename().string().rfind("sort-", 0), std::string::npos) << "left behind: " << e.path();
     uih_store_close(s);
   }
 }
