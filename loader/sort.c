@@ -315,7 +315,7 @@ int ld_sorter_adopt(ld_sorter *s, ld_sorter *part, uih_error *err) {
    * goes when they have), its memory stays its own. */
   s->runs = r;
   s->rcap = s->nruns + part->nruns + 1;
-  memcpy(s->runs + s->nruns, part->runs, part->nruns * sizeof *r);
+  if (part->nruns) memcpy(s->runs + s->nruns, part->runs, part->nruns * sizeof *r);
   s->nruns += part->nruns;
   part->nruns = 0;
   s->merged += part->merged;

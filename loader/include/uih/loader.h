@@ -153,8 +153,9 @@ typedef struct uih_load_opts {
                         or the shard's current through when that is later */
   int64_t lookback;  /* > 0: drop events with ts < through - lookback; 0: keep all */
   int32_t shard;     /* -1: every shard; else only this one (events of others are skipped) */
-  uint32_t threads;  /* input files read at once, each whole, and shards merged at once (0 or 1:
-                        one at a time); files are read one at a time with `rejects` or string ids */
+  uint32_t threads;  /* input files read at once, each whole (at most one reader per 16 MiB of
+                        memory), and shards merged at once (0 or 1: one at a time); files are read
+                        one at a time with `rejects` or string ids */
   size_t memory;     /* bytes the sort holds before it spills a run (>= 1 MiB) */
   void (*progress)(const uih_load_progress *p, void *arg); /* or NULL; called now and then */
   void *progress_arg;
@@ -179,7 +180,7 @@ typedef struct uih_load_stats {
   uint64_t events, stripes, histories, bytes; /* what the new generations hold */
   uint64_t stripes_copied;       /* kept byte for byte */
   uint64_t stripes_written;      /* encoded by this load */
-  uint64_t runs;                 /* sorted runs spilled to disk */
+  uint64_t runs;                 /* sorted runs spilled to disk (those merged beyond the fan-in too) */
   uint64_t rejected;             /* bad records written to opts.rejects */
   uint64_t deleted;              /* events erased by the deletions, stored or new */
   uint64_t delete_users, delete_items, delete_pairs; /* the deletions' entries */
