@@ -127,6 +127,12 @@ int OpenDatabase(uih_store* s, Shard* sh, bool ro, Database* im,
   if (ro) dbo.info_log = std::make_shared<uih::SilentLogger>();
   else dbo.info_log = std::make_shared<uih::LogFile>(sh->path);
   uih::StrictRecovery(&dbo);  // the metadata's log too: a damaged one never drops a publish silently
+  // RocksDB's own table readers serve scans (loads, verify) and open as
+  // those reach a file, a few dozen at most: by default (-1) it would open
+  // every generation file at the open, holding a second copy of each index
+  // beside the one the store's reads use (GenerationFiles) and a second
+  // descriptor — memory and files that grew with the store.
+  dbo.max_open_files = 32;
   std::vector<std::string> names;
   Status st = DB::ListColumnFamilies(dbo, sh->path, &names);
   if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u", sh->index);
