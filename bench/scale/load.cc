@@ -84,15 +84,15 @@ struct PhaseRss {
     auto* self = static_cast<PhaseRss*>(arg);
     self->phase = !strcmp(p->phase, "read") ? 0 : !strcmp(p->phase, "merge") ? 1 : 2;
   }
-  ~PhaseRss() {
+  void Stop() {  // then peak[] is the sampler's last word
     stop = true;
-    t.join();
+    if (t.joinable()) t.join();
   }
+  ~PhaseRss() { Stop(); }
 };
 
 }  // namespace
 
-// One load of `input` into the store, in the calling (child) process.
 void LoadInto(const Config& c, const std::string& input, int64_t through, const std::string& deletes,
               const std::string& schema, Figures& f) {
   uih_error err{};
@@ -118,7 +118,7 @@ void LoadInto(const Config& c, const std::string& input, int64_t through, const 
     o.progress = PhaseRss::Progress;
     o.progress_arg = &rss;
     Check(uih_load(s, in, 1, &o, &st, &err), err, "load");
-    rss.stop = true;
+    rss.Stop();
     f.Set("rss_read_mb", rss.peak[0]);
     f.Set("rss_merge_mb", std::max(rss.peak[1], rss.peak[2]));
   }

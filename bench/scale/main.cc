@@ -284,8 +284,9 @@ int main(int argc, char** argv) {
                sv.f.Get(k + "_events"));
       }
   const Child& tr = Find(ph, "train");
-  printf("\ntraining (%.0f records of %" PRIu64 "-ish users, R = 16.5, %.0f B each; 1 worker, every record checked):\n",
-         tr.f.Get("records"), static_cast<uint64_t>(c.train_users), sv.f.Get("record_bytes"));
+  printf("\ntraining (%.0f records: %u users drawn by activity, 16 or 17 each; %.0f B each; 1 worker, every record"
+         " checked):\n",
+         tr.f.Get("records"), c.train_users, sv.f.Get("record_bytes"));
   for (const char* t : {"long", "mid", "short"})
     for (const char* mode : {"cold", "warm"}) {
       const std::string k = std::string("train_") + t + "_" + mode;

@@ -91,6 +91,11 @@ struct Child {
 // this program.
 Child RunChild(const Config& c, const std::string& what, const std::function<void(Figures&)>& fn);
 
+// One load of `input` into the store, in the calling (child) process
+// (deletes, schema: "" for none); its figures into f (load.cc).
+void LoadInto(const Config& c, const std::string& input, int64_t through, const std::string& deletes,
+              const std::string& schema, Figures& f);
+
 // The phases (load.cc, serve.cc, train.cc).
 void LoadPhases(const Config& c, const Plan& p, std::vector<std::pair<std::string, Child>>& out);
 void OpenPhase(const Config& c, std::vector<std::pair<std::string, Child>>& out);

@@ -177,6 +177,10 @@ void ServePhase(const Config& c, const Plan& p, std::vector<std::pair<std::strin
     std::vector<uint64_t> cum(counts.size());
     uint64_t sum = 0;
     for (size_t i = 0; i < counts.size(); i++) cum[i] = sum += erased.count(i + 1) ? 0 : counts[i];
+    if (sum == 0) {
+      fprintf(stderr, "scale_bench: no user has events to log records for\n");
+      exit(1);
+    }
     FILE* rf = fopen(RecordsPath(c).c_str(), "wb");
     if (!rf) {
       perror("scale_bench: records");

@@ -32,10 +32,6 @@
 #include "uih/store.h"
 
 namespace scale {
-
-void LoadInto(const Config& c, const std::string& input, int64_t through, const std::string& deletes,
-              const std::string& schema, Figures& f);
-
 namespace {
 
 using bench::Check;
