@@ -478,25 +478,29 @@ static size_t lower(const ld_sorter *s, uint32_t shard) {
   return lo;
 }
 
+/* Adds run `r` of `o` (its part of the stream's shard) to the stream's sources. */
+static int open_run(ld_stream *st, const ld_sorter *o, const run *r, uih_error *err) {
+  source *x = &st->src[st->nsrc++];
+  x->owner = o;
+  x->path = r->path;
+  x->at = r->starts[st->shard];
+  x->left = r->starts[st->shard + 1] - r->starts[st->shard];
+  x->f = fopen(r->path, "rb");
+  if (!x->f || fseeko(x->f, (off_t)x->at, SEEK_SET) != 0)
+    return uih_error_set(err, UIH_ERR_IO, "sort: reading %s: %s", r->path, strerror(errno));
+  return advance(st, x, err);
+}
+
 /* Adds `o`'s sources of the stream's shard: its runs' parts, then its memory. */
 static int open_sources(ld_stream *st, const ld_sorter *o, uih_error *err) {
-  const uint32_t shard = st->shard;
   for (size_t i = 0; i < o->nruns; i++) {
-    source *x = &st->src[st->nsrc++];
-    x->owner = o;
-    x->f = fopen(o->runs[i].path, "rb");
-    if (!x->f || fseeko(x->f, (off_t)o->runs[i].starts[shard], SEEK_SET) != 0)
-      return uih_error_set(err, UIH_ERR_IO, "sort: reading %s: %s", o->runs[i].path, strerror(errno));
-    x->path = o->runs[i].path;
-    x->at = o->runs[i].starts[shard];
-    x->left = o->runs[i].starts[shard + 1] - o->runs[i].starts[shard];
-    int rc = advance(st, x, err);
+    int rc = open_run(st, o, &o->runs[i], err);
     if (rc != UIH_OK) return rc;
   }
   source *x = &st->src[st->nsrc++];
   x->owner = o;
-  x->next = lower(o, shard);
-  x->end = lower(o, shard + 1);
+  x->next = lower(o, st->shard);
+  x->end = lower(o, st->shard + 1);
   return advance(st, x, err);
 }
 
@@ -522,44 +526,54 @@ int ld_stream_open(ld_sorter *s, uint32_t shard, ld_stream **out, uih_error *err
   return UIH_OK;
 }
 
+/* Takes the smallest current record of the stream's sources into
+ * st->last, checked to come at or after the last one taken (*repeat: the
+ * same bytes), and moves its source on; *done when every source is. */
+static int take(ld_stream *st, int *done, int *repeat, uih_error *err) {
+  source *best = NULL;
+  for (size_t i = 0; i < st->nsrc; i++) {
+    source *x = &st->src[i];
+    if (x->rec && (!best || compare(x->rec, x->len, best->rec, best->len) < 0)) best = x;
+  }
+  *done = best == NULL;
+  if (!best) return UIH_OK;
+  const int order = st->has_last ? compare(best->rec, best->len, st->last, st->last_len) : 1;
+  if (order < 0) /* each source is in order, so their merge is: not this one */
+    return best->f ? uih_corruption(err, "sort: %s: block at offset %" PRIu64 ", byte %zu: a record out of order",
+                                    best->path, best->block, best->at_byte)
+                   : uih_error_set(err, UIH_ERR_INTERNAL, "sort: a record in memory out of order");
+  *repeat = order == 0;
+  if (!*repeat) {
+    if (best->len > st->last_cap) {
+      uint8_t *b = realloc(st->last, best->len);
+      if (!b) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+      st->last = b;
+      st->last_cap = best->len;
+    }
+    memcpy(st->last, best->rec, best->len);
+    st->last_len = best->len;
+    st->has_last = 1;
+  }
+  return advance(st, best, err);
+}
+
 int ld_stream_next(ld_stream *st, const uint8_t **rec, uint32_t *len, uih_error *err) {
   for (;;) {
-    source *best = NULL;
-    for (size_t i = 0; i < st->nsrc; i++) {
-      source *x = &st->src[i];
-      if (x->rec && (!best || compare(x->rec, x->len, best->rec, best->len) < 0)) best = x;
-    }
-    if (!best) {
+    int done, repeat;
+    int rc = take(st, &done, &repeat, err);
+    if (rc != UIH_OK) return rc;
+    if (done) {
       *rec = NULL;
       *len = 0;
       return UIH_OK;
     }
-    const int order = st->has_last ? compare(best->rec, best->len, st->last, st->last_len) : 1;
-    if (order < 0) /* each source is in order, so their merge is: not this one */
-      return best->f ? uih_corruption(err, "sort: %s: block at offset %" PRIu64 ", byte %zu: a record out of order",
-                                      best->path, best->block, best->at_byte)
-                     : uih_error_set(err, UIH_ERR_INTERNAL, "sort: a record in memory out of order");
-    const int repeat = order == 0;
-    if (!repeat) {
-      if (best->len > st->last_cap) {
-        uint8_t *b = realloc(st->last, best->len);
-        if (!b) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
-        st->last = b;
-        st->last_cap = best->len;
-      }
-      memcpy(st->last, best->rec, best->len);
-      st->last_len = best->len;
-      st->has_last = 1;
-    } else {
+    if (repeat) {
       st->repeats++;
+      continue;
     }
-    int rc = advance(st, best, err);
-    if (rc != UIH_OK) return rc;
-    if (!repeat) {
-      *rec = st->last;
-      *len = st->last_len;
-      return UIH_OK;
-    }
+    *rec = st->last;
+    *len = st->last_len;
+    return UIH_OK;
   }
 }
 
@@ -585,9 +599,6 @@ void ld_stream_close(ld_stream *st) {
 static int merge_runs(ld_sorter *s, size_t k, uih_error *err) {
   run_out o;
   int rc = run_begin(s, &o, err);
-  uint8_t *last = NULL;
-  size_t last_cap = 0;
-  uint32_t last_len = 0;
   for (uint32_t shard = 0; shard < s->nshards && rc == UIH_OK; shard++) {
     ld_stream *st = calloc(1, sizeof *st);
     if (!st || !(st->src = calloc(k, sizeof *st->src))) {
@@ -597,48 +608,14 @@ static int merge_runs(ld_sorter *s, size_t k, uih_error *err) {
     }
     st->s = s;
     st->shard = shard;
-    for (size_t i = 0; i < k && rc == UIH_OK; i++) {
-      const run *r = &s->runs[i];
-      source *x = &st->src[st->nsrc++];
-      x->owner = s;
-      x->path = r->path;
-      x->at = r->starts[shard];
-      x->left = r->starts[shard + 1] - r->starts[shard];
-      x->f = fopen(r->path, "rb");
-      if (!x->f || fseeko(x->f, (off_t)x->at, SEEK_SET) != 0)
-        rc = uih_error_set(err, UIH_ERR_IO, "sort: reading %s: %s", r->path, strerror(errno));
-      else rc = advance(st, x, err);
-    }
-    int has_last = 0;
-    while (rc == UIH_OK) {
-      source *best = NULL;
-      for (size_t i = 0; i < st->nsrc; i++)
-        if (st->src[i].rec && (!best || compare(st->src[i].rec, st->src[i].len, best->rec, best->len) < 0))
-          best = &st->src[i];
-      if (!best) break;
-      if (has_last && compare(best->rec, best->len, last, last_len) < 0) {
-        rc = uih_corruption(err, "sort: %s: block at offset %" PRIu64 ", byte %zu: a record out of order", best->path,
-                            best->block, best->at_byte);
-        break;
-      }
-      if (best->len > last_cap) {
-        uint8_t *b = realloc(last, best->len);
-        if (!b) {
-          rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
-          break;
-        }
-        last = b;
-        last_cap = best->len;
-      }
-      memcpy(last, best->rec, best->len);
-      last_len = best->len;
-      has_last = 1;
-      rc = run_put(s, &o, best->rec, best->len, err);
-      if (rc == UIH_OK) rc = advance(st, best, err);
+    for (size_t i = 0; i < k && rc == UIH_OK; i++) rc = open_run(st, s, &s->runs[i], err);
+    for (int done = 0, repeat; rc == UIH_OK;) {
+      rc = take(st, &done, &repeat, err);
+      if (rc != UIH_OK || done) break;
+      rc = run_put(s, &o, st->last, st->last_len, err); /* a repeat too: the streams count them */
     }
     ld_stream_close(st);
   }
-  free(last);
   rc = run_end(s, &o, rc, err);
   if (rc != UIH_OK) return rc;
   for (size_t i = 0; i < k; i++) {
