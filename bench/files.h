@@ -3,12 +3,14 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <unordered_set>
 
 namespace bench {
 
@@ -27,13 +29,19 @@ inline void Evict(const std::string& dir) {
   }
 }
 
-// Bytes of the regular files under `dir`, as they are now.
+// Bytes of the regular files under `dir`, as they are now, each file once
+// by its inode: a file renamed while the walk runs (a load's files moving
+// out of tmp/ as it publishes) is not counted twice.
 inline uint64_t BytesUnder(const std::string& dir) {
+  std::unordered_set<uint64_t> seen;
   uint64_t n = 0;
   std::error_code ec;
   for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
-       it.increment(ec))
-    if (it->is_regular_file(ec)) n += it->file_size(ec);
+       it.increment(ec)) {
+    struct stat st {};
+    if (lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && seen.insert(st.st_ino).second)
+      n += static_cast<uint64_t>(st.st_size);
+  }
   return n;
 }
 

@@ -27,7 +27,6 @@
 // rebuilt record unlike its snapshot) stops the run with exit 1, so
 // `--small 1` in CTest keeps it working.
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,7 +38,6 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
-#include <unordered_set>
 
 #include "../files.h"
 #include "scale.h"
@@ -48,6 +46,10 @@ namespace scale {
 
 double Seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+double CpuSeconds(const rusage& u) {
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 std::string StorePath(const Config& c) { return c.dir + "/store"; }
 std::string RecordsPath(const Config& c) { return c.dir + "/records.bin"; }
@@ -58,27 +60,11 @@ double Figures::Get(const std::string& k) const {
   return 0;
 }
 
-// Bytes of the files under `dir`, each file once by its inode: a file
-// renamed while the walk runs (a load's files moving out of tmp/ as it
-// publishes) is not counted twice.
-uint64_t DiskUsed(const std::string& dir) {
-  std::unordered_set<uint64_t> seen;
-  uint64_t n = 0;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
-       it.increment(ec)) {
-    struct stat st {};
-    if (lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && seen.insert(st.st_ino).second)
-      n += static_cast<uint64_t>(st.st_size);
-  }
-  return n;
-}
-
 Child RunChild(const Config& c, const std::string& what, const std::function<void(Figures&)>& fn) {
   printf("  %s...\n", what.c_str());
   fflush(stdout);
   const std::string store = StorePath(c);
-  const uint64_t before = DiskUsed(store);
+  const uint64_t before = bench::BytesUnder(store);
   int fds[2];
   if (pipe(fds) != 0) {
     perror("scale_bench: pipe");
@@ -111,7 +97,7 @@ Child RunChild(const Config& c, const std::string& what, const std::function<voi
   uint64_t peak = before, peak_tmp = 0;
   std::thread sampler([&] {
     while (!done) {
-      peak = std::max(peak, DiskUsed(store));
+      peak = std::max(peak, bench::BytesUnder(store));
       peak_tmp = std::max(peak_tmp, bench::BytesUnder(store + "/tmp"));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -130,8 +116,7 @@ Child RunChild(const Config& c, const std::string& what, const std::function<voi
     fprintf(stderr, "scale_bench: %s failed\n", what.c_str());
     exit(1);
   }
-  r.cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  r.cpu = CpuSeconds(ru);
   r.peak_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024;
   r.peak_disk_mb = static_cast<double>(peak - before) / 1e6;
   r.peak_tmp_mb = static_cast<double>(peak_tmp) / 1e6;

@@ -3,6 +3,8 @@
 // and how a phase runs in a process of its own (main.cc says the whole).
 #pragma once
 
+#include <sys/resource.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -105,5 +107,6 @@ void TrainPhases(const Config& c, const Plan& p, std::vector<std::pair<std::stri
 std::string StorePath(const Config& c);
 std::string RecordsPath(const Config& c);
 double Seconds();  // monotonic
+double CpuSeconds(const rusage& u);  // user + system
 
 }  // namespace scale

@@ -66,11 +66,10 @@ Records ReadRecords(const Config& c) {
   return r;
 }
 
-double CpuSeconds() {
+double SelfCpuSeconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  return scale::CpuSeconds(u);
 }
 
 // A read-only store and a materializer for one tenant; batches rebuilt and
@@ -218,9 +217,9 @@ void TrainPhases(const Config& c, const Plan& p, std::vector<std::pair<std::stri
       for (const char* mode : {"cold", "warm"}) {
         if (mode[0] == 'c') bench::Evict(StorePath(c));
         tr.total = {};
-        const double t0 = Seconds(), c0 = CpuSeconds();
+        const double t0 = Seconds(), c0 = SelfCpuSeconds();
         tr.Pass();
-        const double wall = Seconds() - t0, cpu = CpuSeconds() - c0;
+        const double wall = Seconds() - t0, cpu = SelfCpuSeconds() - c0;
         const std::string k = std::string("train_") + kTenantNames[t] + "_" + mode;
         f.Set(k + "_records_per_s", static_cast<double>(tr.total.records) / wall);
         f.Set(k + "_records_per_cpu_s", static_cast<double>(tr.total.records) / cpu);
@@ -238,11 +237,11 @@ void TrainPhases(const Config& c, const Plan& p, std::vector<std::pair<std::stri
   const int64_t day3_through = kStart + static_cast<int64_t>(c.history_days + 3) * kDay;
   out.emplace_back("load_day3", RunChild(c, "day 3 load, training processes reading", [&](Figures& f) {
     double w = 0;
-    const double c0 = CpuSeconds();
+    const double c0 = SelfCpuSeconds();
     f.Set("procs_during_load_records_per_s",
           ManyProcesses(c, r, c.procs, [&] { LoadInto(c, p.day_dirs[2], day3_through, "", "", f); }, &w));
     f.Set("load_wall_s", w);
-    f.Set("load_cpu_s", CpuSeconds() - c0);
+    f.Set("load_cpu_s", SelfCpuSeconds() - c0);
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
     f.Set("load_rss_mb", static_cast<double>(u.ru_maxrss) / 1024);
