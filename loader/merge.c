@@ -47,6 +47,7 @@ typedef struct stored { /* a stripe of the current generation */
   int64_t start;
   size_t off, len; /* in `old` */
   uih_stripe_info info;
+  int stale; /* it holds a column of a trait the schema dropped */
   size_t first_new, end_new; /* the new rows it receives */
 } stored;
 
@@ -82,6 +83,7 @@ typedef struct state {
   const uih_trait *layout_trait; /* the trait `layout` is for */
   uih_batch *probe; /* del_trait alone, to look into stored stripes */
   int group_dropped; /* the group has traits the schema dropped */
+  uih_stripe_column_info *cols; /* a stored stripe's directory, when group_dropped */
 } state;
 
 /* Rows in (ts, values) order: the bytes after the history they share. */
@@ -309,17 +311,16 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
   return cut(s, err);
 }
 
-/* 1 in *stale when stripe `st` has a column of a trait the schema dropped. */
-static int stale_columns(state *s, const stored *st, int *stale, uih_error *err) {
-  *stale = 0;
-  for (uint32_t i = 0; i < st->info.ncolumns && !*stale; i++) {
-    uih_stripe_column_info col;
-    int rc = uih_stripe_column_at(s->old.p + st->off, st->len, i, &col, err);
-    if (rc != UIH_OK) return rc;
-    const uih_trait *t = uih_group_trait_by_id(s->group, col.trait_id);
-    *stale = !t || !uih_trait_active(t);
+/* 1 when a stripe of `ncolumns` columns, the first `described` of them in
+ * cols, holds a trait the schema dropped, or one it never had. */
+static int stale_columns(const uih_group *g, const uih_stripe_column_info *cols, uint32_t described,
+                         uint32_t ncolumns) {
+  if (described < ncolumns) return 1; /* more columns than a group has traits */
+  for (uint32_t i = 0; i < ncolumns; i++) {
+    const uih_trait *t = uih_group_trait_by_id(g, cols[i].trait_id);
+    if (!t || !uih_trait_active(t)) return 1;
   }
-  return UIH_OK;
+  return 0;
 }
 
 /* 1 in *hit when an event of stripe `st` is deleted by its value. Only
@@ -405,9 +406,9 @@ static int history(state *s, uih_error *err) {
       m->record.expired += st->info.count;
       continue;
     }
-    int stale = 0, hit = 0;
-    int rc = s->group_dropped ? stale_columns(s, st, &stale, err) : UIH_OK;
-    if (rc == UIH_OK && s->del_trait && st->end_new == 0 && st->info.min_ts >= m->horizon && !stale &&
+    const int stale = st->stale;
+    int hit = 0, rc = UIH_OK;
+    if (s->del_trait && st->end_new == 0 && st->info.min_ts >= m->horizon && !stale &&
         !m->rebuild_dicts)
       rc = has_deleted(s, st, &hit, err); /* only a stripe that would be copied is probed */
     if (rc != UIH_OK) return rc;
@@ -442,6 +443,7 @@ static void state_free(state *s) {
   uih_stripe_context_free(s->base_ctx);
   uih_batch_free(s->batch);
   uih_batch_free(s->probe);
+  free(s->cols);
 }
 
 static int has_dropped(const uih_group *g) {
@@ -518,7 +520,16 @@ static int take_stripes(state *s, inputs *in, const uint8_t *hist, const uih_key
     stored *st = &s->stripes[s->nstripes];
     uih_key sk;
     rc = uih_key_decode(in->key, in->klen, &sk, err);
-    if (rc == UIH_OK) rc = uih_stripe_read_info(in->val, in->vlen, &st->info, err);
+    if (rc == UIH_OK && s->group_dropped) { /* the directory read once, with the header's check */
+      const uint32_t cap = UIH_TRAITS_MAX + 1;
+      if (!s->cols && !(s->cols = malloc(cap * sizeof *s->cols)))
+        return uih_error_set(err, UIH_ERR_NO_MEMORY, "merge: out of memory");
+      rc = uih_stripe_read_columns(in->val, in->vlen, &st->info, s->cols, cap, err);
+      st->stale = rc == UIH_OK && stale_columns(s->group, s->cols, cap, st->info.ncolumns);
+    } else if (rc == UIH_OK) {
+      rc = uih_stripe_read_info(in->val, in->vlen, &st->info, err);
+      st->stale = 0;
+    }
     if (rc == UIH_OK && (st->info.group != hk->group || st->info.count == 0 || st->info.min_ts != sk.ts))
       rc = uih_corruption(err, "stripe at ts %" PRId64 " holds %u events of group %u from ts %" PRId64, sk.ts,
                           st->info.count, st->info.group, st->info.min_ts);

@@ -206,10 +206,24 @@ static int bad_entry(const stripe_view *v, const uint8_t *at, const stripe_dir_e
                         de->trait_id, de->compression);
 }
 
+/* The public description of directory entry `de`. */
+static void describe(const stripe_dir_entry *de, uih_stripe_column_info *col) {
+  static const uih_compression kCompression[] = {UIH_COMPRESS_NONE, UIH_COMPRESS_LZ4, UIH_COMPRESS_ZSTD};
+  col->trait_id = de->trait_id;
+  col->type = (uih_type)de->type;
+  col->encoding = 1u << de->encoding;
+  col->compression = kCompression[de->compression];
+  col->bytes = de->length;
+  col->presence = (uih_presence)de->presence;
+  col->scaled = de->scaled;
+}
+
 /* Validates every directory entry (ascending ids, known codes) and that the
  * payloads exactly fill the bytes between the directory and the checksum.
- * If `dir` is not NULL it receives the ncolumns entries, offsets set. */
-static int check_directory(stripe_view *v, stripe_dir_entry *dir, uih_error *err) {
+ * If `dir` is not NULL it receives the ncolumns entries, offsets set; if
+ * `cols` is not NULL, the first `cap` entries are described there. */
+static int check_directory(stripe_view *v, stripe_dir_entry *dir, uih_stripe_column_info *cols, uint32_t cap,
+                           uih_error *err) {
   uih_cursor c = uih_cursor_make(v->dir, (size_t)(payload_end(v) - v->dir));
   uint64_t total = 0;
   int prev_id = -1;
@@ -229,6 +243,7 @@ static int check_directory(stripe_view *v, stripe_dir_entry *dir, uih_error *err
     de.offset = (size_t)total;
     total += de.length;
     if (dir) dir[i] = de;
+    if (cols && i < cap) describe(&de, &cols[i]);
   }
   v->body = c.p;
   size_t body_len = uih_cursor_left(&c);
@@ -240,10 +255,15 @@ static int check_directory(stripe_view *v, stripe_dir_entry *dir, uih_error *err
 }
 
 int uih_stripe_read_info(const uint8_t *buf, size_t len, uih_stripe_info *info, uih_error *err) {
+  return uih_stripe_read_columns(buf, len, info, NULL, 0, err);
+}
+
+int uih_stripe_read_columns(const uint8_t *buf, size_t len, uih_stripe_info *info, uih_stripe_column_info *cols,
+                            uint32_t cap, uih_error *err) {
   UIH_RETURN_IF(info == NULL, err, UIH_ERR_INVALID_ARGUMENT, "stripe_read_info: NULL info");
   stripe_view v;
   UIH_FORWARD(read_header(buf, len, &v, err));
-  UIH_FORWARD(check_directory(&v, NULL, err));
+  UIH_FORWARD(check_directory(&v, NULL, cols, cap, err));
   *info = v.info;
   return UIH_OK;
 }
@@ -252,21 +272,14 @@ int uih_stripe_column_at(const uint8_t *buf, size_t len, uint32_t i, uih_stripe_
                          uih_error *err) {
   stripe_view v;
   UIH_FORWARD(read_header(buf, len, &v, err));
-  UIH_FORWARD(check_directory(&v, NULL, err));
+  UIH_FORWARD(check_directory(&v, NULL, NULL, 0, err));
   UIH_RETURN_IF(i >= v.info.ncolumns, err, UIH_ERR_NOT_FOUND, "stripe has %u columns, no column %u",
                 v.info.ncolumns, i);
   uih_cursor c = uih_cursor_make(v.dir, (size_t)(v.body - v.dir));
   stripe_dir_entry de = {0};
   for (uint32_t k = 0; k <= i; k++) /* validated above */
     dir_next(&c, v.info.version, k ? de.trait_id : -1, &de);
-  static const uih_compression kCompression[] = {UIH_COMPRESS_NONE, UIH_COMPRESS_LZ4, UIH_COMPRESS_ZSTD};
-  col->trait_id = de.trait_id;
-  col->type = (uih_type)de.type;
-  col->encoding = 1u << de.encoding;
-  col->compression = kCompression[de.compression];
-  col->bytes = de.length;
-  col->presence = (uih_presence)de.presence;
-  col->scaled = de.scaled;
+  describe(&de, col);
   return UIH_OK;
 }
 
@@ -424,7 +437,7 @@ int uih_stripe_decode(uih_stripe_decoder *d, const uint8_t *buf, size_t len, uin
       return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe_decode: out of memory");
     dir = d->dir;
   }
-  UIH_FORWARD(check_directory(&v, dir, err));
+  UIH_FORWARD(check_directory(&v, dir, NULL, 0, err));
   if (dir == NULL && v.info.ncolumns > 0) /* cannot happen: the entries would not fit */
     return uih_corruption(err, "stripe header: %u columns do not fit in %zu bytes", v.info.ncolumns, len);
   const uih_stripe_info *info = &v.info;

@@ -174,6 +174,25 @@ TEST_F(Stripe, RoundTripsRandomSchemasAndShapes) {
       scaled_seen += ci.scaled;
       compressions_seen.insert(ci.compression);
     }
+    // The whole directory in one pass says what entry-at-a-time does, up
+    // to the room given.
+    const uint32_t cap = static_cast<uint32_t>(rng() % (info.ncolumns + 2));
+    std::vector<uih_stripe_column_info> all(cap + 1), one(info.ncolumns);
+    all[cap].trait_id = 0xbeef;  // beyond cap: untouched
+    uih_stripe_info again{};
+    ASSERT_EQ(UIH_OK, uih_stripe_read_columns(s.data(), s.size(), &again, all.data(), cap, nullptr));
+    EXPECT_EQ(0, memcmp(&info, &again, sizeof info));
+    EXPECT_EQ(0xbeef, all[cap].trait_id);
+    for (uint32_t c = 0; c < cap && c < info.ncolumns; c++) {
+      ASSERT_EQ(UIH_OK, uih_stripe_column_at(s.data(), s.size(), c, &one[c], nullptr));
+      EXPECT_EQ(one[c].trait_id, all[c].trait_id);
+      EXPECT_EQ(one[c].type, all[c].type);
+      EXPECT_EQ(one[c].encoding, all[c].encoding);
+      EXPECT_EQ(one[c].compression, all[c].compression);
+      EXPECT_EQ(one[c].bytes, all[c].bytes);
+      EXPECT_EQ(one[c].presence, all[c].presence);
+      EXPECT_EQ(one[c].scaled, all[c].scaled);
+    }
     const int64_t* ts = uih_column_i64(uih_batch_ts_column(in.b));
     EXPECT_EQ(ts[0], info.min_ts);
     EXPECT_EQ(ts[n - 1], info.max_ts);

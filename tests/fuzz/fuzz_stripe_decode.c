@@ -14,6 +14,23 @@
 #include "stripe_fixture.h"
 #include "uih/stripe.h"
 
+/* The directory read in one pass says what the header check and the
+ * entry-at-a-time reads say. */
+static void directory_agrees(const uint8_t *buf, size_t size) {
+  uih_stripe_info info, again;
+  uih_stripe_column_info cols[8], one;
+  uih_error err;
+  const int rc = uih_stripe_read_info(buf, size, &info, NULL);
+  if (uih_stripe_read_columns(buf, size, &again, cols, 8, &err) != rc) abort();
+  if (rc != UIH_OK) return;
+  if (memcmp(&info, &again, sizeof info) != 0) abort();
+  for (uint32_t i = 0; i < info.ncolumns && i < 8; i++)
+    if (uih_stripe_column_at(buf, size, i, &one, NULL) != UIH_OK || one.trait_id != cols[i].trait_id ||
+        one.type != cols[i].type || one.encoding != cols[i].encoding || one.compression != cols[i].compression ||
+        one.bytes != cols[i].bytes || one.presence != cols[i].presence || one.scaled != cols[i].scaled)
+      abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static uih_stripe_decoder *dec;
@@ -64,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uih_error err;
   int rc = uih_stripe_decode(dec, buf, size, 0, UIH_DECODE_TO_END, 0, full, &err);
   if (rc != UIH_OK && (err.code != rc || err.msg[0] == '\0')) abort();
+  directory_agrees(buf, size);
   /* The ranges: the middle, the last 32 events and the last one. */
   uih_stripe_info info;
   uint32_t n = rc == UIH_OK ? full->count

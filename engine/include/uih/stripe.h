@@ -115,8 +115,14 @@ typedef struct uih_stripe_column_info {
  * offending offset, UIH_ERR_NOT_SUPPORTED for an unknown format version. */
 int uih_stripe_read_info(const uint8_t *buf, size_t len, uih_stripe_info *info, uih_error *err);
 
+/* uih_stripe_read_info() that also describes the directory, in the same
+ * one pass: cols[i] for each i < min(info->ncolumns, cap) (cols may be
+ * NULL when cap is 0). */
+int uih_stripe_read_columns(const uint8_t *buf, size_t len, uih_stripe_info *info, uih_stripe_column_info *cols,
+                            uint32_t cap, uih_error *err);
+
 /* Directory entry `i` (< info.ncolumns) of a stripe that passed
- * uih_stripe_read_info(). */
+ * uih_stripe_read_info(); every entry at once: uih_stripe_read_columns(). */
 int uih_stripe_column_at(const uint8_t *buf, size_t len, uint32_t i, uih_stripe_column_info *col,
                          uih_error *err);
 
