@@ -3,8 +3,11 @@
 // accessors of uih/materialize.h.
 #include "output.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "uih_plugin/c_api.h"
 #include "uih/stripe.h"
@@ -118,6 +121,22 @@ void OutputWriter::Share(const std::vector<size_t>& idx, uint32_t gi, const std:
   *rows = base + region.size();
 }
 
+void OutBytes::Reset(size_t n) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  p_.reset();
+  if (n == 0) return;
+  void* p = nullptr;
+  if (n >= 2 * kHuge) {  // whole huge pages, the kernel asked to back them so
+    const size_t size = (n + kHuge - 1) / kHuge * kHuge;
+    p = aligned_alloc(kHuge, size);
+    if (p) (void)madvise(p, size, MADV_HUGEPAGE);  // advice: without it, 4 KB pages
+  } else {
+    p = malloc(n);
+  }
+  if (!p) throw std::bad_alloc();
+  p_.reset(static_cast<uint8_t*>(p));
+}
+
 void OutputWriter::Write(const uih_projection* p, const std::vector<const uih_group*>& groups,
                          const std::vector<uint8_t>& flags, const std::vector<std::vector<Pick>>& picks,
                          const std::vector<std::vector<size_t>>& served, uih_materialize_stats* st,
@@ -166,8 +185,8 @@ void OutputWriter::Write(const uih_projection* p, const std::vector<const uih_gr
       }
     }
     for (OutColumn& oc : og.cols) {
-      oc.values.assign(rows * oc.width, 0);
-      oc.present.assign(rows, 0);
+      oc.values.Reset(rows * oc.width);
+      oc.present.Reset(rows);
     }
     // Run by run, column by column: the values' bytes as the batch holds
     // them (little-endian, the type's width), absent ones zeroed.
@@ -176,9 +195,13 @@ void OutputWriter::Write(const uih_projection* p, const std::vector<const uih_gr
       const uint32_t n = sg.to - sg.from;
       for (OutColumn& oc : og.cols) {
         int c = uih_batch_column_index(sg.b, oc.trait);
-        if (c < 0) continue;
-        const uih_column* col = &sg.b->columns[c];
         uint8_t* dst = oc.values.data() + row * oc.width;
+        if (c < 0) {  // a stripe from before the trait
+          memset(dst, 0, n * oc.width);
+          memset(oc.present.data() + row, 0, n);
+          continue;
+        }
+        const uih_column* col = &sg.b->columns[c];
         memcpy(dst, static_cast<const uint8_t*>(col->values) + sg.from * oc.width, n * oc.width);
         for (uint32_t r = 0; r < n; r++) {
           const uint8_t has = static_cast<uint8_t>(uih_column_has(col, sg.from + r));

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,12 +35,28 @@ struct Pick {
   }
 };
 
+// Output bytes, allocated unset (the writer sets every one): large ones
+// (a long sequence's traits, tens of MB) in transparent huge pages, so
+// the first write faults once per 2 MB, not once per 4 KB.
+class OutBytes {
+ public:
+  void Reset(size_t n);  // throws std::bad_alloc, as a vector would (the C API's firewall reports it)
+  uint8_t* data() const { return p_.get(); }
+  uint8_t& operator[](size_t i) const { return p_.get()[i]; }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const { free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> p_;
+};
+
 // One projected trait of one group, for the whole batch.
 struct OutColumn {
   uint16_t trait = 0;
   uih_type type = UIH_TYPE_INT64;
   size_t width = 8;
-  std::vector<uint8_t> values, present;
+  OutBytes values, present;
 };
 
 struct OutGroup {

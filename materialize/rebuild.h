@@ -38,6 +38,13 @@ struct Need {
   const uih_snapshot_group* rg;
   uint32_t want, check;                                // events output from the part; events verified (a checkpoint)
   std::vector<std::pair<uint32_t, uint32_t>> found;  // its rows, newest first: (decoded stripe, row)
+  // Its identity chain over `found`, extended as each stripe is decoded
+  // (while its rows are in cache): the job's chain of its schema version
+  // (-1: none, the version is unknown), h(found.size()), and whether its
+  // rows are so far the previous need's (then so is h, copied).
+  int chain = -1;
+  uint64_t h = 0;
+  bool same = false;
 };
 
 // One user's group in a batch, from its plan to its decode: what its
@@ -84,6 +91,8 @@ class Rebuild {
   static bool Damaged(Job& job, int rc, const uih_error* err);
   void FlagDamaged(const Job& job);
   int Collect(Job& job, std::vector<std::unique_ptr<BatchPtr>>* decoded, uih_error* err);
+  void StartChains(Job& job, const uih_batch* like);
+  void ExtendChains(Job& job, const std::vector<std::unique_ptr<BatchPtr>>& decoded);
   bool Verify(const Job& job, const Need& nd, const std::vector<std::unique_ptr<BatchPtr>>& decoded, uih_error* err,
               int* rc);
   void PickPart(uint32_t gi, const Need& nd, const std::vector<std::unique_ptr<BatchPtr>>& decoded);
@@ -109,12 +118,11 @@ class Rebuild {
   std::vector<uih_io_req> reqs_;
   WindowReader reader_;
   std::vector<uint64_t> arrival_;  // a decoded stripe's arrival generations
-  // The last identity chain verified in the job being served, by row:
-  // records of a user mostly share their newest rows, so a record's chain
-  // resumes from the last one's.
-  uih_snapshot_chain chain_{};
-  std::vector<std::pair<uint32_t, uint32_t>> chain_rows_;
-  std::vector<uint64_t> chain_h_;
+  // The job's identity chains: one per schema version of its records (the
+  // columns each reads), their n and h set per record when it is verified.
+  std::vector<uih_snapshot_chain> chains_;
+  std::vector<const uih_group*> chain_groups_;
+  std::vector<size_t> before_;  // per need: its rows before the stripe being collected
   OutputWriter writer_;
   std::vector<std::unique_ptr<BatchPtr>> keep_;  // decoded stripes the picks point into
 

@@ -60,13 +60,65 @@ int Rebuild::ReadFirstRuns(uih_error* err) {
   return UIH_OK;
 }
 
+// Each need's identity chain as of the record's schema version (none when
+// the store does not have it: Verify says so), over batches like `like`.
+// A need whose version is the previous one's shares its rows, so far.
+void Rebuild::StartChains(Job& job, const uih_batch* like) {
+  chains_.clear();
+  chain_groups_.clear();
+  for (size_t k = 0; k < job.needs.size(); k++) {
+    Need& nd = job.needs[k];
+    const uih_schema* version = nullptr;
+    const uih_group* vg = nullptr;
+    uih_error ignored{};  // Verify looks again, and reports
+    if (SchemaAt(s_, recs_[nd.rec].schema_version, &version, &ignored) == UIH_OK)
+      vg = uih_schema_group_by_id(version, groups_[job.gi]->id);
+    nd.chain = -1;
+    nd.h = 0;
+    nd.same = false;
+    if (vg == nullptr) continue;
+    const size_t at = std::find(chain_groups_.begin(), chain_groups_.end(), vg) - chain_groups_.begin();
+    if (at == chain_groups_.size()) {
+      chain_groups_.push_back(vg);
+      chains_.emplace_back();
+      uih_snapshot_chain_start(&chains_.back(), vg, like);
+    }
+    nd.chain = static_cast<int>(at);
+    nd.same = k > 0 && job.needs[k - 1].chain == nd.chain;
+  }
+}
+
+// Each need's chain pushed over the rows the last stripe gave it (those
+// past before_), while they are in cache; a need whose rows are still the
+// previous need's takes its h.
+void Rebuild::ExtendChains(Job& job, const std::vector<std::unique_ptr<BatchPtr>>& decoded) {
+  for (size_t k = 0; k < job.needs.size(); k++) {
+    Need& nd = job.needs[k];
+    if (nd.chain < 0) continue;
+    const size_t a = before_[k], b = nd.found.size();
+    if (nd.same) {
+      const Need& prev = job.needs[k - 1];
+      nd.same = prev.found.size() == b && std::equal(nd.found.begin() + a, nd.found.end(), prev.found.begin() + a);
+      if (nd.same) {
+        nd.h = prev.h;
+        continue;
+      }
+    }
+    uih_snapshot_chain* c = &chains_[nd.chain];
+    c->h = nd.h;
+    for (size_t j = a; j < b; j++) uih_snapshot_chain_push(c, decoded[nd.found[j].first]->b, nd.found[j].second);
+    nd.h = c->h;
+  }
+}
+
 // A job's stripes decoded, newest first, each into its own batch, until
 // every record has its `check` newest events or the stripes end: the
 // first run as read with the batch, then runs further back through the
 // window reader, so a short projection reads only the tail of a long
 // history. Each record's rows in its window with arrival at most its
 // generation are found by bisection (rows are in time order, as the loader
-// writes them; checked), newest first.
+// writes them; checked), newest first, and its identity chain extended
+// over them.
 int Rebuild::Collect(Job& job, std::vector<std::unique_ptr<BatchPtr>>* decoded, uih_error* err) {
   const uint32_t gi = job.gi;
   const uih_group* g = groups_[gi];
@@ -78,6 +130,8 @@ int Rebuild::Collect(Job& job, std::vector<std::unique_ptr<BatchPtr>>* decoded, 
   };
   reader_.Start(job.shard, job.gen.get(), job.files, job.user, g, job.plan.data(), job.plan.size(), &job.first,
                 job.begin);
+  for (Need& nd : job.needs) nd.found.reserve(nd.check);  // grown once: a long window is a million rows
+  before_.resize(job.needs.size());
   for (uint32_t want = missing(); want > 0; want = missing()) {
     auto b = std::make_unique<BatchPtr>();
     bool more = false;
@@ -85,6 +139,7 @@ int Rebuild::Collect(Job& job, std::vector<std::unique_ptr<BatchPtr>>* decoded, 
     if (rc != UIH_OK) return rc;
     if (!more) break;
     const uih_batch* sb = b->b;
+    if (decoded->empty()) StartChains(job, sb);
     const int64_t* ts = uih_batch_timestamps(sb);
     const uih_column* arr = &sb->columns[uih_batch_column_index(sb, UIH_TRAIT_ARRIVAL)];
     const uint32_t slot = static_cast<uint32_t>(decoded->size());
@@ -94,7 +149,9 @@ int Rebuild::Collect(Job& job, std::vector<std::unique_ptr<BatchPtr>>* decoded, 
     arrival_.resize(sb->count);
     for (uint32_t r = 0; r < sb->count; r++) arrival_[r] = uih_column_get_bits(arr, r);
     const bool ordered = InTimeOrder(sb);
-    for (Need& nd : job.needs) {
+    for (size_t k = 0; k < job.needs.size(); k++) {
+      Need& nd = job.needs[k];
+      before_[k] = nd.found.size();
       uint32_t first = 0, last = sb->count;
       if (ordered) RowsWithin(sb, nd.rg->start_ts, nd.rg->end_ts, &first, &last);
       for (uint32_t r = last; r-- > first && nd.found.size() < nd.check;)
@@ -102,6 +159,7 @@ int Rebuild::Collect(Job& job, std::vector<std::unique_ptr<BatchPtr>>* decoded, 
           nd.found.push_back({slot, r});
     }
     decoded->push_back(std::move(b));
+    ExtendChains(job, *decoded);
   }
   return UIH_OK;
 }
@@ -155,27 +213,19 @@ bool Rebuild::Verify(const Job& job, const Need& nd, const std::vector<std::uniq
     Mismatch(nd.rec, job.gi, why);
     return true;
   }
-  // The identity chain, newest first, resumed from the previous record's
-  // as far as their rows (and identity columns) agree.
-  uih_snapshot_chain c;
-  uih_snapshot_chain_start(&c, vg, decoded[0]->b);
-  if (c.ncols != chain_.ncols || !std::equal(c.cols, c.cols + c.ncols, chain_.cols)) {
-    chain_rows_.clear();
-    chain_h_.clear();
-    chain_ = c;
+  // The identity chain Collect extended as it found the rows (pushed here
+  // only if the version could not be read then).
+  uih_snapshot_chain late;
+  uih_snapshot_chain* c = nd.chain >= 0 ? &chains_[nd.chain] : &late;
+  if (nd.chain >= 0) {
+    c->n = static_cast<uint32_t>(nd.found.size());
+    c->h = nd.h;
+  } else {
+    late = uih_snapshot_chain{};
+    if (!decoded.empty()) uih_snapshot_chain_start(c, vg, decoded[0]->b);
+    for (const auto& row : nd.found) uih_snapshot_chain_push(c, decoded[row.first]->b, row.second);
   }
-  size_t common = 0;
-  while (common < chain_rows_.size() && common < nd.found.size() && chain_rows_[common] == nd.found[common]) common++;
-  chain_rows_.resize(common);
-  chain_h_.resize(common);
-  c.n = static_cast<uint32_t>(common);
-  c.h = common ? chain_h_[common - 1] : 0;
-  for (size_t j = common; j < nd.found.size(); j++) {
-    uih_snapshot_chain_push(&c, decoded[nd.found[j].first]->b, nd.found[j].second);
-    chain_h_.push_back(c.h);
-    chain_rows_.push_back(nd.found[j]);
-  }
-  if (uih_snapshot_chain_verify(&c, nd.rg)) return true;
+  if (uih_snapshot_chain_verify(c, nd.rg)) return true;
   char why[448];
   const uint32_t expected = uih_snapshot_group_check(nd.rg, nd.check);
   const uih_trait* dropped = DroppedIdTrait(vg, job.gi);
@@ -183,10 +233,10 @@ bool Rebuild::Verify(const Job& job, const Need& nd, const std::vector<std::uniq
     snprintf(why, sizeof why,
              "unverifiable: its schema version %u identifies events by id trait '%s', which the store's schema "
              "has dropped since (the identities of its %u newest events give %08x, the record says %08x)",
-             r.schema_version, dropped->name, nd.check, static_cast<uint32_t>(c.h), expected);
+             r.schema_version, dropped->name, nd.check, static_cast<uint32_t>(c->h), expected);
   else
     snprintf(why, sizeof why, "the identities of its %u newest events give %08x, the record says %08x%s", nd.check,
-             static_cast<uint32_t>(c.h), expected, newer);
+             static_cast<uint32_t>(c->h), expected, newer);
   Mismatch(nd.rec, job.gi, why);
   return true;
 }
@@ -229,8 +279,6 @@ int Rebuild::ServeJob(Job& job, uih_error* err) {
     return UIH_OK;
   }
   std::vector<std::unique_ptr<BatchPtr>> decoded;  // newest first
-  chain_rows_.clear();  // rows are this job's: no chain of another's resumes
-  chain_h_.clear();
   int rc = Collect(job, &decoded, err);
   if (rc != UIH_OK && Damaged(job, rc, err)) {
     FlagDamaged(job);

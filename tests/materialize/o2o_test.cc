@@ -72,10 +72,13 @@ std::vector<std::vector<Ev>> Sequences(const uih_materialized* m, uint32_t gi) {
     for (uint32_t c = 0; c < g->ncolumns; c++) {
       const uih_mat_column& col = g->columns[c];
       if (col.trait != trait) continue;
-      if (!col.present[r]) return -1;
       uint64_t v = 0;
       memcpy(&v, static_cast<const uint8_t*>(col.values) + r * uih_type_width(static_cast<uih_type>(col.type)),
              uih_type_width(static_cast<uih_type>(col.type)));
+      if (!col.present[r]) {
+        EXPECT_EQ(0u, v) << "an absent value is zeroed (trait " << trait << ", row " << r << ")";
+        return -1;
+      }
       return static_cast<int64_t>(v);
     }
     return -1;
