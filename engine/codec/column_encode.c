@@ -354,8 +354,19 @@ static void enc_scaled(uih_stripe_encoder *e, uih_wbuf *out, uint32_t enc, size_
   uih_seq_encode(out, e->scaled, m, stripe_seq_kind(enc, UIH_STRIPE_VERSION, 0));
 }
 
+/* The common step of e->vals[0..m) (0: none) and e->scaled, the values as
+ * multiples of it from *base. The timestamp column's base is the header's
+ * min timestamp, stored already: a step of 1 makes its anchors and
+ * minimums count from 0. */
+static uint64_t scale(uih_stripe_encoder *e, size_t m, int is_ts, uint64_t *base) {
+  uint64_t step = common_step(e->vals, m, base);
+  if (step == 0 && is_ts) step = 1;
+  for (size_t k = 0; step && k < m; k++) e->scaled[k] = (e->vals[k] - *base) / step;
+  return step;
+}
+
 int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t n, int is_ts,
-                         stripe_dir_entry *de, uih_error *err) {
+                         const uih_stripe_column_info *like, stripe_dir_entry *de, uih_error *err) {
   const uih_trait *t = col->trait;
   /* The present values, widened (signed types with their sign bit
    * flipped, so they order as unsigned): the width's loop chosen once. */
@@ -404,21 +415,29 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
    * and those bits in the context, which must be this one. */
   if (dict && (!dict->nsym || stripe_context_find_coded(e->ctx, e->group, t->id, (uint16_t)dict->id) != dict))
     allowed &= ~UIH_ENC_CODED;
-  int stored = t->type == UIH_TYPE_FLOAT32 && t->compression != UIH_COMPRESS_NONE;
+  /* Like an earlier stripe: its encoding alone (scaled as it was, when the
+   * values still have a step) and its compression alone, when this column
+   * allows them; if that encoding cannot take these values after all (one
+   * of them is not in the dictionary), the full competition below. */
+  const uint32_t every = allowed;
+  uih_compression squeeze = t->compression; /* what pick_compression may try */
+  int want_scaled = -1;                     /* -1: either */
+  if (like && !e->opts.fast && (allowed & like->encoding)) {
+    allowed = like->encoding;
+    want_scaled = like->scaled;
+    if (squeeze != UIH_COMPRESS_NONE) squeeze = like->compression;
+  }
+  int stored = t->type == UIH_TYPE_FLOAT32 && squeeze != UIH_COMPRESS_NONE;
   size_t presence_len = e->payload.len, best_len = 0, alone_len = 0;
   uint32_t best = 0;
   int best_scaled = 0;
   /* Values a common step apart (day-granular timestamps in seconds, whole
    * dollars in cents) may also be stored as multiples of it. */
   uint64_t base = 0, step = 0;
+  const int may_scale = (m > 1 || (m == 1 && is_ts)) && stripe_type_scales(t->type);
+  const int stepped = may_scale && (allowed & SCALED_ENCODINGS);
   e->type = t->type;
-  if ((m > 1 || (m == 1 && is_ts)) && (allowed & SCALED_ENCODINGS) && stripe_type_scales(t->type)) {
-    step = common_step(e->vals, m, &base);
-    /* The timestamp column's base is the header's min timestamp, stored
-     * already: a step of 1 makes its anchors and minimums count from 0. */
-    if (step == 0 && is_ts) step = 1;
-    for (size_t k = 0; step && k < m; k++) e->scaled[k] = (e->vals[k] - base) / step;
-  }
+  if (stepped) step = scale(e, m, is_ts, &base);
   uih_wbuf_reset(&e->best);
   if (e->opts.fast && m > 0) { /* one encoding, chosen by estimate: no competition */
     best = fast_encoding(e->vals, m, t->type, allowed);
@@ -429,49 +448,62 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
     else enc_values(e, &e->best, best, e->vals, m, t->type);
     allowed = 0; /* the loop below has nothing to try */
   }
-  for (uint32_t enc = 1; m > 0 && enc < (1u << UIH_ENC_COUNT); enc <<= 1) {
-    if (!(allowed & enc)) continue;
-    for (int scaled = 0; scaled <= (step && (enc & SCALED_ENCODINGS)); scaled++) {
-      uih_wbuf_reset(&e->cand);
-      if (enc == UIH_ENC_SHARED) {
-        if (!dict || enc_shared(e, &e->cand, dict, e->vals, m, t->type) != 0) continue;
-      } else if (enc == UIH_ENC_CODED) {
-        if (!dict || enc_coded(e, &e->cand, dict, e->vals, m, t->type) != 0) continue;
-      } else if (scaled) {
-        enc_scaled(e, &e->cand, enc, m, step, base, is_ts);
-      } else {
-        enc_values(e, &e->cand, enc, e->vals, m, t->type);
-      }
-      if (e->cand.oom) break;
-      size_t len = e->cand.len;
-      if (stored) { /* presence + this candidate, compressed if that pays */
-        e->payload.len = presence_len;
-        uih_wbuf_put(&e->payload, e->cand.data, e->cand.len);
-        len = pick_compression(e, t->compression) == STRIPE_COMPRESS_NONE ? e->payload.len : e->comp.len;
-      }
-      /* Ranks decode slower than values stored as they are (a lookup each,
-       * often a cache miss), prefix codes slower still (a chain of table
-       * lookups): the shared form must save min_compression_gain over the
-       * best of the others, as compression must, the coded form
-       * min_coded_gain (tried after them: their bits are the highest). */
-      if (enc & UIH_ENC_DICTIONARY) {
-        const double gain = enc == UIH_ENC_CODED ? e->opts.min_coded_gain : e->opts.min_compression_gain;
-        if (alone_len != 0 && (double)len > (double)alone_len * (1.0 - gain)) continue;
-      } else if (alone_len == 0 || len < alone_len) {
-        alone_len = len;
-      }
-      if (best == 0 || len < best_len) {
-        uih_wbuf tmp = e->best;
-        e->best = e->cand;
-        e->cand = tmp;
-        best = enc;
-        best_scaled = scaled;
-        best_len = len;
+  for (int pass = 0; pass < 2 && m > 0 && best == 0; pass++) {
+    if (pass == 1) { /* like's encoding could not take the values: everything competes */
+      if (allowed == every || e->cand.oom) break;
+      allowed = every;
+      want_scaled = -1;
+      squeeze = t->compression;
+      stored = t->type == UIH_TYPE_FLOAT32 && squeeze != UIH_COMPRESS_NONE;
+      alone_len = 0;
+      if (!stepped && may_scale && (allowed & SCALED_ENCODINGS)) step = scale(e, m, is_ts, &base);
+    }
+    for (uint32_t enc = 1; enc < (1u << UIH_ENC_COUNT); enc <<= 1) {
+      if (!(allowed & enc)) continue;
+      const int can_scale = step && (enc & SCALED_ENCODINGS);
+      for (int scaled = 0; scaled <= can_scale; scaled++) {
+        if (want_scaled >= 0 && scaled != (want_scaled && can_scale)) continue;
+        uih_wbuf_reset(&e->cand);
+        if (enc == UIH_ENC_SHARED) {
+          if (!dict || enc_shared(e, &e->cand, dict, e->vals, m, t->type) != 0) continue;
+        } else if (enc == UIH_ENC_CODED) {
+          if (!dict || enc_coded(e, &e->cand, dict, e->vals, m, t->type) != 0) continue;
+        } else if (scaled) {
+          enc_scaled(e, &e->cand, enc, m, step, base, is_ts);
+        } else {
+          enc_values(e, &e->cand, enc, e->vals, m, t->type);
+        }
+        if (e->cand.oom) break;
+        size_t len = e->cand.len;
+        if (stored) { /* presence + this candidate, compressed if that pays */
+          e->payload.len = presence_len;
+          uih_wbuf_put(&e->payload, e->cand.data, e->cand.len);
+          len = pick_compression(e, squeeze) == STRIPE_COMPRESS_NONE ? e->payload.len : e->comp.len;
+        }
+        /* Ranks decode slower than values stored as they are (a lookup each,
+         * often a cache miss), prefix codes slower still (a chain of table
+         * lookups): the shared form must save min_compression_gain over the
+         * best of the others, as compression must, the coded form
+         * min_coded_gain (tried after them: their bits are the highest). */
+        if (enc & UIH_ENC_DICTIONARY) {
+          const double gain = enc == UIH_ENC_CODED ? e->opts.min_coded_gain : e->opts.min_compression_gain;
+          if (alone_len != 0 && (double)len > (double)alone_len * (1.0 - gain)) continue;
+        } else if (alone_len == 0 || len < alone_len) {
+          alone_len = len;
+        }
+        if (best == 0 || len < best_len) {
+          uih_wbuf tmp = e->best;
+          e->best = e->cand;
+          e->cand = tmp;
+          best = enc;
+          best_scaled = scaled;
+          best_len = len;
+        }
       }
     }
   }
-  if (best == 0) {
-    const uint32_t alone = allowed & ~UIH_ENC_DICTIONARY;
+  if (best == 0) { /* no values (or none an encoding could take): the first that needs no dictionary */
+    const uint32_t alone = every & ~UIH_ENC_DICTIONARY;
     UIH_RETURN_IF(alone == 0, err, UIH_ERR_INVALID_ARGUMENT,
                   "stripe encode: trait %u allows only encodings that need a value dictionary (shared, coded)", t->id);
     best = UIH_ENC_PLAIN & alone ? UIH_ENC_PLAIN : (alone & -alone);
@@ -483,7 +515,7 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
   if (e->payload.oom || e->cand.oom || e->best.oom)
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory in column %u", t->id);
 
-  int algo = pick_compression(e, t->compression);
+  int algo = pick_compression(e, squeeze);
   const uih_wbuf *src = algo == STRIPE_COMPRESS_NONE ? &e->payload : &e->comp;
   de->compression = (uint8_t)algo;
   de->length = (uint32_t)src->len;

@@ -127,7 +127,13 @@ static int check_ts(const uih_batch *b, int64_t *lo, int64_t *hi, uih_error *err
 
 int uih_stripe_encode(uih_stripe_encoder *e, const uih_batch *b, uint32_t schema_version,
                       const uint8_t **out, size_t *out_len, uih_error *err) {
-  UIH_RETURN_IF(!e || !b || !out || !out_len, err, UIH_ERR_INVALID_ARGUMENT,
+  return uih_stripe_encode_like(e, b, schema_version, NULL, 0, out, out_len, err);
+}
+
+int uih_stripe_encode_like(uih_stripe_encoder *e, const uih_batch *b, uint32_t schema_version,
+                           const uih_stripe_column_info *like, uint32_t nlike, const uint8_t **out, size_t *out_len,
+                           uih_error *err) {
+  UIH_RETURN_IF(!e || !b || !out || !out_len || (nlike && !like), err, UIH_ERR_INVALID_ARGUMENT,
                 "stripe_encode: NULL argument");
   UIH_RETURN_IF(b->count == 0, err, UIH_ERR_INVALID_ARGUMENT, "stripe encode: empty batch");
   UIH_FORWARD(check_batch(b, schema_version, err));
@@ -150,10 +156,14 @@ int uih_stripe_encode(uih_stripe_encoder *e, const uih_batch *b, uint32_t schema
   uih_wbuf_varint(o, schema_version);
   uih_wbuf_varint(o, (uint64_t)max_ts - (uint64_t)min_ts);
   int prev_id = -1;
+  uint32_t l = 0; /* like's entry of the column, if any: both ascend by trait id */
   for (uint32_t c = 0; c < b->ncolumns; c++) {
     stripe_dir_entry de = {0};
     int is_ts = b->columns[c].trait == b->group->ts;
-    UIH_FORWARD(stripe_column_encode(e, &b->columns[c], b->count, is_ts, &de, err));
+    const uint16_t id = b->columns[c].trait->id;
+    while (l < nlike && like[l].trait_id < id) l++;
+    const uih_stripe_column_info *lc = l < nlike && like[l].trait_id == id ? &like[l] : NULL;
+    UIH_FORWARD(stripe_column_encode(e, &b->columns[c], b->count, is_ts, lc, &de, err));
     /* The id as a step from the previous one when the step fits 3 bits
      * (batch columns ascend by trait id: uih_batch_create sorts them). */
     int gap = de.trait_id - prev_id;

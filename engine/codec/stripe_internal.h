@@ -173,9 +173,12 @@ static inline uint8_t stripe_dir_values(const stripe_dir_entry *de) {
 /* Appends the column's payload (presence + best value encoding, compressed
  * when that pays) to enc->body and fills everything in `de` but the offset.
  * `is_ts`: the column is its group's timestamp column, whose scaled values
- * take the stripe's min timestamp as their base without storing it. */
+ * take the stripe's min timestamp as their base without storing it.
+ * `like` (NULL: none): how an earlier stripe stored the trait; its
+ * encoding and compression alone are tried when the column can have them
+ * (uih_stripe_encode_like). */
 int stripe_column_encode(uih_stripe_encoder *enc, const uih_column *col, uint32_t n, int is_ts,
-                         stripe_dir_entry *de, uih_error *err);
+                         const uih_stripe_column_info *like, stripe_dir_entry *de, uih_error *err);
 
 /* Decodes rows [begin, end) of the column described by `de` (payload bytes
  * at `p`, followed by `slack` more bytes of the same buffer that may be

@@ -53,6 +53,14 @@ class Stripe : public testing::Test {
     EXPECT_EQ(UIH_OK, rc) << err.msg;
     return rc == UIH_OK ? std::vector<uint8_t>(p, p + n) : std::vector<uint8_t>();
   }
+  std::vector<uint8_t> EncodeLike(const uih_batch* b, const std::vector<uih_stripe_column_info>& like) {
+    const uint8_t* p = nullptr;
+    size_t n = 0;
+    uih_error err{};
+    int rc = uih_stripe_encode_like(enc_, b, 1, like.data(), static_cast<uint32_t>(like.size()), &p, &n, &err);
+    EXPECT_EQ(UIH_OK, rc) << err.msg;
+    return rc == UIH_OK ? std::vector<uint8_t>(p, p + n) : std::vector<uint8_t>();
+  }
   int Decode(const std::vector<uint8_t>& s, uint32_t begin, uint32_t end, uih_batch* out,
              unsigned flags = UIH_DECODE_VERIFY_CHECKSUM, uih_error* err = nullptr) {
     return uih_stripe_decode(dec_, s.data(), s.size(), begin, end, flags, out, err);
@@ -140,7 +148,7 @@ uint32_t RandomCount(std::mt19937_64& rng) {
 
 TEST_F(Stripe, RoundTripsRandomSchemasAndShapes) {
   std::mt19937_64 rng(42);
-  uint32_t encodings_seen = 0, scaled_seen = 0;
+  uint32_t encodings_seen = 0, scaled_seen = 0, hinted = 0;
   std::set<int> compressions_seen;
   for (int iter = 0; iter < 400; iter++) {
     SCOPED_TRACE("iteration " + std::to_string(iter));
@@ -193,6 +201,48 @@ TEST_F(Stripe, RoundTripsRandomSchemasAndShapes) {
       EXPECT_EQ(one[c].presence, all[c].presence);
       EXPECT_EQ(one[c].scaled, all[c].scaled);
     }
+    // Written like itself, a stripe is the same bytes: its winners alone
+    // compete, and win. Written like any directory (random encodings,
+    // compressions and scaling per trait, some traits left out), it holds
+    // the same events.
+    std::vector<uih_stripe_column_info> own(info.ncolumns), other;
+    ASSERT_EQ(UIH_OK, uih_stripe_read_columns(s.data(), s.size(), &again, own.data(), info.ncolumns, nullptr));
+    EXPECT_EQ(s, EncodeLike(in.b, own)) << "like itself";
+    for (uint32_t c = 0; c < in.b->ncolumns; c++) {
+      if (rng() % 4 == 0) continue;
+      uih_stripe_column_info ci{};
+      ci.trait_id = in.b->columns[c].trait->id;
+      ci.encoding = 1u << (rng() % UIH_ENC_COUNT);
+      ci.compression = static_cast<uih_compression>(UIH_COMPRESS_NONE + rng() % 3);
+      ci.scaled = static_cast<int>(rng() % 2);
+      other.push_back(ci);
+    }
+    {
+      std::vector<uint8_t> liked = EncodeLike(in.b, other);
+      uih_error lerr{};
+      ASSERT_EQ(UIH_OK, Decode(liked, 0, UIH_DECODE_TO_END, out.b, UIH_DECODE_VERIFY_CHECKSUM, &lerr)) << lerr.msg;
+      ASSERT_TRUE(SameEvents(in.b, 0, out.b)) << "like another directory";
+      // Where the trait allows the encoding, it needs no dictionary and
+      // the column has values, that encoding is the one used.
+      uih_stripe_info li{};
+      std::vector<uih_stripe_column_info> got(in.b->ncolumns);
+      ASSERT_EQ(UIH_OK, uih_stripe_read_columns(liked.data(), liked.size(), &li, got.data(), in.b->ncolumns, nullptr));
+      for (const uih_stripe_column_info& h : other) {
+        const uih_trait* t = uih_group_trait_by_id(g, h.trait_id);
+        uint32_t allowed = t->encodings & uih_encodings_for_type(t->type);
+        if (allowed == 0) allowed = uih_encodings_for_type(t->type);
+        const uih_column* col = &in.b->columns[uih_batch_column_index(in.b, h.trait_id)];
+        bool any = false;
+        for (uint32_t r = 0; r < n && !any; r++) any = uih_column_has(col, r);
+        if (!(allowed & h.encoding) || (h.encoding & UIH_ENC_DICTIONARY) || !any) continue;
+        for (const uih_stripe_column_info& c : got) {
+          if (c.trait_id == h.trait_id) {
+            EXPECT_EQ(h.encoding, c.encoding) << "trait " << h.trait_id;
+          }
+        }
+        hinted++;
+      }
+    }
     const int64_t* ts = uih_column_i64(uih_batch_ts_column(in.b));
     EXPECT_EQ(ts[0], info.min_ts);
     EXPECT_EQ(ts[n - 1], info.max_ts);
@@ -229,6 +279,7 @@ TEST_F(Stripe, RoundTripsRandomSchemasAndShapes) {
   EXPECT_EQ((1u << UIH_ENC_COUNT) - 1, encodings_seen);
   EXPECT_EQ((std::set<int>{UIH_COMPRESS_NONE, UIH_COMPRESS_LZ4, UIH_COMPRESS_ZSTD}), compressions_seen);
   EXPECT_GT(scaled_seen, 40u) << "columns stored as multiples of a common step";
+  EXPECT_GT(hinted, 100u) << "columns written like another stripe's";
   uih_stripe_encoder_set_context(enc_, nullptr);
   uih_stripe_decoder_set_context(dec_, nullptr);
 }

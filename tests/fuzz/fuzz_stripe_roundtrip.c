@@ -4,7 +4,9 @@
  * batch back exactly — with every encoding competing, with a fast encoder
  * (one estimated encoding per column), without the stripe's own checksum
  * (the same bytes, less the checksum and its flag), and with value
- * dictionaries at hand (the fixture's, for values below 300 or so). */
+ * dictionaries at hand (the fixture's, for values below 300 or so); and
+ * written like a stripe (uih_stripe_encode_like): like itself, the same
+ * bytes; like a directory the input makes up, the same events. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,19 @@ static uih_stripe_encoder *enc, *fast, *bare, *shared;
 static uih_stripe_decoder *dec;
 static uih_batch *in, *out;
 
+/* Decodes `stripe` and checks it holds `in`'s n events exactly. */
+static void same_events(const uint8_t *stripe, size_t len, uint32_t n) {
+  uih_error err;
+  if (uih_stripe_decode(dec, stripe, len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM, out, &err) != UIH_OK)
+    abort();
+  if (out->count != n) abort();
+  for (uint32_t c = 0; c < in->ncolumns; c++)
+    for (uint32_t i = 0; i < n; i++)
+      if (uih_column_has(&in->columns[c], i) != uih_column_has(&out->columns[c], i) ||
+          uih_column_get_bits(&in->columns[c], i) != uih_column_get_bits(&out->columns[c], i))
+        abort();
+}
+
 /* Encodes `in` twice with `e` (the same bytes) and decodes it back; the
  * first encoding is left in *stripe, *stripe_len (the caller frees it). */
 static void roundtrip(uih_stripe_encoder *e, uint32_t n, uint8_t **stripe, size_t *stripe_len) {
@@ -40,16 +55,35 @@ static void roundtrip(uih_stripe_encoder *e, uint32_t n, uint8_t **stripe, size_
   if (!first) abort();
   memcpy(first, p, len);
   if (uih_stripe_encode(e, in, 1, &p, &len, &err) != UIH_OK || memcmp(first, p, len) != 0) abort();
-  if (uih_stripe_decode(dec, first, len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM, out, &err) != UIH_OK)
-    abort();
-  if (out->count != n) abort();
-  for (uint32_t c = 0; c < in->ncolumns; c++)
-    for (uint32_t i = 0; i < n; i++)
-      if (uih_column_has(&in->columns[c], i) != uih_column_has(&out->columns[c], i) ||
-          uih_column_get_bits(&in->columns[c], i) != uih_column_get_bits(&out->columns[c], i))
-        abort();
+  same_events(first, len, n);
   *stripe = first;
   *stripe_len = len;
+}
+
+/* `stripe` (of `e`) written again like itself is the same bytes; written
+ * like a directory of the input's making, the same events. */
+static void like_roundtrip(uih_stripe_encoder *e, src *s, uint32_t n, const uint8_t *stripe, size_t stripe_len) {
+  uih_stripe_column_info own[16], made[16];
+  uih_stripe_info info;
+  const uint8_t *p;
+  size_t len;
+  uih_error err;
+  if (uih_stripe_read_columns(stripe, stripe_len, &info, own, 16, &err) != UIH_OK || info.ncolumns > 16) abort();
+  if (uih_stripe_encode_like(e, in, 1, own, info.ncolumns, &p, &len, &err) != UIH_OK || len != stripe_len ||
+      memcmp(p, stripe, len) != 0)
+    abort();
+  uint32_t nmade = 0;
+  for (uint32_t c = 0; c < info.ncolumns; c++) {
+    const uint64_t pick = take(s, 1);
+    if (pick & 1) continue;
+    made[nmade] = own[c];
+    made[nmade].encoding = 1u << ((pick >> 1) % UIH_ENC_COUNT);
+    made[nmade].compression = (uih_compression)(UIH_COMPRESS_NONE + (pick >> 4) % 3);
+    made[nmade].scaled = (int)((pick >> 6) & 1);
+    nmade++;
+  }
+  if (uih_stripe_encode_like(e, in, 1, made, nmade, &p, &len, &err) != UIH_OK) abort();
+  same_events(p, len, n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -105,6 +139,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t *with_dicts;
   size_t with_dicts_len;
   roundtrip(shared, n, &with_dicts, &with_dicts_len);
+  like_roundtrip(shared, &s, n, with_dicts, with_dicts_len);
+  like_roundtrip(enc, &s, n, with, with_len);
   free(with_dicts);
   /* The stripe without its checksum is the one with it, less the checksum
    * and its flag (format 3: bit 4 of the first byte, the version below). */
