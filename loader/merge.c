@@ -51,9 +51,9 @@ typedef struct stored { /* a stripe of the current generation */
   size_t first_new, end_new; /* the new rows it receives */
 } stored;
 
-typedef struct row { /* a row in `rows` */
-  size_t off;
-  uint32_t len, arrival;
+typedef struct row { /* a row in `rowbuf` (or `fresh`), or an event of the decoded stripe */
+  size_t off;            /* its bytes' offset; an event of `decoded`: its row there */
+  uint32_t len, arrival; /* len 0: an event of `decoded` (rows are LD_ROW_HEAD bytes at least) */
 } row;
 
 typedef struct state {
@@ -72,7 +72,8 @@ typedef struct state {
   uih_stripe_decoder *dec;
   uih_stripe_context *ctx; /* the new generation's value dictionaries (the base's among them, but in a rebuild) */
   uih_stripe_context *base_ctx; /* a rebuild's: the base generation's, which decode its stripes */
-  uih_batch *batch; /* the group's active traits + arrival */
+  uih_batch *batch; /* the group's active traits + arrival: a stripe being encoded */
+  uih_batch *decoded; /* the same columns: the stored stripe a rebuild decoded */
   uint8_t *scratch; /* one encoded row */
   size_t scratch_cap;
   uint64_t user;
@@ -96,13 +97,15 @@ static int row_cmp(const uint8_t *base, const row *a, const uint8_t *bbase, cons
 static _Thread_local const uint8_t *sorting_rows;
 static int cmp_rows(const void *x, const void *y) { return row_cmp(sorting_rows, x, sorting_rows, y); }
 
-static int ensure_batch(state *s, const uih_group *g, uint32_t capacity, uih_error *err) {
-  if (s->batch && s->batch->group == g) {
-    uih_batch_clear(s->batch);
-    return capacity > s->batch->capacity ? uih_batch_reserve(&s->batch, capacity, err) : UIH_OK;
+/* *b emptied, for `capacity` events of the group's active traits and the
+ * arrival. */
+static int ensure_batch(state *s, uih_batch **b, const uih_group *g, uint32_t capacity, uih_error *err) {
+  if (*b && (*b)->group == g) {
+    uih_batch_clear(*b);
+    return capacity > (*b)->capacity ? uih_batch_reserve(b, capacity, err) : UIH_OK;
   }
-  uih_batch_free(s->batch);
-  s->batch = NULL;
+  uih_batch_free(*b);
+  *b = NULL;
   uint16_t ids[UIH_TRAITS_MAX + 1];
   uint32_t n = 0;
   for (uint32_t i = 0; i < g->ntraits; i++)
@@ -115,7 +118,7 @@ static int ensure_batch(state *s, const uih_group *g, uint32_t capacity, uih_err
     s->scratch = p;
     s->scratch_cap = max;
   }
-  return uih_batch_create(g, capacity > g->stripe_events ? capacity : g->stripe_events, ids, n, &s->batch, err);
+  return uih_batch_create(g, capacity > g->stripe_events ? capacity : g->stripe_events, ids, n, b, err);
 }
 
 static int emit(state *s, int64_t start, const uint8_t *value, size_t len, uint32_t events, uih_error *err) {
@@ -133,6 +136,11 @@ static int emit(state *s, int64_t start, const uint8_t *value, size_t len, uint3
     m->ticked = m->record.events;
   }
   return UIH_OK;
+}
+
+/* A row's timestamp, wherever it is. */
+static int64_t row_ts(const state *s, const row *r) {
+  return r->len ? ld_row_ts(s->rowbuf.p + r->off) : uih_batch_timestamps(s->decoded)[r->off];
 }
 
 /* The columns a stripe's directory describes: the room s->cols has. */
@@ -160,25 +168,34 @@ static unsigned half_octave(uint64_t n) {
  * by a factor √2, so what it keeps was won at 71% of its size or more. */
 static int write_stripe(state *s, size_t begin, size_t end, const uih_stripe_column_info *like, uint32_t nlike,
                         uih_error *err) {
-  int rc = ensure_batch(s, s->group, (uint32_t)(end - begin), err);
+  int rc = ensure_batch(s, &s->batch, s->group, (uint32_t)(end - begin), err);
   size_t added = 0;
-  for (size_t i = begin; i < end && rc == UIH_OK; i++) {
-    added += s->rows[i].arrival == s->generation;
-    rc = ld_row_append(s->rowbuf.p + s->rows[i].off, s->rows[i].len, s->rows[i].arrival, s->batch, err);
+  for (size_t i = begin; i < end && rc == UIH_OK;) {
+    const row *r = &s->rows[i];
+    if (r->len == 0) { /* stored events, a run of them copied column by column */
+      size_t k = i + 1;
+      while (k < end && s->rows[k].len == 0 && s->rows[k].off == s->rows[k - 1].off + 1) k++;
+      rc = uih_batch_copy_rows(s->batch, s->decoded, (uint32_t)r->off, (uint32_t)(r->off + (k - i)), err);
+      i = k;
+      continue;
+    }
+    added += r->arrival == s->generation;
+    rc = ld_row_append(s->rowbuf.p + r->off, r->len, r->arrival, s->batch, err);
+    i++;
   }
   const size_t total = end - begin;
   if (5 * added > total || half_octave(total - added) != half_octave(total)) nlike = 0; /* (the first: some are its) */
   const uint8_t *out;
   size_t len;
   if (rc == UIH_OK) rc = uih_stripe_encode_like(s->enc, s->batch, s->version, like, nlike, &out, &len, err);
-  if (rc == UIH_OK) rc = emit(s, ld_row_ts(s->rowbuf.p + s->rows[begin].off), out, len, (uint32_t)(end - begin), err);
+  if (rc == UIH_OK) rc = emit(s, row_ts(s, &s->rows[begin]), out, len, (uint32_t)(end - begin), err);
   if (rc == UIH_OK) s->m->stripes_written++;
   return rc;
 }
 
 /* Cuts s->rows into stripes by rule 3 and writes them, each like the
  * stored stripe of directory like[0, nlike) if it is mostly that one's. */
-#define TS(i) ld_row_ts(s->rowbuf.p + s->rows[(i)].off)
+#define TS(i) row_ts(s, &s->rows[(i)])
 static int cut(state *s, const uih_stripe_column_info *like, uint32_t nlike, uih_error *err) {
   const size_t n = s->nrows, se = s->group->stripe_events;
   size_t start = 0;
@@ -204,15 +221,6 @@ static int cut(state *s, const uih_stripe_column_info *like, uint32_t nlike, uih
 }
 #undef TS
 
-static int add_row(state *s, const uint8_t *rec, size_t len, uint32_t arrival, uih_error *err) {
-  GROW(s->rows, s->nrows, s->rcap, err);
-  size_t at;
-  int rc = bytes_put(&s->rowbuf, rec, len, &at, err);
-  if (rc != UIH_OK) return rc;
-  s->rows[s->nrows++] = (row){at, (uint32_t)len, arrival};
-  return UIH_OK;
-}
-
 /* 1 when `user`'s row or event with value `bits` of del_trait goes. */
 static int deleted_value(const state *s, uint64_t bits) { return ld_deletes_event(s->m->deletes, s->user, bits); }
 
@@ -236,13 +244,20 @@ static int add_new(state *s, const row *b, uih_error *err) {
   return UIH_OK;
 }
 
-/* Stored rows [i, k) of one timestamp, in byte order, into s->tie: to find
- * new rows stored already. */
+/* Stored rows [i, k) of one timestamp, as rows (bytes in rowbuf), in byte
+ * order, into s->tie: to find new rows stored already. */
 static int sort_tie(state *s, size_t i, size_t k, uih_error *err) {
   s->ntie = 0;
   for (size_t r = i; r < k; r++) {
     GROW(s->tie, s->ntie, s->tcap, err);
-    s->tie[s->ntie++] = s->rows[r];
+    row t = s->rows[r];
+    if (t.len == 0) { /* an event of the decoded stripe, as the row it would be */
+      const size_t len = ld_row_encode((uint16_t)s->m->shard, s->user, s->decoded, (uint32_t)t.off, s->scratch);
+      int rc = bytes_put(&s->rowbuf, s->scratch, len, &t.off, err);
+      if (rc != UIH_OK) return rc;
+      t.len = (uint32_t)len;
+    }
+    s->tie[s->ntie++] = t;
   }
   sorting_rows = s->rowbuf.p;
   if (s->ntie > 1) qsort(s->tie, s->ntie, sizeof *s->tie, cmp_rows);
@@ -273,15 +288,15 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
   int rc = UIH_OK;
   uint64_t trimmed = 0, added = 0;
   if (st) {
-    rc = ensure_batch(s, s->group, st->info.count, err);
+    rc = ensure_batch(s, &s->decoded, s->group, st->info.count, err);
     if (rc == UIH_OK)
       rc = uih_stripe_decode(s->dec, s->old.p + st->off, st->len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM,
-                             s->batch, err);
+                             s->decoded, err);
     if (rc != UIH_OK) {
       uih_error_prefix(err, "stripe at ts %" PRId64 ": ", st->start);
       return rc;
     }
-    const uih_batch *b = s->batch;
+    const uih_batch *b = s->decoded;
     const int64_t *ts = uih_batch_timestamps(b); /* the shard's batches hold every trait and the arrival */
     const int arr = uih_batch_column_index(b, UIH_TRAIT_ARRIVAL);
     const int del = s->del_trait ? uih_batch_column_index(b, s->del_trait->id) : -1;
@@ -297,8 +312,8 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
         trimmed++;
         continue;
       }
-      size_t len = ld_row_encode((uint16_t)m->shard, s->user, b, r, s->scratch);
-      rc = add_row(s, s->scratch, len, (uint32_t)uih_column_get_bits(&b->columns[arr], r), err);
+      GROW(s->rows, s->nrows, s->rcap, err); /* kept where it is: copied when its stripe is written */
+      s->rows[s->nrows++] = (row){r, 0, (uint32_t)uih_column_get_bits(&b->columns[arr], r)};
     }
     if (rc != UIH_OK) return rc;
   }
@@ -307,7 +322,7 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
    * after them and moved down. */
   size_t nold = s->nrows, i = 0, j = first_new;
   while (rc == UIH_OK && (i < nold || j < end_new)) {
-    const int64_t ta = i < nold ? ld_row_ts(s->rowbuf.p + s->rows[i].off) : INT64_MAX;
+    const int64_t ta = i < nold ? row_ts(s, &s->rows[i]) : INT64_MAX;
     const int64_t tb = j < end_new ? ld_row_ts(s->fresh.p + s->news[j].off) : INT64_MAX;
     if (i < nold && (j == end_new || ta < tb)) {
       rc = keep_stored(s, i++, err);
@@ -316,7 +331,7 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
       added++;
     } else { /* one timestamp in both: its stored rows as they are, then its new ones not stored already */
       size_t k = i;
-      while (k < nold && ld_row_ts(s->rowbuf.p + s->rows[k].off) == ta) k++;
+      while (k < nold && row_ts(s, &s->rows[k]) == ta) k++;
       rc = sort_tie(s, i, k, err);
       for (; rc == UIH_OK && i < k; i++) rc = keep_stored(s, i, err);
       for (; rc == UIH_OK && j < end_new && ld_row_ts(s->fresh.p + s->news[j].off) == ta; j++) {
@@ -480,6 +495,7 @@ static void state_free(state *s) {
   uih_stripe_context_free(s->ctx);
   uih_stripe_context_free(s->base_ctx);
   uih_batch_free(s->batch);
+  uih_batch_free(s->decoded);
   uih_batch_free(s->probe);
   free(s->cols);
 }
