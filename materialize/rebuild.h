@@ -123,6 +123,7 @@ class Rebuild {
   std::vector<uih_snapshot_chain> chains_;
   std::vector<const uih_group*> chain_groups_;
   std::vector<size_t> before_;  // per need: its rows before the stripe being collected
+  std::vector<uint64_t> step_h_, next_h_;  // a need's chain after each of its rows from the last stripe
   OutputWriter writer_;
   std::vector<std::unique_ptr<BatchPtr>> keep_;  // decoded stripes the picks point into
 

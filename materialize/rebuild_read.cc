@@ -89,25 +89,42 @@ void Rebuild::StartChains(Job& job, const uih_batch* like) {
 }
 
 // Each need's chain pushed over the rows the last stripe gave it (those
-// past before_), while they are in cache; a need whose rows are still the
-// previous need's takes its h.
+// past before_), while they are in cache. A need whose rows were the
+// previous need's up to this stripe takes that need's chain as far as
+// their new rows agree (step_h_ keeps the previous need's value after each
+// of its new rows), so a user's records, which mostly share their newest
+// rows, push each row once.
 void Rebuild::ExtendChains(Job& job, const std::vector<std::unique_ptr<BatchPtr>>& decoded) {
+  bool prev_steps = false;  // step_h_ holds the previous need's values for its rows [a, its end)
   for (size_t k = 0; k < job.needs.size(); k++) {
     Need& nd = job.needs[k];
-    if (nd.chain < 0) continue;
-    const size_t a = before_[k], b = nd.found.size();
-    if (nd.same) {
-      const Need& prev = job.needs[k - 1];
-      nd.same = prev.found.size() == b && std::equal(nd.found.begin() + a, nd.found.end(), prev.found.begin() + a);
-      if (nd.same) {
-        nd.h = prev.h;
-        continue;
-      }
+    if (nd.chain < 0) {
+      prev_steps = false;
+      continue;
     }
+    const size_t a = before_[k], b = nd.found.size();
+    size_t from = a;  // rows [a, from) have their values from the previous need
+    if (nd.same && prev_steps) {
+      const Need& prev = job.needs[k - 1];
+      const size_t pb = prev.found.size();  // its rows before this stripe were nd's: as many
+      while (from < b && from < pb && nd.found[from] == prev.found[from]) from++;
+      if (from > a) nd.h = step_h_[from - a - 1];
+      nd.same = from == b && b == pb;
+      if (nd.same) continue;  // step_h_ is nd's as it was prev's
+    } else {
+      nd.same = false;
+    }
+    next_h_.resize(b - a);
+    std::copy(step_h_.begin(), step_h_.begin() + (from - a), next_h_.begin());
     uih_snapshot_chain* c = &chains_[nd.chain];
     c->h = nd.h;
-    for (size_t j = a; j < b; j++) uih_snapshot_chain_push(c, decoded[nd.found[j].first]->b, nd.found[j].second);
+    for (size_t j = from; j < b; j++) {
+      uih_snapshot_chain_push(c, decoded[nd.found[j].first]->b, nd.found[j].second);
+      next_h_[j - a] = c->h;
+    }
     nd.h = c->h;
+    step_h_.swap(next_h_);
+    prev_steps = true;
   }
 }
 
