@@ -423,7 +423,7 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
   uih_compression squeeze = t->compression; /* what pick_compression may try */
   int want_scaled = -1;                     /* -1: either */
   if (like && !e->opts.fast && (allowed & like->encoding)) {
-    allowed = like->encoding;
+    allowed &= like->encoding; /* (a directory's entry names one; a caller's may name more) */
     want_scaled = like->scaled;
     if (squeeze != UIH_COMPRESS_NONE) squeeze = like->compression;
   }

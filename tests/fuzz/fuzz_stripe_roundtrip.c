@@ -77,7 +77,8 @@ static void like_roundtrip(uih_stripe_encoder *e, src *s, uint32_t n, const uint
     const uint64_t pick = take(s, 1);
     if (pick & 1) continue;
     made[nmade] = own[c];
-    made[nmade].encoding = 1u << ((pick >> 1) % UIH_ENC_COUNT);
+    made[nmade].encoding = (pick & 0x80) ? (uint32_t)take(s, 2) & ((1u << UIH_ENC_COUNT) - 1) /* several */
+                                         : 1u << ((pick >> 1) % UIH_ENC_COUNT);
     made[nmade].compression = (uih_compression)(UIH_COMPRESS_NONE + (pick >> 4) % 3);
     made[nmade].scaled = (int)((pick >> 6) & 1);
     nmade++;
