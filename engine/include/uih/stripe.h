@@ -81,14 +81,15 @@ int uih_stripe_encode(uih_stripe_encoder *enc, const uih_batch *batch, uint32_t 
 
 /* uih_stripe_encode(), each column stored as `like` (nlike entries in
  * ascending trait id order: the directory of an earlier stripe, from
- * uih_stripe_read_columns) stored the same trait: that encoding alone
- * (scaled if it was and the values still share a step) and that
- * compression alone (kept only if it saves min_compression_gain). A column
- * `like` lacks, one whose trait or encoder cannot have that encoding now,
- * and one whose values that encoding cannot take (a value outside the
- * dictionary) compete in full. For a stripe written again with a few more
- * events: the competition it won stands, at a fraction of its cost. A
- * fast encoder ignores `like`. */
+ * uih_stripe_read_columns) stored the same trait: only the encodings its
+ * entry names (a directory's names one; those the column allows), scaled
+ * if it was and the values still share a step, and that compression alone
+ * (kept only if it saves min_compression_gain). A column `like` lacks, one
+ * whose trait or encoder can have none of those encodings now, and one
+ * whose values they cannot take (a value outside the dictionary) compete
+ * in full. For a stripe written again with a few more events: the
+ * competition it won stands, at a fraction of its cost. A fast encoder
+ * ignores `like`. */
 struct uih_stripe_column_info;
 int uih_stripe_encode_like(uih_stripe_encoder *enc, const uih_batch *batch, uint32_t schema_version,
                            const struct uih_stripe_column_info *like, uint32_t nlike, const uint8_t **out,
