@@ -201,15 +201,21 @@ const uih_trait* Rebuild::DroppedIdTrait(const uih_group* vg, uint32_t gi) const
 bool Rebuild::Verify(const Job& job, const Need& nd, const std::vector<std::unique_ptr<BatchPtr>>& decoded,
                      uih_error* err, int* rc) {
   const uih_snapshot_record& r = recs_[nd.rec];
-  const uih_schema* version = nullptr;
-  *rc = SchemaAt(s_, r.schema_version, &version, err);
-  if (*rc == UIH_ERR_NOT_FOUND) {
-    *rc = UIH_OK;
-    Mismatch(nd.rec, job.gi, "its schema version is not in the store");
-    return false;
+  // The record's group as of its schema version: found by StartChains
+  // when the need has a chain, else looked up (and reported) here.
+  const uih_group* vg = nd.chain >= 0 ? chain_groups_[nd.chain] : nullptr;
+  *rc = UIH_OK;
+  if (vg == nullptr) {
+    const uih_schema* version = nullptr;
+    *rc = SchemaAt(s_, r.schema_version, &version, err);
+    if (*rc == UIH_ERR_NOT_FOUND) {
+      *rc = UIH_OK;
+      Mismatch(nd.rec, job.gi, "its schema version is not in the store");
+      return false;
+    }
+    if (*rc != UIH_OK) return false;
+    vg = uih_schema_group_by_id(version, groups_[job.gi]->id);
   }
-  if (*rc != UIH_OK) return false;
-  const uih_group* vg = uih_schema_group_by_id(version, groups_[job.gi]->id);
   if (vg == nullptr) {  // a record can name only its schema's groups: a bug, or the store's schema is another's
     char why[160];
     snprintf(why, sizeof why, "its schema version %u has no group %s", r.schema_version, groups_[job.gi]->name);

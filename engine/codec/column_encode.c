@@ -415,10 +415,10 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
    * and those bits in the context, which must be this one. */
   if (dict && (!dict->nsym || stripe_context_find_coded(e->ctx, e->group, t->id, (uint16_t)dict->id) != dict))
     allowed &= ~UIH_ENC_CODED;
-  /* Like an earlier stripe: its encoding alone (scaled as it was, when the
-   * values still have a step) and its compression alone, when this column
-   * allows them; if that encoding cannot take these values after all (one
-   * of them is not in the dictionary), the full competition below. */
+  /* Like an earlier stripe: its encodings alone (those this column allows;
+   * scaled as it was, when the values still have a step) and its
+   * compression alone; if they cannot take these values after all (one of
+   * them is not in the dictionary), the full competition below. */
   const uint32_t every = allowed;
   uih_compression squeeze = t->compression; /* what pick_compression may try */
   int want_scaled = -1;                     /* -1: either */
