@@ -32,7 +32,9 @@ inline void Evict(const std::string& dir) {
 // Bytes of the regular files under `dir`, as they are now, each file once
 // by its inode: a file renamed while the walk runs (a load's files moving
 // out of tmp/ as it publishes) is not counted twice.
-inline uint64_t BytesUnder(const std::string& dir) {
+// `allocated`: the disk the files take (their blocks, as du counts them:
+// a punched hole takes none, a preallocated tail does) instead of their sizes.
+inline uint64_t BytesUnder(const std::string& dir, bool allocated = false) {
   std::unordered_set<uint64_t> seen;
   uint64_t n = 0;
   std::error_code ec;
@@ -40,10 +42,11 @@ inline uint64_t BytesUnder(const std::string& dir) {
        it.increment(ec)) {
     struct stat st {};
     if (lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && seen.insert(st.st_ino).second)
-      n += static_cast<uint64_t>(st.st_size);
+      n += allocated ? static_cast<uint64_t>(st.st_blocks) * 512 : static_cast<uint64_t>(st.st_size);
   }
   return n;
 }
+inline uint64_t DiskUnder(const std::string& dir) { return BytesUnder(dir, true); }
 
 // Bytes this process (every thread of it) has handed to write(2) and
 // friends so far: /proc/self/io's wchar. Differences of it are what a

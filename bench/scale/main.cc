@@ -64,7 +64,7 @@ Child RunChild(const Config& c, const std::string& what, const std::function<voi
   printf("  %s...\n", what.c_str());
   fflush(stdout);
   const std::string store = StorePath(c);
-  const uint64_t before = bench::BytesUnder(store);
+  const uint64_t before = bench::DiskUnder(store);
   int fds[2];
   if (pipe(fds) != 0) {
     perror("scale_bench: pipe");
@@ -97,8 +97,8 @@ Child RunChild(const Config& c, const std::string& what, const std::function<voi
   uint64_t peak = before, peak_tmp = 0;
   std::thread sampler([&] {
     while (!done) {
-      peak = std::max(peak, bench::BytesUnder(store));
-      peak_tmp = std::max(peak_tmp, bench::BytesUnder(store + "/tmp"));
+      peak = std::max(peak, bench::DiskUnder(store));
+      peak_tmp = std::max(peak_tmp, bench::DiskUnder(store + "/tmp"));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
