@@ -62,7 +62,7 @@ static int row_dropped(const ld_dicts_in *in, const uint8_t *rec, uint32_t len, 
 /* Counts every needed trait's values over the shard's rows. */
 static int count_rows(const ld_dicts_in *in, counter *cs, size_t n, uih_error *err) {
   ld_stream *st = NULL;
-  int rc = ld_stream_open(in->sorter, in->shard, &st, err);
+  int rc = ld_stream_open(in->sorter, in->shard, LD_STREAM_KEEP, &st, err);
   const uint8_t *rec = NULL;
   uint32_t len = 0;
   del_layout dl = {0};

@@ -629,7 +629,7 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
   if (rc == UIH_OK) rc = uih_stripe_decoder_create(&s.dec, err);
   if (rc == UIH_OK) rc = uih_store_scan_open(m->store, m->shard, 0, &in.scan, err);
   if (rc == UIH_OK) rc = build_dicts(&s, in.scan, err);
-  if (rc == UIH_OK) rc = ld_stream_open(m->sorter, m->shard, &in.stream, err);
+  if (rc == UIH_OK) rc = ld_stream_open(m->sorter, m->shard, LD_STREAM_LAST, &in.stream, err);
   if (rc == UIH_OK) rc = uih_store_scan_next(in.scan, &in.key, &in.klen, &in.val, &in.vlen, err);
   if (rc == UIH_OK) rc = ld_stream_next(in.stream, &in.rec, &in.rlen, err);
   if (rc != UIH_OK) uih_error_prefix(err, "shard %u: ", m->shard);

@@ -1,27 +1,32 @@
 /* The loader's external sort (sort.h).
  *
- * A run file is its records in order, each as a 4-byte little-endian
- * length and the bytes, cut into blocks of about RUN_BLOCK bytes (a record
- * never spans two, nor a block two shards) that are stored compressed:
+ * A run file is its records in order, cut into blocks of about RUN_BLOCK
+ * raw bytes (each record as a 4-byte little-endian length and its bytes;
+ * a record never spans two blocks, nor a block two shards), each laid out
+ * byte by byte (run_block.h) and stored compressed:
  *
- *   block   raw length (u32 LE) | stored length (u32 LE) | XXH3-64 of the
- *           raw bytes (u64 LE) | a zstd frame (level 1) of the raw bytes
+ *   block   length (u32 LE) | stored length (u32 LE) | XXH3-64 of the
+ *           laid-out bytes (u64 LE) | a zstd frame (level 1) of them
  *
- * Rows compress about 2x (56 bytes an event to ~26 in bench/scale's
- * loads), which more than halves what a spilling load writes. Streams read
+ * bench/scale's history rows (48 raw bytes an event) are stored in ~11
+ * bytes an event — about the generation they become. Streams read
  * at most a fan-in of runs: ld_sorter_finish first merges the oldest runs
  * beyond it into one (repeats kept, order checked). The sorter
  * remembers, per run, the offset where each shard's blocks begin, so a
- * shard's stream reads only its part. Runs are read back a block at a
- * time: a header outside what the part still holds, a frame that does not
- * decompress to its length or whose checksum differs, a record's length
- * outside min_len..what the block still holds, a record of another shard,
- * or records out of order are corruption naming the run and the block's
- * offset, never a wrong load. */
-#define _GNU_SOURCE /* mkdtemp */
+ * shard's stream reads only its part, and the shard's last stream (the
+ * merge's) punches the part out of each run as it reads it, so a spilling
+ * load's runs shrink while the generation they become grows: its
+ * temporary disk peaks near the larger of the two, not their sum. Runs are
+ * read back a block at a time: a header outside what the part still
+ * holds, a frame that does not decompress to its length or whose checksum
+ * differs, a count or lengths that do not fit the block, a length below
+ * min_len, a record of another shard, or records out of order are
+ * corruption naming the run and the block's offset, never a wrong load. */
+#define _GNU_SOURCE /* mkdtemp, fallocate */
 #include "sort.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +39,7 @@
 #include "cursor.h"
 #include "error_internal.h"
 #include "mem.h"
+#include "run_block.h"
 
 /* A record in memory: where it is, and its first 16 bytes (zero-padded)
  * as two big-endian numbers, whose order is those bytes' order: (shard,
@@ -78,9 +84,11 @@ struct ld_sorter {
   uint64_t merged;  /* runs written and since merged into others */
   ld_sorter **parts; /* sorters adopted (ld_sorter_adopt): streams read their records too */
   size_t nparts;
-  /* spilling: the block being filled, its frame, the compressor */
-  uint8_t *block, *frame;
-  size_t blen, bcap, fcap;
+  uint8_t *spent; /* per shard: 1 once a stream read it the last time (LD_STREAM_LAST) */
+  /* spilling: the block being filled, laid out, its frame, the compressor */
+  uint8_t *block, *laid, *frame;
+  size_t blen, bcap, lcap, fcap;
+  ld_run_block_scratch scratch;
   ZSTD_CCtx *cctx;
 };
 
@@ -120,6 +128,12 @@ int ld_sorter_create(const char *tmpdir, size_t memory, uint32_t nshards, uint32
     free(s);
     return uih_error_set(err, UIH_ERR_IO, "sort: creating a folder in %s: %s", tmpdir, strerror(e));
   }
+  if (!(s->spent = calloc(nshards ? nshards : 1, 1))) {
+    rmdir(s->dir);
+    free(s->dir);
+    free(s);
+    return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+  }
   s->memory = memory;
   s->fan_in = LD_SORT_FAN_IN;
   s->nshards = nshards;
@@ -133,25 +147,31 @@ static void sort_memory(ld_sorter *s) {
   if (s->n) qsort(s->entries, s->n, sizeof *s->entries, cmp_entries); /* a load of no events has no entries */
 }
 
+static int grow(uint8_t **b, size_t *cap, size_t want, uih_error *err) {
+  if (want <= *cap) return UIH_OK;
+  uint8_t *n = realloc(*b, want);
+  if (!n) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+  *b = n;
+  *cap = want;
+  return UIH_OK;
+}
+
 /* Appends the block being filled to `f` as a compressed block (header
  * above), and empties it. */
 static int flush_block(ld_sorter *s, FILE *f, const char *path, uint64_t *off, uih_error *err) {
   if (s->blen == 0) return UIH_OK;
-  const size_t bound = ZSTD_compressBound(s->blen);
-  if (bound > s->fcap) {
-    uint8_t *b = realloc(s->frame, bound);
-    if (!b) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
-    s->frame = b;
-    s->fcap = bound;
-  }
+  const size_t laid = s->blen + 4;
+  UIH_FORWARD(grow(&s->laid, &s->lcap, laid, err));
+  UIH_FORWARD(grow(&s->frame, &s->fcap, ZSTD_compressBound(laid), err));
+  UIH_FORWARD(ld_run_block_encode(s->block, s->blen, s->laid, &s->scratch, err));
   if (!s->cctx && !(s->cctx = ZSTD_createCCtx())) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
-  const size_t z = ZSTD_compressCCtx(s->cctx, s->frame, s->fcap, s->block, s->blen, 1);
+  const size_t z = ZSTD_compressCCtx(s->cctx, s->frame, s->fcap, s->laid, laid, 1);
   if (ZSTD_isError(z))
     return uih_error_set(err, UIH_ERR_INTERNAL, "sort: compressing a block of %s: %s", path, ZSTD_getErrorName(z));
   uint8_t h[RUN_HEADER];
-  uih_store_le32(h, (uint32_t)s->blen);
+  uih_store_le32(h, (uint32_t)laid);
   uih_store_le32(h + 4, (uint32_t)z);
-  uih_store_le64(h + 8, XXH3_64bits(s->block, s->blen));
+  uih_store_le64(h + 8, XXH3_64bits(s->laid, laid));
   fwrite(h, 1, sizeof h, f);
   fwrite(s->frame, 1, z, f);
   *off += sizeof h + z;
@@ -338,8 +358,11 @@ void ld_sorter_free(ld_sorter *s) {
   free(s->dir);
   free(s->arena);
   free(s->entries);
+  free(s->spent);
   free(s->block);
+  free(s->laid);
   free(s->frame);
+  ld_run_block_scratch_free(&s->scratch);
   ZSTD_freeCCtx(s->cctx);
   free(s);
 }
@@ -347,11 +370,14 @@ void ld_sorter_free(ld_sorter *s) {
 /* ---- streams ------------------------------------------------------------------ */
 
 /* A run's part of one shard is read a block at a time: its header, its
- * frame into `frame`, decompressed into `buf`, and its records through a
- * cursor over them. The bytes are the disk's, so the header is checked
- * against what the part still holds and the block's largest size, the
- * frame against its length and checksum, each record's length against
- * what the block still holds and its shard against the stream's. */
+ * frame into `frame`, decompressed into `laid`, its records put back one
+ * after another into `buf`, and read through a cursor over them. The
+ * bytes are the disk's, so the header is checked against what the part
+ * still holds and the block's largest size, the frame against its length
+ * and checksum, the laid-out block against itself (run_block.h), each
+ * record's length against what the block still holds and its shard
+ * against the stream's. The last stream of a shard punches what it has
+ * read out of the run (`punched`: up to where). */
 typedef struct source {
   const ld_sorter *owner; /* whose run or memory */
   FILE *f;            /* a run, or NULL: memory */
@@ -363,8 +389,9 @@ typedef struct source {
   const uint8_t *rec; /* the current record, NULL when done */
   uint32_t len;
   size_t at_byte;     /* its length's byte in the block */
-  uint8_t *buf, *frame; /* the block's raw bytes, its stored frame */
-  size_t cap, fcap;
+  uint8_t *buf, *laid, *frame; /* the block's raw bytes, laid out, its stored frame */
+  size_t cap, lcap, fcap;
+  uint64_t punched;
   uih_cursor c; /* over buf's records not taken yet */
 } source;
 
@@ -374,6 +401,8 @@ struct ld_stream {
   source *src;
   size_t nsrc;
   ZSTD_DCtx *dctx;
+  ld_run_block_scratch scratch;
+  int last_read; /* LD_STREAM_LAST: the runs' parts read are given back */
   uint8_t *last; /* the record returned last (a copy), to drop repeats */
   uint32_t last_len;
   size_t last_cap;
@@ -381,13 +410,18 @@ struct ld_stream {
   uint64_t repeats;
 };
 
-static int grow(uint8_t **b, size_t *cap, size_t want, uih_error *err) {
-  if (want <= *cap) return UIH_OK;
-  uint8_t *n = realloc(*b, want);
-  if (!n) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
-  *b = n;
-  *cap = want;
-  return UIH_OK;
+#define RUN_PUNCH ((uint64_t)1 << 20) /* a last stream gives back read bytes this many at a time */
+
+/* Gives the disk back the run's bytes from x->punched to the end of the
+ * block just read (its records are in x->buf now), once there are
+ * RUN_PUNCH of them or the part is read. A file system that cannot punch
+ * keeps them until the run is removed: only space is at stake, never a
+ * record. */
+static void punch(source *x) {
+  const uint64_t to = x->at;
+  if (to - x->punched < RUN_PUNCH && x->left > 0) return;
+  (void)fallocate(fileno(x->f), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)x->punched, (off_t)(to - x->punched));
+  x->punched = to;
 }
 
 /* Reads the part's next block into x->c (empty at the part's end). */
@@ -403,15 +437,16 @@ static int next_block(ld_stream *st, source *x, uih_error *err) {
   if (got != sizeof h)
     return uih_error_set(err, UIH_ERR_IO, "sort: %s: the run ends %" PRIu64 " bytes early (%s)", x->path,
                          x->left - got, ferror(x->f) ? strerror(errno) : "end of file");
-  const uint32_t raw = uih_load_le32(h), z = uih_load_le32(h + 4);
+  const uint32_t laid = uih_load_le32(h), z = uih_load_le32(h + 4);
   const uint64_t sum = uih_load_le64(h + 8);
-  const size_t most = (size_t)x->owner->max_len + 4u > RUN_BLOCK ? (size_t)x->owner->max_len + 4u : RUN_BLOCK;
-  if (raw == 0 || raw > most || z == 0 || z > x->left - RUN_HEADER || z > ZSTD_compressBound(most))
-    return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": a block of %u bytes stored in %u, expected 1..%zu"
-                          " stored in 1..%" PRIu64 " (what the shard's part of the run holds)", x->path, at, raw, z,
+  const size_t most = ((size_t)x->owner->max_len + 4u > RUN_BLOCK ? (size_t)x->owner->max_len + 4u : RUN_BLOCK) + 4u;
+  if (laid <= 4 || laid > most || z == 0 || z > x->left - RUN_HEADER || z > ZSTD_compressBound(most))
+    return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": a block of %u bytes stored in %u, expected 5..%zu"
+                          " stored in 1..%" PRIu64 " (what the shard's part of the run holds)", x->path, at, laid, z,
                           most, x->left - RUN_HEADER);
   int rc = grow(&x->frame, &x->fcap, z, err);
-  if (rc == UIH_OK) rc = grow(&x->buf, &x->cap, raw, err);
+  if (rc == UIH_OK) rc = grow(&x->laid, &x->lcap, laid, err);
+  if (rc == UIH_OK) rc = grow(&x->buf, &x->cap, laid - 4u, err);
   if (rc != UIH_OK) return rc;
   got = fread(x->frame, 1, z, x->f);
   if (got != z)
@@ -420,13 +455,16 @@ static int next_block(ld_stream *st, source *x, uih_error *err) {
   x->left -= RUN_HEADER + z;
   x->at += RUN_HEADER + z;
   if (!st->dctx && !(st->dctx = ZSTD_createDCtx())) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
-  const size_t d = ZSTD_decompressDCtx(st->dctx, x->buf, raw, x->frame, z);
-  if (ZSTD_isError(d) || d != raw)
+  const size_t d = ZSTD_decompressDCtx(st->dctx, x->laid, laid, x->frame, z);
+  if (ZSTD_isError(d) || d != laid)
     return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": the block does not decompress to its %u bytes (%s)",
-                          x->path, at, raw, ZSTD_isError(d) ? ZSTD_getErrorName(d) : "another length");
-  if (XXH3_64bits(x->buf, raw) != sum)
+                          x->path, at, laid, ZSTD_isError(d) ? ZSTD_getErrorName(d) : "another length");
+  if (XXH3_64bits(x->laid, laid) != sum)
     return uih_corruption(err, "sort: %s: at offset %" PRIu64 ": the block's checksum differs", x->path, at);
-  x->c = uih_cursor_make(x->buf, raw);
+  rc = ld_run_block_decode(x->laid, laid, st->s->min_len, x->buf, &st->scratch, err);
+  if (rc != UIH_OK) return UIH_PREFIXED(rc, err, "sort: %s: block at offset %" PRIu64 ", ", x->path, at);
+  if (st->last_read) punch(x);
+  x->c = uih_cursor_make(x->buf, laid - 4u);
   return UIH_OK;
 }
 
@@ -483,9 +521,9 @@ static int open_run(ld_stream *st, const ld_sorter *o, const run *r, uih_error *
   source *x = &st->src[st->nsrc++];
   x->owner = o;
   x->path = r->path;
-  x->at = r->starts[st->shard];
+  x->at = x->punched = r->starts[st->shard];
   x->left = r->starts[st->shard + 1] - r->starts[st->shard];
-  x->f = fopen(r->path, "rb");
+  x->f = fopen(r->path, st->last_read ? "r+b" : "rb"); /* punching needs a descriptor open for writing */
   if (!x->f || fseeko(x->f, (off_t)x->at, SEEK_SET) != 0)
     return uih_error_set(err, UIH_ERR_IO, "sort: reading %s: %s", r->path, strerror(errno));
   return advance(st, x, err);
@@ -504,11 +542,13 @@ static int open_sources(ld_stream *st, const ld_sorter *o, uih_error *err) {
   return advance(st, x, err);
 }
 
-int ld_stream_open(ld_sorter *s, uint32_t shard, ld_stream **out, uih_error *err) {
+int ld_stream_open(ld_sorter *s, uint32_t shard, int mode, ld_stream **out, uih_error *err) {
   *out = NULL;
   if (!s->finished || shard >= s->nshards)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: a stream of shard %u (of %u) before the sort finished",
                          shard, s->nshards);
+  if (s->spent[shard])
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: a stream of shard %u after its last one", shard);
   ld_stream *st = calloc(1, sizeof *st);
   if (!st || !(st->src = calloc(s->nruns + 1 + s->nparts, sizeof *st->src))) {
     free(st);
@@ -516,6 +556,8 @@ int ld_stream_open(ld_sorter *s, uint32_t shard, ld_stream **out, uih_error *err
   }
   st->s = s;
   st->shard = shard;
+  st->last_read = mode == LD_STREAM_LAST;
+  if (st->last_read) s->spent[shard] = 1;
   int rc = open_sources(st, s, err);
   for (size_t i = 0; i < s->nparts && rc == UIH_OK; i++) rc = open_sources(st, s->parts[i], err);
   if (rc != UIH_OK) {
@@ -584,10 +626,12 @@ void ld_stream_close(ld_stream *st) {
   for (size_t i = 0; i < st->nsrc; i++) {
     if (st->src[i].f) fclose(st->src[i].f);
     free(st->src[i].buf);
+    free(st->src[i].laid);
     free(st->src[i].frame);
   }
   free(st->src);
   free(st->last);
+  ld_run_block_scratch_free(&st->scratch);
   ZSTD_freeDCtx(st->dctx);
   free(st);
 }

@@ -46,9 +46,15 @@ int ld_sorter_adopt(ld_sorter *s, ld_sorter *part, uih_error *err);
 void ld_sorter_free(ld_sorter *s); /* NULL is fine; removes the runs */
 
 /* The records of one shard in order, each repeated record once. Streams of
- * different shards may be read by different threads at once. */
+ * different shards may be read by different threads at once. A shard may
+ * be read again (LD_STREAM_KEEP) until it is read a last time
+ * (LD_STREAM_LAST): that stream gives the disk the runs' parts it has
+ * read back as it goes (punched out of the files, where the file system
+ * can), so a spilling load's temporary disk shrinks while the generation
+ * it writes grows; a stream of the shard opened after it is refused. */
 typedef struct ld_stream ld_stream;
-int ld_stream_open(ld_sorter *s, uint32_t shard, ld_stream **out, uih_error *err);
+enum { LD_STREAM_KEEP = 0, LD_STREAM_LAST = 1 };
+int ld_stream_open(ld_sorter *s, uint32_t shard, int mode, ld_stream **out, uih_error *err);
 /* The next record, valid until the next call; *rec NULL at the end. */
 int ld_stream_next(ld_stream *st, const uint8_t **rec, uint32_t *len, uih_error *err);
 /* Records skipped as repeats so far. */

@@ -1,14 +1,19 @@
 // The loader's external sort (loader/sort.h) against std::sort of the same
 // records: every shard's stream is its records in memcmp order, each
 // repeated record once, whether they stayed in memory or were spilled to
-// many runs; and a damaged run — a block's header past its shard's part, a
+// many runs; a shard's last stream gives the runs' disk back and is its
+// last; a block laid out by length (run_block.h) reads back as it was
+// written; and a damaged run — a block's header past its shard's part, a
 // frame that does not decompress or whose checksum differs, and inside a
-// block whose checksum is right (a bug's bytes): a length past the block,
-// a record of another shard, records out of order; a run cut short — is an
+// block whose checksum is right (a bug's bytes): more lengths than the
+// block holds, a length below the least, lengths that do not add up, a
+// record of another shard, records out of order; a run cut short — is an
 // error naming the run and the offset, never a wrong stream.
 #include <gtest/gtest.h>
 #include <xxhash.h>
 #include <zstd.h>
+
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -22,6 +27,7 @@
 #include "test_util.h"
 
 extern "C" {
+#include "run_block.h"
 #include "sort.h"
 }
 
@@ -38,11 +44,11 @@ Rec Random(std::mt19937_64& rng, uint16_t shard, uint32_t min) {
   return r;
 }
 
-std::vector<Rec> Stream(ld_sorter* s, uint32_t shard, int* rc, std::string* msg) {
+std::vector<Rec> Stream(ld_sorter* s, uint32_t shard, int* rc, std::string* msg, int mode = LD_STREAM_KEEP) {
   ld_stream* st = nullptr;
   uih_error err{};
   std::vector<Rec> out;
-  *rc = ld_stream_open(s, shard, &st, &err);
+  *rc = ld_stream_open(s, shard, mode, &st, &err);
   for (;;) {
     const uint8_t* rec = nullptr;
     uint32_t len = 0;
@@ -59,6 +65,17 @@ class SortTest : public ::testing::Test {
  protected:
   uih_test::TempDir dir_;
 };
+
+// The disk the run files under `dir` take (allocated blocks).
+uint64_t RunDisk(const std::string& dir) {
+  uint64_t n = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    struct stat st {};
+    if (e.path().filename().string().rfind("run-", 0) == 0 && stat(e.path().c_str(), &st) == 0)
+      n += static_cast<uint64_t>(st.st_blocks) * 512;
+  }
+  return n;
+}
 
 TEST_F(SortTest, StreamsAreEachShardsRecordsInOrderOnceInMemoryOrSpilled) {
   // In memory; many tiny runs; and runs of many blocks, with records
@@ -81,14 +98,30 @@ TEST_F(SortTest, StreamsAreEachShardsRecordsInOrderOnceInMemoryOrSpilled) {
     EXPECT_EQ(ld_sorter_runs(s) > 0, memory < (size_t{1} << 26)) << "the small budgets spill";
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
+    // Each shard read twice, the second time its last: the same records.
+    const uint64_t disk = RunDisk(dir_.path());
     for (uint32_t sh = 0; sh < shards; sh++) {
       std::vector<Rec> want;
       for (const Rec& r : all)
         if (r[0] * 256 + r[1] == static_cast<int>(sh)) want.push_back(r);
+      for (int mode : {LD_STREAM_KEEP, LD_STREAM_LAST}) {
+        int rc;
+        std::string msg;
+        EXPECT_EQ(Stream(s, sh, &rc, &msg, mode), want) << "shard " << sh << " mode " << mode;
+        EXPECT_EQ(rc, UIH_OK) << msg;
+      }
       int rc;
       std::string msg;
-      EXPECT_EQ(Stream(s, sh, &rc, &msg), want) << "shard " << sh;
-      EXPECT_EQ(rc, UIH_OK) << msg;
+      Stream(s, sh, &rc, &msg);
+      EXPECT_EQ(rc, UIH_ERR_INVALID_ARGUMENT) << "a stream after the shard's last";
+      EXPECT_NE(msg.find("after its last"), std::string::npos) << msg;
+    }
+    // Every part read the last time is punched out of its run: what is
+    // left is at most the file system blocks the parts' edges share.
+    if (ld_sorter_runs(s) > 0 && memory == (size_t{1} << 20)) {
+      const uint64_t left = RunDisk(dir_.path());
+      EXPECT_LT(left, disk / 2);
+      EXPECT_LE(left, ld_sorter_runs(s) * (shards + 1) * 2 * 4096) << "of " << disk << " bytes";
     }
     uint8_t shorter[5] = {0, 0, 1, 2, 3};
     EXPECT_EQ(ld_sorter_add(s, shorter, 5, &err), UIH_ERR_INVALID_ARGUMENT) << "below min_len";
@@ -103,7 +136,7 @@ std::vector<Rec> AllStreams(ld_sorter* s, uint32_t shards, uint64_t* repeats) {
   for (uint32_t sh = 0; sh < shards; sh++) {
     ld_stream* st = nullptr;
     uih_error err{};
-    EXPECT_EQ(ld_stream_open(s, sh, &st, &err), UIH_OK) << uih_error_message(&err);
+    EXPECT_EQ(ld_stream_open(s, sh, LD_STREAM_KEEP, &st, &err), UIH_OK) << uih_error_message(&err);
     for (;;) {
       const uint8_t* rec = nullptr;
       uint32_t len = 0;
@@ -171,10 +204,10 @@ TEST_F(SortTest, AdoptedSortersAndTheFanInStreamAsOneSort) {
   }
 }
 
-// A run's first block (sort.c: raw length, stored length, XXH3 of the raw
-// bytes, a zstd frame): its raw bytes, and the run with them replaced —
-// compressed again under a right checksum, as a bug would write them, in
-// the block's stored length (a tighter frame, then a skippable one).
+// A run's first block (sort.c: laid-out length, stored length, XXH3 of the
+// laid-out bytes, a zstd frame): its laid-out bytes, and the run with them
+// replaced — compressed again under a right checksum, as a bug would write
+// them, in the block's stored length (a tighter frame, then a skippable one).
 uint32_t Le32(const std::string& b, size_t at) {
   uint32_t v;
   memcpy(&v, b.data() + at, 4);
@@ -233,13 +266,29 @@ void Damaged(const std::string& dir, const std::function<void(std::string&)>& da
   ld_sorter_free(s);
 }
 
-// Damages the raw bytes of the run's first block, written back whole.
+// Damages the laid-out bytes of the run's first block, written back whole.
 std::function<void(std::string&)> InBlock(const std::function<void(std::string&)>& damage) {
   return [damage](std::string& run) {
-    std::string raw = FirstBlock(run);
-    damage(raw);
-    run = WithFirstBlock(run, raw);
+    std::string laid = FirstBlock(run);
+    damage(laid);
+    run = WithFirstBlock(run, laid);
   };
+}
+
+// Damages the records of the run's first block (each a u32 LE length and
+// its bytes), laid out again as the sorter lays them out.
+std::function<void(std::string&)> InRecords(const std::function<void(std::string&)>& damage) {
+  return InBlock([damage](std::string& laid) {
+    ld_run_block_scratch sc{};
+    uih_error err{};
+    std::string raw(laid.size() - 4, '\0');
+    ASSERT_EQ(ld_run_block_decode(reinterpret_cast<const uint8_t*>(laid.data()), laid.size(), 0,
+                                  reinterpret_cast<uint8_t*>(raw.data()), &sc, &err), UIH_OK);
+    damage(raw);
+    ASSERT_EQ(ld_run_block_encode(reinterpret_cast<const uint8_t*>(raw.data()), raw.size(),
+                                  reinterpret_cast<uint8_t*>(laid.data()), &sc, &err), UIH_OK);
+    ld_run_block_scratch_free(&sc);
+  });
 }
 
 TEST_F(SortTest, ADamagedRunIsAnErrorNamingItNeverAWrongStream) {
@@ -249,19 +298,66 @@ TEST_F(SortTest, ADamagedRunIsAnErrorNamingItNeverAWrongStream) {
   Damaged(dir_.path() + "/h", [](std::string& b) { b[0] ^= 1; }, "at offset 0: the block does not decompress");
   Damaged(dir_.path() + "/i", [](std::string& b) { b[8] ^= 1; }, "at offset 0: the block's checksum differs");
   Damaged(dir_.path() + "/e", [](std::string& b) { b.resize(b.size() / 2); }, "the run ends");
-  // Inside a block whose checksum holds: the first record's length past the block.
-  Damaged(dir_.path() + "/a", InBlock([](std::string& b) { b[3] = '\x7f'; }), "byte 0: a record of");
-  // Below the records' least length.
-  Damaged(dir_.path() + "/b", InBlock([](std::string& b) { b[0] = 1, b[1] = b[2] = b[3] = 0; }), "expected 8..");
+  // Inside a block whose checksum holds: more records than it has lengths for.
+  Damaged(dir_.path() + "/a", InBlock([](std::string& b) { b[3] = '\x7f'; }),
+          "block at offset 0, byte 0: 2130706");
+  // The first record's length below the records' least.
+  Damaged(dir_.path() + "/b", InBlock([](std::string& b) { b[4] = 1, b[5] = b[6] = b[7] = 0; }),
+          "block at offset 0, byte 4: a record of 1 bytes, expected at least 8");
+  // Lengths that do not add up to the bytes after them.
+  Damaged(dir_.path() + "/j", InBlock([](std::string& b) { b[4] = static_cast<char>(b[4] + 1); }), "add up to");
   // The first record's shard byte: shard 1's record in shard 0's part.
-  Damaged(dir_.path() + "/c", InBlock([](std::string& b) { b[5] = 1; }), "a record of shard 1 in shard 0's part");
+  Damaged(dir_.path() + "/c", InRecords([](std::string& b) { b[5] = 1; }), "a record of shard 1 in shard 0's part");
   // The second record's bytes: smaller than the first's.
-  Damaged(dir_.path() + "/d", InBlock([](std::string& b) {
+  Damaged(dir_.path() + "/d", InRecords([](std::string& b) {
             const uint32_t first = static_cast<uint8_t>(b[0]) | static_cast<uint8_t>(b[1]) << 8;
             for (size_t i = 4 + first + 4 + 2; i < 4 + first + 4 + 8; i++) b[i] = 0;
             for (size_t i = 4 + 2; i < 4 + 8; i++) b[i] = 3;
           }),
           "out of order");
+}
+
+}  // namespace
+
+namespace {
+
+// The laid-out block of random records (lengths 0..40, some lengths
+// repeated, in any order; a record longer than the rest now and then):
+// read back, the same records; cut short, or with a length changed, an
+// error, never records that were not written.
+TEST(RunBlockTest, ABlockLaidOutByLengthReadsBackAsItWasWritten) {
+  std::mt19937_64 rng(5);
+  ld_run_block_scratch sc{};
+  for (int round = 0; round < 300; round++) {
+    std::string raw;
+    const int n = static_cast<int>(rng() % 200);
+    for (int i = 0; i < n; i++) {
+      uint32_t len = static_cast<uint32_t>(rng() % 4 == 0 ? rng() % 41 : 20 + rng() % 3);
+      if (rng() % 97 == 0) len = 3000;
+      raw.append(reinterpret_cast<const char*>(&len), 4);
+      for (uint32_t k = 0; k < len; k++) raw.push_back(static_cast<char>(rng() % 5));
+    }
+    uih_error err{};
+    std::string laid(raw.size() + 4, '\0');
+    ASSERT_EQ(ld_run_block_encode(reinterpret_cast<const uint8_t*>(raw.data()), raw.size(),
+                                  reinterpret_cast<uint8_t*>(laid.data()), &sc, &err), UIH_OK);
+    std::string back(raw.size(), '\0');
+    ASSERT_EQ(ld_run_block_decode(reinterpret_cast<const uint8_t*>(laid.data()), laid.size(), 0,
+                                  reinterpret_cast<uint8_t*>(back.data()), &sc, &err), UIH_OK)
+        << uih_error_message(&err);
+    EXPECT_EQ(back, raw) << "round " << round;
+    if (n > 0) {
+      EXPECT_EQ(ld_run_block_decode(reinterpret_cast<const uint8_t*>(laid.data()), laid.size() - 1, 0,
+                                    reinterpret_cast<uint8_t*>(back.data()), &sc, &err), UIH_ERR_CORRUPTION)
+          << "cut short";
+      std::string bad = laid;
+      bad[4 + 4 * (rng() % n)] ^= 1;
+      EXPECT_EQ(ld_run_block_decode(reinterpret_cast<const uint8_t*>(bad.data()), bad.size(), 0,
+                                    reinterpret_cast<uint8_t*>(back.data()), &sc, &err), UIH_ERR_CORRUPTION)
+          << "a length changed";
+    }
+  }
+  ld_run_block_scratch_free(&sc);
 }
 
 }  // namespace
