@@ -11,7 +11,8 @@ namespace uih {
 // uih_materialize, with data affinity switchable (off: each record read
 // and decoded on its own) and batched reads (off: each user's first read on
 // its own). Thread-safe: it keeps nothing between calls but this thread's
-// reader for batches of reads.
+// reader for batches of reads and its spare decoded batches (BatchPool,
+// rebuild.h).
 int Materialize(uih_store* s, const uint8_t* const* records, const size_t* lens, size_t n,
                 const uih_projection* projection, bool affinity, bool batch_io, uih_materialized** out,
                 uih_materialize_stats* stats, uih_error* err);

@@ -206,9 +206,9 @@ int Rebuild::DecodeMutable(size_t rec, uint32_t gi, const uih_snapshot_group& rg
     seen += info.count;
     if (rc != UIH_OK) return rc;
     if (seen <= total - keep) continue;  // older than the newest `keep`
-    auto one = std::make_unique<BatchPtr>();
-    rc = uih_batch_create(g, std::max<uint32_t>(info.count, 1), reads_[gi].data(),
-                          static_cast<uint32_t>(reads_[gi].size()), &one->b, err);
+    auto one = BatchPool::ThisThread().Take();
+    rc = uih_batch_prepare(&one->b, g, reads_[gi].data(), static_cast<uint32_t>(reads_[gi].size()),
+                           std::max<uint32_t>(info.count, 1), err);
     uih_stripe_decoder_set_context(dec_, nullptr);  // a record's stripes stand alone
     if (rc == UIH_OK)
       rc = uih_stripe_decode(dec_, stripe, len, 0, UIH_DECODE_TO_END, UIH_DECODE_VERIFY_CHECKSUM, one->b, err);

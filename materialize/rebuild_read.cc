@@ -128,6 +128,26 @@ void Rebuild::ExtendChains(Job& job, const std::vector<std::unique_ptr<BatchPtr>
   }
 }
 
+std::unique_ptr<BatchPtr> BatchPool::Take() {
+  if (spare_.empty()) return std::make_unique<BatchPtr>();
+  std::unique_ptr<BatchPtr> b = std::move(spare_.back());
+  spare_.pop_back();
+  events_ -= b->b ? b->b->capacity : 0;
+  return b;
+}
+
+void BatchPool::Give(std::unique_ptr<BatchPtr> b) {
+  const uint64_t n = b->b ? b->b->capacity : 0;
+  if (n == 0 || events_ + n > kSpareEvents || spare_.size() == kSpareBatches) return;  // freed here
+  events_ += n;
+  spare_.push_back(std::move(b));
+}
+
+BatchPool& BatchPool::ThisThread() {
+  static thread_local BatchPool pool;
+  return pool;
+}
+
 // A job's stripes decoded, newest first, each into its own batch, until
 // every record has its `check` newest events or the stripes end: the
 // first run as read with the batch, then runs further back through the
@@ -150,11 +170,14 @@ int Rebuild::Collect(Job& job, std::vector<std::unique_ptr<BatchPtr>>* decoded, 
   for (Need& nd : job.needs) nd.found.reserve(nd.check);  // grown once: a long window is a million rows
   before_.resize(job.needs.size());
   for (uint32_t want = missing(); want > 0; want = missing()) {
-    auto b = std::make_unique<BatchPtr>();
+    auto b = BatchPool::ThisThread().Take();
     bool more = false;
     int rc = reader_.Next(want, reads_[gi].data(), static_cast<uint32_t>(reads_[gi].size()), &b->b, &more, err);
     if (rc != UIH_OK) return rc;
-    if (!more) break;
+    if (!more) {
+      BatchPool::ThisThread().Give(std::move(b));
+      break;
+    }
     const uih_batch* sb = b->b;
     if (decoded->empty()) StartChains(job, sb);
     const int64_t* ts = uih_batch_timestamps(sb);
