@@ -7,7 +7,7 @@
 //                                   [--shards S] [--threads T] [--memory MB]
 //                                   [--requests R] [--append-rate A] [--train-users U]
 //                                   [--procs P] [--train-seconds S] [--json FILE]
-//                                   [--keep 1] [--small 1]
+//                                   [--keep 1] [--small 1] [--phases P,...]
 //
 // --events (default 216 M: > 200 M kept) sizes the users (heavy-tailed,
 // inputs.cc);
@@ -21,6 +21,9 @@
 //             (serve.cc);
 //   training  three tenants cold and warm; 1 against --procs processes;
 //             --procs processes while day 3 loads (train.cc).
+// --phases runs only some of them (loads, open, serve, train) on a store a
+// run with --keep 1 left in DIR (its inputs reused; a load already done is
+// skipped), e.g. `--phases train` to measure training again.
 // Printed as it goes and at the end; --json appends every figure as one
 // JSON line (bench/scale/plot.py draws the curves from such lines).
 // Timings are never asserted; a wrong answer (a snapshot out of order, a
@@ -182,7 +185,8 @@ int Usage() {
   fprintf(stderr,
           "usage: scale_bench [--events N] [--users U] [--dir DIR] [--seed S] [--shards S] [--threads T]\n"
           "                   [--memory MB] [--requests R] [--append-rate A] [--train-users U] [--procs P]\n"
-          "                   [--train-seconds S] [--json FILE] [--keep 1] [--small 1]\n");
+          "                   [--train-seconds S] [--json FILE] [--keep 1] [--small 1]\n"
+          "                   [--phases loads,open,serve,train]\n");
   return 2;
 }
 
@@ -201,6 +205,7 @@ int main(int argc, char** argv) {
     const bool num = *end == '\0' && x >= 0;
     if (a == "--dir") c.dir = v;
     else if (a == "--json") c.json = v;
+    else if (a == "--phases") c.phases = v;
     else if (!num) return Usage();
     else if (a == "--events") c.events = static_cast<uint64_t>(x);
     else if (a == "--users") c.users = static_cast<uint64_t>(x);
@@ -216,6 +221,15 @@ int main(int argc, char** argv) {
     else if (a == "--keep") c.keep = x != 0;
     else if (a == "--small") c.small = x != 0;
     else return Usage();
+  }
+  for (size_t at = 0; at <= c.phases.size();) {
+    const size_t comma = std::min(c.phases.find(',', at), c.phases.size());
+    const std::string name = c.phases.substr(at, comma - at);
+    if (name != "all" && name != "loads" && name != "open" && name != "serve" && name != "train") {
+      fprintf(stderr, "scale_bench: --phases: '%s', expected loads, open, serve or train\n", name.c_str());
+      return 2;
+    }
+    at = comma + 1;
   }
   if (c.small) {
     c.requests = std::min<uint32_t>(c.requests, 200);
@@ -237,10 +251,11 @@ int main(int argc, char** argv) {
          static_cast<double>(p.input_bytes) / 1e6, p.seconds);
 
   Phases ph;
-  scale::LoadPhases(c, p, ph);
-  scale::OpenPhase(c, ph);
-  scale::ServePhase(c, p, ph);
-  scale::TrainPhases(c, p, ph);
+  if (scale::Runs(c, "loads")) scale::LoadPhases(c, p, ph);
+  else c.keep = true;  // the store of an earlier run: left as it was found
+  if (scale::Runs(c, "open")) scale::OpenPhase(c, ph);
+  if (scale::Runs(c, "serve")) scale::ServePhase(c, p, ph);
+  if (scale::Runs(c, "train")) scale::TrainPhases(c, p, ph);
 
   printf("\nloads (%u threads, --memory %" PRIu64 " MB):\n", c.threads, c.memory >> 20);
   for (const char* name : {"load_history", "load_day1", "load_day2"}) {

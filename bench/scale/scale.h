@@ -37,9 +37,16 @@ struct Config {
   double train_seconds = 8;      // of each timed multi-process window
   std::string json;              // results appended here as one JSON line
   bool keep = false;             // leave DIR behind
+  // Phases to run (comma-separated: loads, open, serve, train; default all).
+  // Without loads, DIR holds a store a kept run made (--keep 1), and is kept.
+  std::string phases = "all";
   std::string schema;            // examples/feed.schema.json
   bool small = false;            // the CTest setting: fewer requests, shorter windows
 };
+
+inline bool Runs(const Config& c, const std::string& phase) {
+  return c.phases == "all" || ("," + c.phases + ",").find("," + phase + ",") != std::string::npos;
+}
 
 // What generation wrote and what the phases need of it.
 struct Plan {
