@@ -76,9 +76,9 @@ int ld_run_block_decode(const uint8_t *in, size_t len, uint32_t min_len, uint8_t
   if (len < 4) return uih_corruption(err, "the block is %zu bytes, expected at least 4 (its count of records)", len);
   const size_t n = uih_load_le32(in);
   if (n > (len - 4) / 4)
-    return uih_corruption(err, "byte 0: %zu records, more lengths than the block's %zu bytes hold", n, len);
+    return uih_corruption(err, "laid-out byte 0: %zu records, more lengths than the block's %zu bytes hold", n, len);
   if (n == 0 && len > 4)
-    return uih_corruption(err, "byte 0: no records, and %zu bytes after the count", len - 4);
+    return uih_corruption(err, "laid-out byte 0: no records, and %zu bytes after the count", len - 4);
   if (n == 0) return UIH_OK;
   UIH_FORWARD(reserve(s, n, err));
   uint64_t *keys = s->keys, *offs = s->keys + s->cap;
@@ -87,7 +87,7 @@ int ld_run_block_decode(const uint8_t *in, size_t len, uint32_t min_len, uint8_t
   for (size_t j = 0; j < n; j++) {
     const uint32_t l = uih_load_le32(in + 4 + 4 * j);
     if (l < min_len)
-      return uih_corruption(err, "byte %zu: a record of %" PRIu32 " bytes, expected at least %" PRIu32, 4 + 4 * j, l,
+      return uih_corruption(err, "laid-out byte %zu: a record of %" PRIu32 " bytes, expected at least %" PRIu32, 4 + 4 * j, l,
                             min_len);
     sum += l;
     keys[j] = (uint64_t)l << 32 | j;
@@ -95,7 +95,7 @@ int ld_run_block_decode(const uint8_t *in, size_t len, uint32_t min_len, uint8_t
     at += 4u + l;
   }
   if (sum != body)
-    return uih_corruption(err, "byte 4: the lengths of its %zu records add up to %" PRIu64
+    return uih_corruption(err, "laid-out byte 4: the lengths of its %zu records add up to %" PRIu64
                           " bytes, expected %zu (what follows them)", n, sum, body);
   for (size_t j = 0; j < n; j++) uih_store_le32(raw + offs[j] - 4, (uint32_t)(keys[j] >> 32));
   by_length(keys, n);

@@ -37,7 +37,7 @@ int ld_run_block_encode(const uint8_t *raw, size_t len, uint8_t *out, ld_run_blo
 
 /* Reads the block `in` (`len` bytes, from a disk) into `raw` (len - 4
  * bytes: its records in the raw form). Corruption, naming the byte of the
- * block, when it is shorter than its count and lengths, a length is below
+ * block as laid out ("laid-out byte N"), when it is shorter than its count and lengths, a length is below
  * `min_len`, or the lengths do not add up to the bytes that follow them. */
 int ld_run_block_decode(const uint8_t *in, size_t len, uint32_t min_len, uint8_t *raw, ld_run_block_scratch *s,
                         uih_error *err);

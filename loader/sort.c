@@ -293,7 +293,16 @@ int ld_sorter_add(ld_sorter *s, const uint8_t *rec, uint32_t len, uih_error *err
   return UIH_OK;
 }
 
+/* 1 when a shard was read the last time: its parts of the runs are gone. */
+static int any_spent(const ld_sorter *s) {
+  for (uint32_t i = 0; i < s->nshards; i++)
+    if (s->spent[i]) return 1;
+  return 0;
+}
+
 int ld_sorter_finish(ld_sorter *s, uih_error *err) {
+  if (any_spent(s))
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: finishing after a shard's last stream");
   if (!s->finished) {
     if (s->nruns > 0 && s->n > 0) {
       /* A sort that spilled spills the rest too and lets its memory go: the
@@ -320,9 +329,10 @@ uint64_t ld_sorter_runs(const ld_sorter *s) { return s->nruns + s->merged; }
 
 int ld_sorter_adopt(ld_sorter *s, ld_sorter *part, uih_error *err) {
   if (!s->finished || !part->finished || part->nparts || part == s || part->nshards != s->nshards ||
-      part->min_len != s->min_len) {
+      part->min_len != s->min_len || any_spent(s) || any_spent(part)) {
     ld_sorter_free(part);
-    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: adopting a sorter unfinished or unlike this one");
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                         "sort: adopting a sorter unfinished, unlike this one, or after a last stream");
   }
   ld_sorter **p = realloc(s->parts, (s->nparts + 1) * sizeof *p);
   run *r = p ? realloc(s->runs, (s->nruns + part->nruns + 1) * sizeof *r) : NULL;

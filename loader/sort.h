@@ -51,7 +51,9 @@ void ld_sorter_free(ld_sorter *s); /* NULL is fine; removes the runs */
  * (LD_STREAM_LAST): that stream gives the disk the runs' parts it has
  * read back as it goes (punched out of the files, where the file system
  * can), so a spilling load's temporary disk shrinks while the generation
- * it writes grows; a stream of the shard opened after it is refused. */
+ * it writes grows; a stream of the shard opened after it (even one whose
+ * open failed) is refused, and so are ld_sorter_finish and
+ * ld_sorter_adopt. */
 typedef struct ld_stream ld_stream;
 enum { LD_STREAM_KEEP = 0, LD_STREAM_LAST = 1 };
 int ld_stream_open(ld_sorter *s, uint32_t shard, int mode, ld_stream **out, uih_error *err);

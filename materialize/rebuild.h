@@ -11,6 +11,7 @@
 // identity chain, and kept as runs of rows of those batches.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -71,18 +72,23 @@ struct Job {
 // does not fault its batches in afresh on every call — at 2^20 events,
 // ~4,096 batches and ~40 MB. A call takes as many as it gives back, so
 // the pool holds what the largest call decoded, and at most kSpareBatches
-// batches of kSpareEvents events in all.
+// batches of kSpareBytes (capacity x columns x 8 bytes) in all. Batches
+// point into their store's schemas: the pool holds one store's (by its
+// serial, view.h) and frees them, unread, when a call of another comes.
 class BatchPool {
  public:
-  static constexpr uint64_t kSpareEvents = uint64_t{1} << 20;
+  static constexpr uint64_t kSpareBytes = uint64_t{64} << 20;
   static constexpr size_t kSpareBatches = 8192;
+  // This thread's pool, for a call on the store of serial `store`.
+  static BatchPool& ThisThread(uint64_t store);
   std::unique_ptr<BatchPtr> Take();
-  void Give(std::unique_ptr<BatchPtr> b);
-  static BatchPool& ThisThread();
+  void Give(std::unique_ptr<BatchPtr> b) noexcept;  // out of memory: b freed
 
  private:
+  static uint64_t Bytes(const uih_batch* b) { return uint64_t{b->capacity} * std::max<uint32_t>(b->ncolumns, 1) * 8; }
   std::vector<std::unique_ptr<BatchPtr>> spare_;
-  uint64_t events_ = 0;  // the spare batches' capacity
+  uint64_t bytes_ = 0;  // the spare batches' Bytes
+  uint64_t store_ = 0;  // whose schemas they point into
 };
 
 class Rebuild {
@@ -149,7 +155,8 @@ class Rebuild {
 
  public:
   ~Rebuild() {
-    for (auto& b : keep_) BatchPool::ThisThread().Give(std::move(b));
+    BatchPool& pool = BatchPool::ThisThread(StoreSerial(s_));
+    for (auto& b : keep_) pool.Give(std::move(b));
     uih_stripe_decoder_free(dec_);
   }
 };

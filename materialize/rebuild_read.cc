@@ -132,19 +132,27 @@ std::unique_ptr<BatchPtr> BatchPool::Take() {
   if (spare_.empty()) return std::make_unique<BatchPtr>();
   std::unique_ptr<BatchPtr> b = std::move(spare_.back());
   spare_.pop_back();
-  events_ -= b->b ? b->b->capacity : 0;
+  bytes_ -= Bytes(b->b);
   return b;
 }
 
-void BatchPool::Give(std::unique_ptr<BatchPtr> b) {
-  const uint64_t n = b->b ? b->b->capacity : 0;
-  if (n == 0 || events_ + n > kSpareEvents || spare_.size() == kSpareBatches) return;  // freed here
-  events_ += n;
-  spare_.push_back(std::move(b));
+void BatchPool::Give(std::unique_ptr<BatchPtr> b) noexcept {
+  if (!b->b || bytes_ + Bytes(b->b) > kSpareBytes || spare_.size() == kSpareBatches) return;  // freed here
+  try {
+    spare_.push_back(std::move(b));
+  } catch (const std::bad_alloc&) {
+    return;  // b freed: a pool is an economy, not a need
+  }
+  bytes_ += Bytes(spare_.back()->b);
 }
 
-BatchPool& BatchPool::ThisThread() {
+BatchPool& BatchPool::ThisThread(uint64_t store) {
   static thread_local BatchPool pool;
+  if (pool.store_ != store) {  // another store's batches: freed without a look at what they point to
+    pool.spare_.clear();
+    pool.bytes_ = 0;
+    pool.store_ = store;
+  }
   return pool;
 }
 
@@ -170,12 +178,12 @@ int Rebuild::Collect(Job& job, std::vector<std::unique_ptr<BatchPtr>>* decoded, 
   for (Need& nd : job.needs) nd.found.reserve(nd.check);  // grown once: a long window is a million rows
   before_.resize(job.needs.size());
   for (uint32_t want = missing(); want > 0; want = missing()) {
-    auto b = BatchPool::ThisThread().Take();
+    auto b = BatchPool::ThisThread(StoreSerial(s_)).Take();
     bool more = false;
     int rc = reader_.Next(want, reads_[gi].data(), static_cast<uint32_t>(reads_[gi].size()), &b->b, &more, err);
     if (rc != UIH_OK) return rc;
     if (!more) {
-      BatchPool::ThisThread().Give(std::move(b));
+      BatchPool::ThisThread(StoreSerial(s_)).Give(std::move(b));
       break;
     }
     const uih_batch* sb = b->b;

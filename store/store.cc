@@ -268,6 +268,8 @@ bool MutableErased(Shard* sh, uint64_t user, uint32_t generation) {
   return it != sh->erased.end() && it->second.generation > applied && it->second.generation <= generation;
 }
 
+uint64_t StoreSerial(const uih_store* s) { return s->serial; }
+
 bool ErasedSince(uih_store* s, uint64_t user, uint32_t generation, bool exact, int64_t request_ts, Erasure* by) {
   Shard* sh = s->shards[uih_shard_of(user, static_cast<uint32_t>(s->shards.size()))].get();
   if (sh == nullptr || !sh->any_erased.load(std::memory_order_acquire)) return false;

@@ -188,9 +188,15 @@ int ReadDescriptorFile(const std::string& dir, uint32_t* shards, uint64_t* id, u
 // A generation's column family: UihTable files, ingested, never compacted.
 rocksdb::ColumnFamilyOptions GenerationCfOptions();
 
+inline uint64_t NextStoreSerial() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
+
 }  // namespace uih
 
 struct uih_store {
+  const uint64_t serial = uih::NextStoreSerial();  // this open's number in the process (StoreSerial, view.h)
   std::string dir, tmp;
   uint64_t id = 0;  // the descriptor's (0: a store made before ids)
   uih_store_opts opts{};

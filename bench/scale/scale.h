@@ -45,7 +45,8 @@ struct Config {
 };
 
 inline bool Runs(const Config& c, const std::string& phase) {
-  return c.phases == "all" || ("," + c.phases + ",").find("," + phase + ",") != std::string::npos;
+  const std::string list = "," + c.phases + ",";
+  return list.find(",all,") != std::string::npos || list.find("," + phase + ",") != std::string::npos;
 }
 
 // What generation wrote and what the phases need of it.

@@ -26,6 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t at = 0;
     while (at < len - 4) { /* whole records, each at least min_len */
       uint32_t l;
+      if (len - 4 - at < 4) abort();
       memcpy(&l, raw + at, 4);
       if (l < min_len || l > len - 4 - at - 4) abort();
       at += 4u + l;

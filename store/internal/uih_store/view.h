@@ -105,6 +105,11 @@ class Gather;
 int ReadMutableNewest(uih_mutable* m, uint64_t user_id, uint16_t group, int64_t min_ts, int64_t max_ts,
                       uint32_t newest, uih_batch** batch, Gather* scratch, uih_error* err);
 
+// This open of the store's number in the process, never another open's:
+// what outlives the store (a thread's spare batches, which point into its
+// schemas) tells by it whether what it holds is this store's.
+uint64_t StoreSerial(const uih_store* s);
+
 // Schema version `version` of the store (kept until close): parsed from the
 // first shard that holds it. UIH_ERR_NOT_FOUND when none does.
 int SchemaAt(uih_store* s, uint32_t version, const uih_schema** out, uih_error* err);
