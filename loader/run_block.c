@@ -5,8 +5,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "mem.h"
 #include "error_internal.h"
+#include "mem.h"
 
 /* The records sorted by (length, position): keys[k] = length << 32 |
  * position; offs[j] = where record j's bytes start in the raw form. */
@@ -87,8 +87,8 @@ int ld_run_block_decode(const uint8_t *in, size_t len, uint32_t min_len, uint8_t
   for (size_t j = 0; j < n; j++) {
     const uint32_t l = uih_load_le32(in + 4 + 4 * j);
     if (l < min_len)
-      return uih_corruption(err, "laid-out byte %zu: a record of %" PRIu32 " bytes, expected at least %" PRIu32, 4 + 4 * j, l,
-                            min_len);
+      return uih_corruption(err, "laid-out byte %zu: a record of %" PRIu32 " bytes, expected at least %" PRIu32,
+                            4 + 4 * j, l, min_len);
     sum += l;
     keys[j] = (uint64_t)l << 32 | j;
     offs[j] = at + 4;

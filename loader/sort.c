@@ -429,8 +429,9 @@ struct ld_stream {
  * record. */
 static void punch(source *x) {
   const uint64_t to = x->at;
-  if (to - x->punched < RUN_PUNCH && x->left > 0) return;
-  (void)fallocate(fileno(x->f), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)x->punched, (off_t)(to - x->punched));
+  if (to == x->punched || (to - x->punched < RUN_PUNCH && x->left > 0)) return;
+  (void)fallocate(fileno(x->f), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)x->punched,
+                  (off_t)(to - x->punched));
   x->punched = to;
 }
 
