@@ -40,6 +40,26 @@ static void by_length(uint64_t *keys, size_t n) {
     }
 }
 
+/* Between the records (record j's bytes at raw + offs[j]) and the planes
+ * after the lengths, the keys in (length, position) order: to the planes
+ * (encoding) or back (decoding). */
+static void lay(const uint64_t *keys, const uint64_t *offs, size_t n, uint8_t *raw, uint8_t *planes, int to_planes) {
+  uint8_t *p = planes;
+  for (size_t a = 0, b; a < n; a = b) {
+    const uint32_t l = (uint32_t)(keys[a] >> 32);
+    for (b = a; b < n && (uint32_t)(keys[b] >> 32) == l; b++) {}
+    const size_t m = b - a;
+    for (size_t k = a; k < b; k++) {
+      uint8_t *r = raw + offs[(uint32_t)keys[k]], *q = p + (k - a);
+      if (to_planes)
+        for (uint32_t i = 0; i < l; i++) q[(size_t)i * m] = r[i];
+      else
+        for (uint32_t i = 0; i < l; i++) r[i] = q[(size_t)i * m];
+    }
+    p += (size_t)l * m;
+  }
+}
+
 int ld_run_block_encode(const uint8_t *raw, size_t len, uint8_t *out, ld_run_block_scratch *s, uih_error *err) {
   size_t n = 0;
   for (size_t at = 0; at < len; n++) at += 4u + uih_load_le32(raw + at);
@@ -56,18 +76,7 @@ int ld_run_block_encode(const uint8_t *raw, size_t len, uint8_t *out, ld_run_blo
     at += 4u + l;
   }
   by_length(keys, n);
-  uint8_t *p = out + 4 + 4 * n;
-  for (size_t a = 0, b; a < n; a = b) {
-    const uint32_t l = (uint32_t)(keys[a] >> 32);
-    for (b = a; b < n && (uint32_t)(keys[b] >> 32) == l; b++) {}
-    const size_t m = b - a;
-    for (size_t k = a; k < b; k++) {
-      const uint8_t *r = raw + offs[(uint32_t)keys[k]];
-      uint8_t *q = p + (k - a);
-      for (uint32_t i = 0; i < l; i++) q[(size_t)i * m] = r[i];
-    }
-    p += (size_t)l * m;
-  }
+  lay(keys, offs, n, (uint8_t *)raw, out + 4 + 4 * n, 1); /* raw only read */
   return UIH_OK;
 }
 
@@ -99,17 +108,6 @@ int ld_run_block_decode(const uint8_t *in, size_t len, uint32_t min_len, uint8_t
                           " bytes, expected %zu (what follows them)", n, sum, body);
   for (size_t j = 0; j < n; j++) uih_store_le32(raw + offs[j] - 4, (uint32_t)(keys[j] >> 32));
   by_length(keys, n);
-  const uint8_t *p = in + 4 + 4 * n;
-  for (size_t a = 0, b; a < n; a = b) {
-    const uint32_t l = (uint32_t)(keys[a] >> 32);
-    for (b = a; b < n && (uint32_t)(keys[b] >> 32) == l; b++) {}
-    const size_t m = b - a;
-    for (size_t k = a; k < b; k++) {
-      uint8_t *r = raw + offs[(uint32_t)keys[k]];
-      const uint8_t *q = p + (k - a);
-      for (uint32_t i = 0; i < l; i++) r[i] = q[(size_t)i * m];
-    }
-    p += (size_t)l * m;
-  }
+  lay(keys, offs, n, raw, (uint8_t *)(in + 4 + 4 * n), 0); /* the planes only read */
   return UIH_OK;
 }

@@ -206,7 +206,7 @@ int Rebuild::DecodeMutable(size_t rec, uint32_t gi, const uih_snapshot_group& rg
     seen += info.count;
     if (rc != UIH_OK) return rc;
     if (seen <= total - keep) continue;  // older than the newest `keep`
-    auto one = BatchPool::ThisThread(StoreSerial(s_)).Take();
+    auto one = pool_.Take();
     rc = uih_batch_prepare(&one->b, g, reads_[gi].data(), static_cast<uint32_t>(reads_[gi].size()),
                            std::max<uint32_t>(info.count, 1), err);
     uih_stripe_decoder_set_context(dec_, nullptr);  // a record's stripes stand alone

@@ -94,7 +94,7 @@ class BatchPool {
 class Rebuild {
  public:
   Rebuild(uih_store* s, const uih_projection* p, bool affinity, bool batch_io, uih_materialize_stats* st)
-      : s_(s), p_(p), affinity_(affinity), batch_io_(batch_io), st_(st) {}
+      : s_(s), p_(p), affinity_(affinity), batch_io_(batch_io), st_(st), pool_(BatchPool::ThisThread(StoreSerial(s))) {}
   int Run(const uint8_t* const* records, const size_t* lens, size_t n, uih_materialized* out, uih_error* err);
 
  private:
@@ -129,6 +129,7 @@ class Rebuild {
   bool affinity_;  // records of a user served together
   bool batch_io_;  // the first runs of every job read as one batch (io_uring), not one by one
   uih_materialize_stats* st_;
+  BatchPool& pool_;  // this thread's, for this store: where decoded stripes' batches come from and go back
   uih_stripe_decoder* dec_ = nullptr;  // the records' mutable stripes
   const uih_schema* schema_ = nullptr;
   std::vector<const uih_group*> groups_;      // per projected group, the store's schema
@@ -155,8 +156,7 @@ class Rebuild {
 
  public:
   ~Rebuild() {
-    BatchPool& pool = BatchPool::ThisThread(StoreSerial(s_));
-    for (auto& b : keep_) pool.Give(std::move(b));
+    for (auto& b : keep_) pool_.Give(std::move(b));
     uih_stripe_decoder_free(dec_);
   }
 };

@@ -178,12 +178,12 @@ int Rebuild::Collect(Job& job, std::vector<std::unique_ptr<BatchPtr>>* decoded, 
   for (Need& nd : job.needs) nd.found.reserve(nd.check);  // grown once: a long window is a million rows
   before_.resize(job.needs.size());
   for (uint32_t want = missing(); want > 0; want = missing()) {
-    auto b = BatchPool::ThisThread(StoreSerial(s_)).Take();
+    auto b = pool_.Take();
     bool more = false;
     int rc = reader_.Next(want, reads_[gi].data(), static_cast<uint32_t>(reads_[gi].size()), &b->b, &more, err);
     if (rc != UIH_OK) return rc;
     if (!more) {
-      BatchPool::ThisThread(StoreSerial(s_)).Give(std::move(b));
+      pool_.Give(std::move(b));
       break;
     }
     const uih_batch* sb = b->b;
