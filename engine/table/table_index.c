@@ -141,30 +141,96 @@ static void first8_range(const uih_table_index *x, uint64_t q8, uint64_t *lo, ui
   *hi = a;
 }
 
+/* The last entry checked, as numbers: what the next must follow. */
+typedef struct num_last {
+  uint64_t u, g, t, trailer, voff;
+  uint32_t vlen;
+} num_last;
+
+/* Entries [i0, i0 + b->count) of block `b` checked entry by entry, as keys
+ * (the common checks): the first failure, named. `last` is the entry
+ * before i0 (ignored for i0 == 0) and becomes the block's last. */
+static int walk_block(const uih_table_index *x, const uih_num_block *b, uint64_t i0, num_last *last,
+                      uih_error *err) {
+  uint8_t keys[2][UIH_KEY_SIZE];
+  entry e[2] = {{keys[0], UIH_KEY_SIZE, last->trailer, last->voff, last->vlen},
+                {keys[1], UIH_KEY_SIZE, 0, 0, 0}};
+  uih_store_be64(keys[0], last->u);
+  uih_store_be16(keys[0] + 8, (uint16_t)last->g);
+  uih_store_be64(keys[0] + 10, last->t);
+  for (uint32_t j = 0; j < b->count; j++) {
+    entry *cur = &e[(j + 1) & 1], *prev = &e[j & 1];
+    if (uih_num_entry_checked(b, j, cur->key, &cur->trailer, &cur->vlen) != 0)
+      return corrupt(err, "a field overflows its frame of reference", i0 + j);
+    cur->voff = j == 0 ? b->voff0 : prev->voff + prev->vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+    int rc = check_entry(x, i0 + j, cur, prev, err);
+    if (rc != UIH_OK) return rc;
+  }
+  const entry *end = &e[b->count & 1];
+  *last = (num_last){uih_load_be64(end->key), uih_load_be16(end->key + 8), uih_load_be64(end->key + 10),
+                     end->trailer, end->voff, end->vlen};
+  return UIH_OK;
+}
+
+/* The same checks on numbers, without the keys' bytes: every field inside
+ * its frame, each (u, g, t) above the one before (an equal one with a lower
+ * trailer: internal-key order), each value right after the one before and
+ * inside the data section. 1 when every entry passes (`last` becomes the
+ * block's last), 0 when one does not: the walk then names it. Passes no
+ * entry the walk would fail. */
+static int screen_block(const uih_table_index *x, const uih_num_block *b, uint64_t i0, num_last *last) {
+  static const uint64_t limit[UIH_NUM_COLUMNS] = {UINT64_MAX, UINT16_MAX, UINT64_MAX, UINT64_MAX,
+                                                  UINT32_MAX};
+  uint64_t room[UIH_NUM_COLUMNS];
+  for (int c = 0; c < UIH_NUM_COLUMNS; c++) {
+    if (b->base[c] > limit[c]) return 0;
+    room[c] = limit[c] - b->base[c];
+  }
+  num_last l = *last;
+  uint64_t end = i0 == 0 ? 0 : l.voff + l.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+  if (b->voff0 != end) return 0;
+  for (uint32_t j = 0; j < b->count; j++) {
+    uint64_t f[UIH_NUM_COLUMNS];
+    for (int c = 0; c < UIH_NUM_COLUMNS; c++) {
+      f[c] = uih_pack_get_padded(b->col[c], b->w[c], j);
+      if (f[c] > room[c]) return 0;
+    }
+    const uint64_t u = b->base[UIH_NUM_U] + f[UIH_NUM_U], g = b->base[UIH_NUM_G] + f[UIH_NUM_G];
+    const uint64_t t = b->base[UIH_NUM_T] + f[UIH_NUM_T], tr = b->base[UIH_NUM_TRAILER] + f[UIH_NUM_TRAILER];
+    const uint64_t len = b->base[UIH_NUM_LEN] + f[UIH_NUM_LEN];
+    if (i0 + j > 0 &&
+        !(u > l.u || (u == l.u && (g > l.g || (g == l.g && (t > l.t || (t == l.t && tr < l.trailer)))))))
+      return 0;
+    if (end > x->data_size || len + UIH_TABLE_VALUE_CHECKSUM_SIZE > x->data_size - end) return 0;
+    l = (num_last){u, g, t, tr, end, (uint32_t)len};
+    end += len + UIH_TABLE_VALUE_CHECKSUM_SIZE;
+  }
+  *last = l;
+  return 1;
+}
+
 /* Numeric layout: every block parses, every field fits, then the common
- * checks. */
+ * checks — on numbers, a block at a time; a block that fails them is
+ * walked again entry by entry, which names the entry at fault. */
 static int validate_numeric(uih_table_index *x, uih_error *err) {
   if (x->n > 0 && x->max_key != UIH_KEY_SIZE)
     return corrupt(err, "numeric layout with keys that are not 18 bytes", 0);
   if (x->nrestarts > 0 && restart_at(x, 0) != 0) return corrupt(err, "first block is not at offset 0", 0);
-  uint8_t keys[2][UIH_KEY_SIZE];
-  entry e[2] = {{keys[0], UIH_KEY_SIZE, 0, 0, 0}, {keys[1], UIH_KEY_SIZE, 0, 0, 0}};
+  num_last last = {0, 0, 0, 0, 0, 0};
   for (uint64_t k = 0; k < x->nrestarts; k++) {
     uih_num_block b;
-    if (num_block(x, k, &b) != 0) return corrupt(err, "malformed block", k * x->interval);
-    for (uint32_t j = 0; j < b.count; j++) {
-      uint64_t i = k * x->interval + j;
-      entry *cur = &e[i & 1], *prev = &e[(i & 1) ^ 1];
-      if (uih_num_entry_checked(&b, j, cur->key, &cur->trailer, &cur->vlen) != 0)
-        return corrupt(err, "a field overflows its frame of reference", i);
-      cur->voff = j == 0 ? b.voff0 : prev->voff + prev->vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
-      /* The first entry's u, not the frame: a file may start a column above 0. */
-      if (j == 0) x->first8[k] = uih_load_be64(cur->key);
-      int rc = check_entry(x, i, cur, prev, err);
+    const uint64_t i0 = k * x->interval;
+    if (num_block(x, k, &b) != 0) return corrupt(err, "malformed block", i0);
+    if (!screen_block(x, &b, i0, &last)) {
+      int rc = walk_block(x, &b, i0, &last, err);
       if (rc != UIH_OK) return rc;
     }
+    /* The first entry's u, not the frame: a file may start a column above 0. */
+    x->first8[k] = b.base[UIH_NUM_U] + uih_pack_get_padded(b.col[UIH_NUM_U], b.w[UIH_NUM_U], 0);
   }
-  return check_end(x, &e[(x->n + 1) & 1], err);
+  uint8_t key[UIH_KEY_SIZE];
+  const entry end = {key, UIH_KEY_SIZE, last.trailer, last.voff, last.vlen};
+  return check_end(x, &end, err);
 }
 
 /* Walks every entry once: structure, strictly increasing keys, restart
@@ -200,12 +266,10 @@ static int validate(uih_table_index *x, uih_error *err) {
   return rc;
 }
 
-int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
-                         uih_table_index **out, uih_error *err) {
-  UIH_RETURN_IF(!out, err, UIH_ERR_INVALID_ARGUMENT, "table_index_open: NULL out");
-  *out = NULL;
-  if (!bytes || len < 8 + 8)
-    return uih_corruption(err, "table index: %zu bytes is too short", bytes ? len : 0);
+/* The checksum and the header of x->block, and where its regions lie. */
+static int parse_header(uih_table_index *x, uint64_t data_size, uih_error *err) {
+  const uint8_t *bytes = x->block;
+  const size_t len = x->len;
   uih_cursor sum = uih_cursor_make(bytes + len - 8, 8);
   if (uih_cursor_u64(&sum) != XXH3_64bits(bytes, len - 8))
     return uih_corruption(err, "table index: checksum mismatch over %zu bytes", len - 8);
@@ -229,34 +293,54 @@ int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
     return uih_corruption(err, "table index: header fields are inconsistent (%llu entries, "
                           "%llu restarts, interval %u)", (unsigned long long)n,
                           (unsigned long long)nrestarts, interval);
-  uih_table_index *x = calloc(1, sizeof *x);
-  uint8_t *copy = malloc(len + UIH_PACK_PAD);
-  if (!x || !copy) {
-    free(x);
-    free(copy);
-    return uih_error_set(err, UIH_ERR_NO_MEMORY, "table index: out of memory");
-  }
-  memcpy(copy, bytes, len);
-  memset(copy + len, 0, UIH_PACK_PAD);
-  /* The same regions in the copy, handed out by a cursor over it. */
-  uih_cursor cc = uih_cursor_make(copy, len - 8);
-  uih_cursor_skip(&cc, uih_cursor_offset(&c, bytes));
-  x->block = copy;
   x->layout = layout == UIH_TABLE_LAYOUT_NUMERIC ? UIH_TABLE_LAYOUT_NUMERIC : UIH_TABLE_LAYOUT_PREFIX;
-  x->len = len;
-  x->entries = uih_cursor_take(&cc, (size_t)elen);
+  x->entries = uih_cursor_take(&c, (size_t)elen);
   x->elen = (size_t)elen;
-  x->restarts = uih_cursor_take(&cc, 4 * (size_t)nrestarts);
+  x->restarts = uih_cursor_take(&c, 4 * (size_t)nrestarts);
   x->nrestarts = nrestarts;
   x->n = n;
   x->interval = interval;
   x->max_key = (size_t)max_key;
   x->data_size = data_size;
-  if (!(x->first8 = malloc(sizeof(uint64_t) * (nrestarts ? nrestarts : 1)))) {
-    uih_table_index_free(x);
+  return UIH_OK;
+}
+
+int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
+                         uih_table_index **out, uih_error *err) {
+  UIH_RETURN_IF(!out, err, UIH_ERR_INVALID_ARGUMENT, "table_index_open: NULL out");
+  *out = NULL;
+  if (!bytes || len < 8 + 8)
+    return uih_corruption(err, "table index: %zu bytes is too short", bytes ? len : 0);
+  uint8_t *copy = malloc(len + UIH_TABLE_INDEX_SLACK);
+  UIH_RETURN_IF(!copy, err, UIH_ERR_NO_MEMORY, "table index: out of memory");
+  memcpy(copy, bytes, len);
+  return uih_table_index_adopt(copy, len, data_size, out, err);
+}
+
+int uih_table_index_adopt(uint8_t *bytes, size_t len, uint64_t data_size, uih_table_index **out,
+                          uih_error *err) {
+  _Static_assert(UIH_TABLE_INDEX_SLACK >= UIH_PACK_PAD, "a column's last value is one padded load");
+  if (!out) {
+    free(bytes);
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "table_index_adopt: NULL out");
+  }
+  *out = NULL;
+  if (!bytes || len < 8 + 8) {
+    free(bytes);
+    return uih_corruption(err, "table index: %zu bytes is too short", bytes ? len : 0);
+  }
+  memset(bytes + len, 0, UIH_TABLE_INDEX_SLACK);
+  uih_table_index *x = calloc(1, sizeof *x);
+  if (!x) {
+    free(bytes);
     return uih_error_set(err, UIH_ERR_NO_MEMORY, "table index: out of memory");
   }
-  int rc = validate(x, err);
+  x->block = bytes;  /* freed with x from here on */
+  x->len = len;
+  int rc = parse_header(x, data_size, err);
+  if (rc == UIH_OK && !(x->first8 = malloc(sizeof(uint64_t) * (x->nrestarts ? x->nrestarts : 1))))
+    rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "table index: out of memory");
+  if (rc == UIH_OK) rc = validate(x, err);
   if (rc != UIH_OK) {
     uih_table_index_free(x);
     return rc;

@@ -3,7 +3,7 @@
  * reach the structural validation; the first 8 bytes choose the data size.
  * An index either fails to open or can be walked both ways (backwards
  * with and without a backstep, alike) and sought, staying inside the data
- * section. */
+ * section, its keys strictly increasing. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +40,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   uih_table_cursor c;
   if (uih_table_cursor_init(&c, idx, NULL) != UIH_OK) abort();
-  uint64_t count = 0, prev_end = 0;
+  uint64_t count = 0, prev_end = 0, prev_trailer = 0;
+  uint8_t *prev_key = malloc(uih_table_index_max_key(idx) + 1);
+  size_t prev_klen = 0;
+  if (!prev_key) abort();
   for (uih_table_cursor_first(&c); uih_table_cursor_valid(&c); uih_table_cursor_next(&c)) {
     if (c.voff != prev_end || c.voff + c.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE > data_size) abort();
+    /* Keys strictly increasing, in internal-key order. */
+    if (count > 0 && uih_table_compare(prev_key, prev_klen, prev_trailer, c.key, c.klen, c.trailer) >= 0) abort();
+    memcpy(prev_key, c.key, c.klen);
+    prev_klen = c.klen;
+    prev_trailer = c.trailer;
     prev_end = c.voff + c.vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE;
     count++;
   }
+  free(prev_key);
   if (count != uih_table_index_entries(idx) || (count > 0 && prev_end != data_size)) abort();
   /* Backwards with a backstep (the reverse scan's run memory), entry for
    * entry what plain steps back give. */

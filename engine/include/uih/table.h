@@ -153,6 +153,14 @@ typedef struct uih_table_index uih_table_index;
  * offset and what is wrong; UIH_ERR_NOT_SUPPORTED an unknown version. */
 int uih_table_index_open(const uint8_t *bytes, size_t len, uint64_t data_size,
                          uih_table_index **out, uih_error *err);
+
+/* The same without the copy: `bytes` is a malloc'd block of at least
+ * len + UIH_TABLE_INDEX_SLACK bytes (the slack needs no contents), which
+ * the index owns from the call on, whatever it returns (freed on failure):
+ * an index read from a file goes straight into what the index keeps. */
+#define UIH_TABLE_INDEX_SLACK 16
+int uih_table_index_adopt(uint8_t *bytes, size_t len, uint64_t data_size, uih_table_index **out,
+                          uih_error *err);
 void uih_table_index_free(uih_table_index *idx); /* NULL is fine */
 
 uint64_t uih_table_index_entries(const uih_table_index *idx);
