@@ -267,9 +267,10 @@ int main(int argc, char** argv) {
   PrintLoad(d3_label.c_str(), d3, d3.f.Get("load_wall_s"), d3.f.Get("load_cpu_s"),
             d3.f.Get("load_rss_mb"));
   const Child& op = Find(ph, "open");
-  printf("\nopen: read-only cold %.1f ms (%.0f files), warm %.1f ms; writable %.1f ms (%.0f files)\n",
-         op.f.Get("open_cold_ms"), op.f.Get("open_cold_files"), op.f.Get("open_warm_ms"), op.f.Get("open_rw_ms"),
-         op.f.Get("open_rw_files"));
+  printf("\nopen: read-only cold %.1f ms (%.0f files) and its first read %.1f ms, warm %.1f ms; writable %.1f ms"
+         " (%.0f files)\n",
+         op.f.Get("open_cold_ms"), op.f.Get("open_cold_files"), op.f.Get("open_cold_first_read_ms"),
+         op.f.Get("open_warm_ms"), op.f.Get("open_rw_ms"), op.f.Get("open_rw_files"));
   const Child& sv = Find(ph, "serve");
   printf("\ninference (appends alongside %.0f/s; +256 search events per snapshot):\n", sv.f.Get("appends_per_s"));
   printf("  %7s %7s %5s %8s %10s %10s %10s %8s %8s\n", "length", "users", "thr", "mode", "p50 us", "p99 us",
@@ -288,16 +289,18 @@ int main(int argc, char** argv) {
          " checked):\n",
          tr.f.Get("records"), c.train_users, sv.f.Get("record_bytes"));
   for (const char* t : {"long", "mid", "short"})
-    for (const char* mode : {"cold", "warm"}) {
+    for (const char* mode : {"cold", "open_cold", "warm"}) {
       const std::string k = std::string("train_") + t + "_" + mode;
-      printf("  %-5s %-4s %9.0f records/s %9.0f records/cpu-s %9.0f B read/record %7.0f events/record\n", t, mode,
+      printf("  %-5s %-9s %9.0f records/s %9.0f records/cpu-s %9.0f B read/record %7.0f events/record\n", t, mode,
              tr.f.Get(k + "_records_per_s"), tr.f.Get(k + "_records_per_cpu_s"), tr.f.Get(k + "_bytes_per_record"),
              tr.f.Get(k + "_events_per_record"));
     }
   const Child& pr = Find(ph, "procs");
-  printf("  mid tenant: 1 process %.0f records/s; %u processes %.0f (%.2fx); %u during the day 3 load %.0f\n",
-         pr.f.Get("procs_1_records_per_s"), c.procs, pr.f.Get("procs_n_records_per_s"),
-         pr.f.Get("procs_n_records_per_s") / std::max(1.0, pr.f.Get("procs_1_records_per_s")), c.procs,
+  const double one = std::max(1.0, pr.f.Get("procs_1_records_per_s")), many = pr.f.Get("procs_n_records_per_s");
+  const double cores1 = std::max(1e-9, pr.f.Get("procs_1_cores")), coresn = std::max(1e-9, pr.f.Get("procs_n_cores"));
+  printf("  mid tenant: 1 process %.0f records/s on %.2f cores; %u processes %.0f (%.2fx) on %.2f cores, %.2fx the"
+         " records per CPU-s; %u during the day 3 load %.0f\n",
+         one, cores1, c.procs, many, many / one, coresn, (many / coresn) / (one / cores1), c.procs,
          d3.f.Get("procs_during_load_records_per_s"));
   if (!c.json.empty()) AppendJson(c.json, c, p, ph);
   if (!c.keep) std::filesystem::remove_all(c.dir);
