@@ -127,15 +127,18 @@ int OpenDatabase(uih_store* s, Shard* sh, bool ro, Database* im,
   if (ro) dbo.info_log = std::make_shared<uih::SilentLogger>();
   else dbo.info_log = std::make_shared<uih::LogFile>(sh->path);
   uih::StrictRecovery(&dbo);  // the metadata's log too: a damaged one never drops a publish silently
-  // RocksDB's own table readers serve scans (loads, verify) and open as
-  // those reach a file: by default (-1) it would open every generation file
-  // at the open, holding a second copy of each index beside the one the
-  // store's reads use (GenerationFiles) and a second descriptor — memory and
-  // files that grew with the store. 20 is the least RocksDB takes: a table
-  // cache of 10, of which it still opens (and keeps) a quarter at the open,
-  // 2 files (5 at 32: at 202 M events, 0.22 -> 0.12 s and 109 -> 87 MB for
-  // an open and one read); a scan needs one at a time.
+  // RocksDB's own table readers serve scans (loads) and open as those reach
+  // a file: by default (-1) it would open every generation file at the
+  // open, holding a second copy of each index beside the one the store's
+  // reads use (GenerationFiles) and a second descriptor — memory and files
+  // that grew with the store. 20 is the least RocksDB takes: a table cache
+  // of 10 readers, of which it still opens (and keeps) a quarter at the
+  // open, 2 (5 at 32: at 202 M events, 0.22 -> 0.12 s and 109 -> 87 MB for an
+  // open and one read). One shard of it, so that 10 is a bound: split in
+  // 64 (the default), each shard keeps one reader, and a scan of a whole
+  // generation leaves every file's index cached. A scan needs one at a time.
   dbo.max_open_files = 20;
+  dbo.table_cache_numshardbits = 0;
   std::vector<std::string> names;
   Status st = DB::ListColumnFamilies(dbo, sh->path, &names);
   if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u", sh->index);

@@ -14,7 +14,7 @@
 
 
 struct uih_table_index {
-  uint8_t *block; /* owned copy of the index bytes, UIH_PACK_PAD zeros after */
+  uint8_t *block; /* the index bytes (owned), UIH_TABLE_INDEX_SLACK zeros after */
   uih_table_layout layout;
   size_t len;
   const uint8_t *entries;
@@ -359,7 +359,7 @@ void uih_table_index_free(uih_table_index *x) {
 uint64_t uih_table_index_entries(const uih_table_index *x) { return x->n; }
 uint64_t uih_table_index_data_size(const uih_table_index *x) { return x->data_size; }
 size_t uih_table_index_memory(const uih_table_index *x) {
-  return x->len + UIH_PACK_PAD + sizeof *x + sizeof(uint64_t) * x->nrestarts;
+  return x->len + UIH_TABLE_INDEX_SLACK + sizeof *x + sizeof(uint64_t) * x->nrestarts;
 }
 size_t uih_table_index_max_key(const uih_table_index *x) { return x->max_key; }
 uih_table_layout uih_table_index_layout(const uih_table_index *x) { return x->layout; }

@@ -668,6 +668,56 @@ TEST_F(StoreTest, ImmutableReadsEqualTheStripesWhereverFilesCutHistories) {
   uih_store_close(s);
 }
 
+// Table files of `dir` this process holds open (its descriptors' targets,
+// each file once: a UihTable reader holds two, one for batched reads).
+size_t OpenTableFiles(const std::string& dir) {
+  std::set<std::string> open;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (!ec && target.rfind(dir, 0) == 0 && target.size() > 4 && target.compare(target.size() - 4, 4, ".sst") == 0)
+      open.insert(target);
+  }
+  return open.size();
+}
+
+// RocksDB's own table readers (scans: loads) are bounded: a scan of a whole
+// generation of many files leaves at most the table cache's 10 open per
+// shard (split in RocksDB's default 64 cache shards, each kept one: every
+// file's index stayed), and a read-only open opens 2 at most.
+TEST_F(StoreTest, AScanOfAGenerationOfManyFilesLeavesAtMostTenOpen) {
+  std::mt19937_64 rng(9);
+  std::string text = "user_id,group,ts,item,liked\n";
+  for (int i = 0; i < 8000; i++)
+    text += std::to_string(rng() % 400) + ",a," + std::to_string(kBase + static_cast<int64_t>(rng() % 100000)) + "," +
+            std::to_string(rng() % 1000) + ",1\n";
+  std::string day = dir_ / "day.csv";
+  WriteFile(day, text);
+  uih_error err{};
+  std::string path = dir_ / "store";
+  ASSERT_EQ(uih_store_init(path.c_str(), kSchema, strlen(kSchema), "t.json", 1, &err), UIH_OK);
+  uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
+  so.file_bytes = 1024;
+  uih_store* s = nullptr;
+  ASSERT_EQ(uih_store_open(path.c_str(), &so, &s, &err), UIH_OK) << uih_error_message(&err);
+  ASSERT_EQ(Load(s, {day}, kBase + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
+  uih_store_close(s);
+  const size_t files = UihTableFiles(path).size();
+  ASSERT_GT(files, 40u);
+  for (bool ro : {true, false}) {
+    uih_store_opts o = UIH_STORE_OPTS_DEFAULT;
+    o.read_only = ro;
+    ASSERT_EQ(uih_store_open(path.c_str(), &o, &s, &err), UIH_OK) << uih_error_message(&err);
+    const std::string shard = path + "/shard-0000/";
+    EXPECT_LE(OpenTableFiles(shard), 2u) << (ro ? "read-only" : "writable") << " open";
+    EXPECT_GE(Scan(s, 0).size(), files) << "every file holds stripes";
+    const size_t after = OpenTableFiles(shard);
+    EXPECT_GE(after, 3u) << "the scan opened files through RocksDB";
+    EXPECT_LE(after, 10u) << "of " << files << " files, after a scan";
+    uih_store_close(s);
+  }
+}
+
 // A damaged value in a generation's file: the read fails with Corruption
 // naming the file and the offset; other users' reads still work.
 TEST_F(StoreTest, AnImmutableReadOfADamagedStripeNamesTheFile) {
