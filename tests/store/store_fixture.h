@@ -123,6 +123,19 @@ class StoreTest : public ::testing::Test {
     uih_error local{};
     return uih_load(s, in.data(), in.size(), &o, st, err ? err : &local);
   }
+  // A store of `shards` in dir_/store holding `csv` as one day's load
+  // (through kBase + kDay), its table files rolled over every `file_bytes`
+  // so that file boundaries cut histories; left open in *out.
+  void LoadInSmallFiles(const std::string& csv, uint32_t shards, uint64_t file_bytes, uih_store** out) {
+    const std::string day = dir_ / "day.csv", path = dir_ / "store";
+    WriteFile(day, csv);
+    uih_error err{};
+    ASSERT_EQ(uih_store_init(path.c_str(), kSchema, strlen(kSchema), "t.json", shards, &err), UIH_OK);
+    uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
+    so.file_bytes = file_bytes;
+    ASSERT_EQ(uih_store_open(path.c_str(), &so, out, &err), UIH_OK) << uih_error_message(&err);
+    ASSERT_EQ(Load(*out, {day}, kBase + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
+  }
   // A store of one shard with `rows` loaded through 1000 (serve_test.cc).
   std::string OneDay(const std::string& rows);
   // A load of `file` through `through` into `s` that erases `user`

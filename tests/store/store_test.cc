@@ -613,16 +613,10 @@ TEST_F(StoreTest, ImmutableReadsEqualTheStripesWhereverFilesCutHistories) {
     text += std::to_string(rng() % 40) + (a ? ",a," : ",b,") + std::to_string(kBase + static_cast<int64_t>(rng() % 100000)) +
             "," + std::to_string(rng() % 1000) + "," + (a && rng() % 2 ? "1" : "") + "\n";
   }
-  std::string day = dir_ / "day.csv";
-  WriteFile(day, text);
   uih_error err{};
   std::string path = dir_ / "store";
-  ASSERT_EQ(uih_store_init(path.c_str(), kSchema, strlen(kSchema), "t.json", 2, &err), UIH_OK);
-  uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
-  so.file_bytes = 2048;
   uih_store* s = nullptr;
-  ASSERT_EQ(uih_store_open(path.c_str(), &so, &s, &err), UIH_OK) << uih_error_message(&err);
-  ASSERT_EQ(Load(s, {day}, kBase + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
+  ASSERT_NO_FATAL_FAILURE(LoadInSmallFiles(text, 2, 2048, &s));
   // Each history's stripes from the scan: (first ts, events).
   std::map<std::pair<uint64_t, uint16_t>, std::vector<std::pair<int64_t, std::vector<Ev>>>> hist;
   for (uint32_t sh = 0; sh < 2; sh++)
@@ -691,16 +685,10 @@ TEST_F(StoreTest, AScanOfAGenerationOfManyFilesLeavesAtMostTenOpen) {
   for (int i = 0; i < 8000; i++)
     text += std::to_string(rng() % 400) + ",a," + std::to_string(kBase + static_cast<int64_t>(rng() % 100000)) + "," +
             std::to_string(rng() % 1000) + ",1\n";
-  std::string day = dir_ / "day.csv";
-  WriteFile(day, text);
   uih_error err{};
   std::string path = dir_ / "store";
-  ASSERT_EQ(uih_store_init(path.c_str(), kSchema, strlen(kSchema), "t.json", 1, &err), UIH_OK);
-  uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
-  so.file_bytes = 1024;
   uih_store* s = nullptr;
-  ASSERT_EQ(uih_store_open(path.c_str(), &so, &s, &err), UIH_OK) << uih_error_message(&err);
-  ASSERT_EQ(Load(s, {day}, kBase + kDay, 0, &err), UIH_OK) << uih_error_message(&err);
+  ASSERT_NO_FATAL_FAILURE(LoadInSmallFiles(text, 1, 1024, &s));
   uih_store_close(s);
   const size_t files = UihTableFiles(path).size();
   ASSERT_GT(files, 40u);
