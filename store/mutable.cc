@@ -26,6 +26,7 @@
 #include "uih_plugin/logger.h"
 
 using namespace rocksdb;
+using uih::OpenError;
 using uih::StatusError;
 
 static void CloseDatabase(uih_mutable* m);
@@ -284,7 +285,7 @@ int OpenStore(const char* path, const uih_schema* schema, const uih_mutable_opts
     if (rc != UIH_OK) return rc;
     Status s = o.read_only ? DB::OpenForReadOnly(dbo, path, cfs, &m->handles, &m->db)
                            : DB::Open(dbo, path, cfs, &m->handles, &m->db);
-    if (!s.ok()) return StatusError(err, path, s, "opening its database%s", uih::Logged(dbo).c_str());
+    if (!s.ok()) return OpenError(err, path, s, dbo, "opening its database");
     m->writable = !o.read_only;
     for (ColumnFamilyHandle* h : m->handles) {
       if (h->GetName() == UIH_MUTABLE_CF) m->events = h;

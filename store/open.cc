@@ -62,6 +62,7 @@ namespace {
 
 using uih::Database;
 using uih::Generation;
+using uih::OpenError;
 using uih::SchemaVersion;
 using uih::Shard;
 using uih::ShardState;
@@ -161,7 +162,7 @@ int OpenDatabase(uih_store* s, Shard* sh, bool ro, Database* im,
     if (st.ok() || !ro || !gone || attempt == 20) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2 + attempt));
   }
-  if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u%s", sh->index, uih::Logged(dbo).c_str());
+  if (!st.ok()) return OpenError(err, sh->path, st, dbo, "opening shard %u", sh->index);
   im->writable = !ro;
   // Generations' handles wait in `others` (closed with the database) until
   // they are paired with their records.

@@ -183,10 +183,10 @@ class Repair {
   int Salvage(const std::string& sub, bool is_mutable, const Refusal& r, uih_error* err) {
     if (!Acceptable(r))
       return uih_error_set(err, r.rc == UIH_OK ? UIH_ERR_CORRUPTION : r.rc,
-                           "%s; not a loss a repair accepts (it replays write-ahead logs past damage: not damaged "
-                           "table files, MANIFESTs, nor I/O errors): restore the folder %s from a copy, or load the "
-                           "shard again",
-                           r.why.c_str(), sub.c_str());
+                           "%s: not a loss a repair accepts (it replays write-ahead logs past damage: not damaged "
+                           "table files, MANIFESTs, nor I/O errors): restore the folder from a copy, or load the "
+                           "shard again; %s",
+                           sub.c_str(), r.why.c_str());
     const std::string path = dir_ + "/" + sub;
     std::error_code ec;
     std::vector<fs::path> kept;
@@ -217,7 +217,7 @@ class Repair {
     std::vector<ColumnFamilyHandle*> handles;
     DB* db = nullptr;
     s = DB::Open(dbo, path, cfs, &handles, &db);
-    if (!s.ok()) return uih::StatusError(err, path, s, "opening it for the repair%s", uih::Logged(dbo).c_str());
+    if (!s.ok()) return uih::OpenError(err, path, s, dbo, "opening it for the repair");
     const uint64_t holds = db->GetLatestSequenceNumber();
     s = uih::FlushOut(db, handles);
     rc = s.ok() ? UIH_OK : uih::StatusError(err, path, s, "flushing what the repair kept");

@@ -36,19 +36,47 @@ std::string StatusWords(const rocksdb::Status& s) {
   return w;
 }
 
-int StatusError(uih_error* err, const std::string& where, const rocksdb::Status& s, const char* what, ...) {
+namespace {
+
+// " (RocksDB logged: ...)": what the database's logger (a ReportingLogger)
+// kept of a failed open at WARN and above — the log file and the bytes it
+// would drop — or "" when it kept nothing.
+std::string Logged(const rocksdb::DBOptions& dbo) {
+  auto* logger = dynamic_cast<ReportingLogger*>(dbo.info_log.get());
+  const std::string said = logger ? logger->Report() : "";
+  return said.empty() ? "" : " (RocksDB logged: " + said + ")";
+}
+
+int SetStatusError(uih_error* err, const std::string& where, const rocksdb::Status& s, const std::string& after,
+                   const char* what, va_list ap) {
   char msg[512];
-  va_list ap;
-  va_start(ap, what);
   vsnprintf(msg, sizeof msg, what, ap);
-  va_end(ap);
   const int code = FromStatus(s);
   const char* store = where.empty() ? "" : "store ";
   const char* sep = where.empty() ? "" : ": ";
   const std::string words = StatusWords(s);
   if (code == UIH_ERR_CORRUPTION)
-    return uih_corruption(err, "%s%s%s%s: %s", store, where.c_str(), sep, msg, words.c_str());
-  return uih_error_set(err, code, "%s%s%s%s: %s", store, where.c_str(), sep, msg, words.c_str());
+    return uih_corruption(err, "%s%s%s%s: %s%s", store, where.c_str(), sep, msg, words.c_str(), after.c_str());
+  return uih_error_set(err, code, "%s%s%s%s: %s%s", store, where.c_str(), sep, msg, words.c_str(), after.c_str());
+}
+
+}  // namespace
+
+int StatusError(uih_error* err, const std::string& where, const rocksdb::Status& s, const char* what, ...) {
+  va_list ap;
+  va_start(ap, what);
+  const int rc = SetStatusError(err, where, s, "", what, ap);
+  va_end(ap);
+  return rc;
+}
+
+int OpenError(uih_error* err, const std::string& where, const rocksdb::Status& s, const rocksdb::DBOptions& dbo,
+              const char* what, ...) {
+  va_list ap;
+  va_start(ap, what);
+  const int rc = SetStatusError(err, where, s, Logged(dbo), what, ap);
+  va_end(ap);
+  return rc;
 }
 
 int GetMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta, const std::string& where, const std::string& key,
@@ -109,12 +137,6 @@ int WriteFileDurably(const std::string& dir, const std::string& name, const std:
 void StrictRecovery(rocksdb::DBOptions* dbo) {
   dbo->wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   dbo->track_and_verify_wals_in_manifest = true;
-}
-
-std::string Logged(const rocksdb::DBOptions& dbo) {
-  auto* logger = dynamic_cast<ReportingLogger*>(dbo.info_log.get());
-  const std::string said = logger ? logger->Report() : "";
-  return said.empty() ? "" : " (RocksDB logged: " + said + ")";
 }
 
 int NotAStore(uih_error* err, const char* path, const char* why) {

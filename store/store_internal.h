@@ -110,15 +110,22 @@ struct SchemaVersion {
 inline const uint8_t* U8(const rocksdb::Slice& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
 inline rocksdb::Slice S(const uint8_t* p, size_t n) { return rocksdb::Slice(reinterpret_cast<const char*>(p), n); }
 
+// RocksDB's words for `s`, with no kind's prefix repeated ("Corruption:
+// Corruption: ..." as RocksDB nests one Status in another).
+std::string StatusWords(const rocksdb::Status& s);
+
 // Sets `err` from a failed RocksDB call on `where` (a shard's folder, a
 // file; empty when the caller's prefix names it): the code FromStatus gives
 // and "store WHERE: WHAT: <RocksDB's message>", WHAT printf-formatted.
 // Returns the code.
-// RocksDB's words for `s`, with no kind's prefix repeated ("Corruption:
-// Corruption: ..." as RocksDB nests one Status in another).
-std::string StatusWords(const rocksdb::Status& s);
 int StatusError(uih_error* err, const std::string& where, const rocksdb::Status& s, const char* what, ...)
     __attribute__((format(printf, 4, 5)));
+
+// StatusError for a failed open of a database opened with `dbo`: what its
+// ReportingLogger caught follows RocksDB's message, so a long path in the
+// log line cannot push the status itself out of a message's 512 bytes.
+int OpenError(uih_error* err, const std::string& where, const rocksdb::Status& s, const rocksdb::DBOptions& dbo,
+              const char* what, ...) __attribute__((format(printf, 5, 6)));
 
 // The value of metadata key `key` (column family `meta` of the database at
 // `where`) into *v; *found false, and UIH_OK, when there is none. `what`
@@ -172,10 +179,6 @@ uint64_t TableMagicOf(const std::string& path, uint64_t size);
 // the open: said in *torn (and in the database's LOG), "" when none. Reads
 // only.
 int CheckWriteAheadLogs(const std::string& dir, const rocksdb::DBOptions& dbo, std::string* torn, uih_error* err);
-// " (RocksDB logged: ...)": what the database's logger (a ReportingLogger)
-// kept of a failed open at WARN and above — the log file and the bytes it
-// would drop — or "" when it kept nothing.
-std::string Logged(const rocksdb::DBOptions& dbo);
 
 // UIH_ERR_NOT_FOUND for a path that holds no store (a store, or a mutable
 // store), saying why: "not a uihstore store: PATH: why".
