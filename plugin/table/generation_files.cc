@@ -40,7 +40,8 @@ Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<Gen
       TableReaderOptions tro(ioptions, no_prefix, env_options, icmp, /*skip_filters=*/false, /*immortal=*/false,
                              /*force_direct_prefetch=*/false, level.level, nullptr, 0, "", f.file_number, {},
                              f.largest_seqno);
-      File file{f.smallestkey, f.largestkey, std::unique_ptr<UihTableReader>(new UihTableReader({}, std::move(reader)))};
+      File file{f.smallestkey, f.largestkey, std::unique_ptr<UihTableReader>(new UihTableReader({}, std::move(reader))),
+                f.largest_seqno, level.level};
       Status s = file.reader->Open(tro, f.size);
       if (!s.ok()) return s;
       // Batches of reads need a descriptor; a store on another file system
@@ -49,11 +50,24 @@ Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<Gen
       g->files_.push_back(std::move(file));
     }
   }
-  std::sort(g->files_.begin(), g->files_.end(), [](const File& a, const File& b) { return a.smallest < b.smallest; });
-  for (size_t i = 1; i < g->files_.size(); i++)
+  // Layers oldest first. Files of seqno 0 share no key with any other
+  // (RocksDB gives one only to a file that meets no stored key), whatever
+  // their levels.
+  std::sort(g->files_.begin(), g->files_.end(), [](const File& a, const File& b) {
+    if (a.seqno != b.seqno) return a.seqno < b.seqno;
+    if (a.level != b.level) return a.level > b.level;
+    return a.smallest < b.smallest;
+  });
+  for (size_t i = 1; i <= g->files_.size(); i++) {
+    if (i == g->files_.size() || g->files_[i].seqno != g->files_[i - 1].seqno ||
+        g->files_[i].level != g->files_[i - 1].level) {
+      g->layer_end_.push_back(i);
+      continue;
+    }
     if (g->files_[i - 1].largest >= g->files_[i].smallest)
       return TableCorruption("generation files " + g->files_[i - 1].reader->file()->file_name() + " and " +
                              g->files_[i].reader->file()->file_name() + " overlap");
+  }
   *out = std::move(g);
   return Status::OK();
 }
@@ -76,45 +90,110 @@ int GenerationFiles::Plan(uint64_t user, uint16_t group, int64_t from, int64_t t
     memcpy(hi, prefix, sizeof prefix);
     hilen = uih_key_prefix_successor(hi, sizeof prefix) ? sizeof prefix : 0;
   }
-  const Slice first(reinterpret_cast<const char*>(prefix), sizeof prefix);  // no allocation per call
+  int rc = layer_end_.size() > 1 ? MergedPlan(prefix, lo, from, hilen ? hi : nullptr, hilen, out, err)
+                                  : LayerPlan(0, prefix, lo, hilen ? hi : nullptr, hilen, out, err);
+  if (rc != UIH_OK) return rc;
+  // Each file's part began at its own last stripe at or before `from`:
+  // those before the generation's last are cut.
+  size_t cut = 0;
+  while (cut + 1 < out->size() && (*out)[cut + 1].start <= from) cut++;
+  out->erase(out->begin(), out->begin() + static_cast<std::ptrdiff_t>(cut));
+  return UIH_OK;
+}
+
+int GenerationFiles::LayerPlan(size_t layer, const uint8_t* prefix, const uint8_t* lo, const uint8_t* hi,
+                               size_t hilen, std::vector<Extent>* out, uih_error* err) const {
+  const Slice first(reinterpret_cast<const char*>(prefix), UIH_KEY_GROUP_PREFIX_SIZE);  // no allocation per call
   const Slice bound(reinterpret_cast<const char*>(hi), hilen);
-  for (const File& f : files_) {
+  const size_t end = layer < layer_end_.size() ? layer_end_[layer] : 0;
+  for (size_t i = layer == 0 ? 0 : layer_end_[layer - 1]; i < end; i++) {
+    const File& f = files_[i];
     if (Slice(f.largest).compare(first) < 0) continue;
-    if (hilen && Slice(f.smallest).compare(bound) >= 0) break;
-    int rc = FilePlan(f, prefix, lo, hilen ? hi : nullptr, hilen, out, err);
+    if (hi && Slice(f.smallest).compare(bound) >= 0) break;
+    int rc = FilePlan(f, layer > 0, prefix, lo, hi, hilen, out, err);
     if (rc != UIH_OK) return rc;
   }
   return UIH_OK;
 }
 
-int GenerationFiles::FilePlan(const File& f, const uint8_t* prefix, const uint8_t* lo, const uint8_t* hi,
-                              size_t hilen, std::vector<Extent>* out, uih_error* err) const {
+// Each layer's entries from the last key at or before `lo` in each of its
+// files, merged (the newest layer's entry for a key wins; a deletion
+// leaves none), for Plan to cut at the merged generation's last stripe
+// starting at or before `from`. That cut is exact when S, the latest key
+// at or before `from` that any layer begins with, is a value in the
+// newest layer holding it: no layer holds a later key at or before
+// `from`, so S is the merged generation's last one, and every layer's
+// entry for a key from S on is among those gathered. When S is a deletion
+// the stripe the window starts in may lie earlier in some layer than where
+// it began: the layers are gathered again from the history's first key.
+int GenerationFiles::MergedPlan(const uint8_t* prefix, const uint8_t* lo, int64_t from, const uint8_t* hi,
+                                size_t hilen, std::vector<Extent>* out, uih_error* err) const {
+  const size_t n = layer_end_.size();
+  thread_local std::vector<std::vector<Extent>> layers;
+  thread_local std::vector<size_t> at;
+  if (layers.size() < n) layers.resize(n);
+  at.assign(n, 0);
+  for (const uint8_t* start : {lo, static_cast<const uint8_t*>(nullptr)}) {
+    for (size_t l = 0; l < n; l++) {
+      layers[l].clear();
+      int rc = LayerPlan(l, prefix, start, hi, hilen, &layers[l], err);
+      if (rc != UIH_OK) return rc;
+    }
+    if (start == nullptr) break;
+    const Extent* s = nullptr;  // S, in the newest layer holding it
+    for (size_t l = 0; l < n; l++)
+      for (size_t i = layers[l].size(); i-- > 0;)
+        if (layers[l][i].start <= from) {
+          if (!s || layers[l][i].start >= s->start) s = &layers[l][i];
+          break;
+        }
+    if (!s || s->file) break;
+  }
+  for (;;) {
+    const Extent* next = nullptr;  // the least key at the heads, in the newest layer holding it
+    for (size_t l = 0; l < n; l++)
+      if (at[l] < layers[l].size() && (!next || layers[l][at[l]].start <= next->start)) next = &layers[l][at[l]];
+    if (!next) break;
+    const int64_t key = next->start;
+    if (next->file) out->push_back(*next);
+    for (size_t l = 0; l < n; l++)
+      if (at[l] < layers[l].size() && layers[l][at[l]].start == key) at[l]++;
+  }
+  return UIH_OK;
+}
+
+int GenerationFiles::FilePlan(const File& f, bool deletions, const uint8_t* prefix, const uint8_t* lo,
+                              const uint8_t* hi, size_t hilen, std::vector<Extent>* out, uih_error* err) const {
   const UihTableReader& r = *f.reader;
   CallCursor cc(r.index());
   uih_table_cursor& c = cc.c;
   // The stripe holding `lo`'s timestamp starts at or before it; when none
   // of this history does here, the span starts at the history's first.
-  uih_table_cursor_seek_prev(&c, lo, UIH_KEY_SIZE, 0);
   uint8_t start[UIH_KEY_SIZE];
   size_t startlen = UIH_KEY_GROUP_PREFIX_SIZE;
   memcpy(start, prefix, UIH_KEY_GROUP_PREFIX_SIZE);
-  if (uih_table_cursor_valid(&c) && c.klen == UIH_KEY_SIZE && memcmp(c.key, prefix, UIH_KEY_GROUP_PREFIX_SIZE) == 0) {
-    memcpy(start, c.key, UIH_KEY_SIZE);
-    startlen = UIH_KEY_SIZE;
+  if (lo) {
+    uih_table_cursor_seek_prev(&c, lo, UIH_KEY_SIZE, 0);
+    if (uih_table_cursor_valid(&c) && c.klen == UIH_KEY_SIZE && memcmp(c.key, prefix, UIH_KEY_GROUP_PREFIX_SIZE) == 0) {
+      memcpy(start, c.key, UIH_KEY_SIZE);
+      startlen = UIH_KEY_SIZE;
+    }
   }
   uih_table_span span;
   uih_table_span_keys(&c, start, startlen, hi, hilen, &span);
   const std::string& name = r.file()->file_name();
   for (uih_table_cursor_goto(&c, span.first); c.pos < span.end; uih_table_cursor_next(&c)) {
-    if (UihTableReader::ExtractType(c) != kTypeValue)
-      return TableCorruption(err, "%s: entry %" PRIu64 " is of type %u, a generation holds values only", name.c_str(),
-                             c.pos, static_cast<unsigned>(UihTableReader::ExtractType(c)));
+    const ValueType type = UihTableReader::ExtractType(c);
+    const bool deletion = deletions && type == kTypeDeletion;
+    if (type != kTypeValue && !deletion)
+      return TableCorruption(err, "%s: entry %" PRIu64 " is of type %u, a generation holds values only%s", name.c_str(),
+                             c.pos, static_cast<unsigned>(type), deletions ? " and deletions above its oldest layer" : "");
     uih_key key;
     if (uih_key_decode(c.key, c.klen, &key, err) != UIH_OK) {
       uih_error_prefix(err, "%s: entry %" PRIu64 ": ", name.c_str(), c.pos);
       return UIH_ERR_CORRUPTION;
     }
-    out->push_back({key.ts, &f, c.voff, c.vlen});
+    out->push_back({key.ts, deletion ? nullptr : &f, c.voff, c.vlen});
   }
   return UIH_OK;
 }

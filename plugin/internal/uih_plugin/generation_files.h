@@ -1,12 +1,21 @@
 // A generation's UihTable files read directly, below RocksDB's DB layer:
 // each file's index opened once (UihTableReader::Open checks every block
 // before trusting it), a user's stripes in a group found with one index
-// search (Plan: no I/O) and read with one contiguous read per run of them
-// (Read: all, or only the newest ones a caller needs; or Prepare and Finish
-// around a batch of many callers' reads at once). Reads of the
-// immutable tier (the store's reads, snapshots and rebuilds) go through it; RocksDB's iterators serve
-// whole-generation scans. The indexes are held once more than in RocksDB's
-// table cache: about 7 bytes per stripe.
+// search per layer (Plan: no I/O) and read with one contiguous read per run
+// of them (Read: all, or only the newest ones a caller needs; or Prepare
+// and Finish around a batch of many callers' reads at once). Reads of the
+// immutable tier (the store's reads, snapshots and rebuilds) go through
+// it; RocksDB's iterators serve whole-generation scans. The indexes are
+// held once more than in RocksDB's table cache: about 7 bytes per stripe.
+//
+// A generation is one or more layers: the files of one global seqno in
+// one level (those of one ingestion that met stored keys; RocksDB gives
+// seqno 0 to a file that meets none), whose key ranges do not overlap.
+// A newer layer's entry
+// for a key replaces an older layer's (a value) or removes it (a
+// deletion), as RocksDB's own reads of the column family do; the oldest
+// layer holds values only. Plan merges the layers, so a caller sees one
+// generation whatever its layers.
 #pragma once
 
 #include <memory>
@@ -24,8 +33,9 @@ class UihTableReader;
 
 class GenerationFiles {
  public:
-  // The files of `cf`, a generation: ingested files whose key ranges do
-  // not overlap, in one level.
+  // The files of `cf`, a generation: ingested files, grouped into layers
+  // by their global seqno and level; files of one layer that overlap are a
+  // corruption.
   static rocksdb::Status Open(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                               std::unique_ptr<GenerationFiles>* out);
 
@@ -67,21 +77,35 @@ class GenerationFiles {
   int Finish(const Extent* extents, size_t n, StripeSet* out, const uih_io_req* reqs, uih_error* err) const;
 
   size_t count() const { return files_.size(); }
+  size_t layers() const { return layer_end_.size(); }
   ~GenerationFiles();
 
  private:
   struct File {
     std::string smallest, largest;  // user keys
     std::unique_ptr<UihTableReader> reader;
+    uint64_t seqno = 0;  // its global seqno and its level: its layer
+    int level = 0;
     int fd = -1;  // the file opened once more, for batches of reads; -1: not on the default file system
   };
   // The end of the run of extents from i: the same file, each value right after the one before.
   static size_t RunEnd(const Extent* ex, size_t n, size_t i);
   // Checks a run's values [i, j) read into out->bytes at `at` and lists them.
   static int ListRun(const Extent* ex, size_t i, size_t j, size_t at, StripeSet* out, uih_error* err);
-  int FilePlan(const File& f, const uint8_t* prefix, const uint8_t* lo, const uint8_t* hi, size_t hilen,
-               std::vector<Extent>* out, uih_error* err) const;
-  std::vector<File> files_;  // in key order
+  // The entries of layer `layer` for (user, group) `prefix`, from the last
+  // key at or before `lo` in each of its files (lo NULL: the history's
+  // first) to the last before `hi` (NULL: the history's last). Deletions,
+  // which only a layer above the oldest may hold, are appended as extents
+  // of no file.
+  int LayerPlan(size_t layer, const uint8_t* prefix, const uint8_t* lo, const uint8_t* hi, size_t hilen,
+                std::vector<Extent>* out, uih_error* err) const;
+  int FilePlan(const File& f, bool deletions, const uint8_t* prefix, const uint8_t* lo, const uint8_t* hi,
+               size_t hilen, std::vector<Extent>* out, uih_error* err) const;
+  // Plan of a generation of several layers: each layer's entries merged.
+  int MergedPlan(const uint8_t* prefix, const uint8_t* lo, int64_t from, const uint8_t* hi, size_t hilen,
+                 std::vector<Extent>* out, uih_error* err) const;
+  std::vector<File> files_;        // by layer, oldest first; in key order within one
+  std::vector<size_t> layer_end_;  // layer i is files_[layer_end_[i - 1] (0 for i = 0), layer_end_[i])
 };
 
 }  // namespace uih
