@@ -133,16 +133,15 @@ static Status ReadBlock(RandomAccessFileReader* file, const BlockHandle& h, std:
   return ReadExact(file, h.offset(), h.size(), &(*buf)[0], out);
 }
 
-Status UihTableReader::Open(const TableReaderOptions& tro, uint64_t file_size) {
-  if (tro.internal_comparator.user_comparator()->GetId() != BytewiseComparator()->GetId())
-    return Status::NotSupported("UihTable stores keys in bytewise order only");
-  const std::string& name = file_->file_name();
+Status CheckUihTableMeta(RandomAccessFileReader* file, uint64_t file_size, const ImmutableOptions& ioptions,
+                         TableMeta* out) {
+  const std::string& name = file->file_name();
   auto corrupt = [&](const std::string& what) { return TableCorruption(name + ": " + what); };
 
   // Layout from the end: footer, tail, metaindex, properties, index, data.
   // Each block is checked before RocksDB's parsers see it.
   Footer footer;
-  Status s = ReadFooterFromFile(IOOptions(), file_.get(), nullptr, file_size, &footer, UIH_TABLE_MAGIC);
+  Status s = ReadFooterFromFile(IOOptions(), file, nullptr, file_size, &footer, UIH_TABLE_MAGIC);
   if (!s.ok()) return s;
   if (footer.format_version() != 1)
     return Status::NotSupported("UihTable: " + name + ": format version " + std::to_string(footer.format_version()));
@@ -151,7 +150,7 @@ Status UihTableReader::Open(const TableReaderOptions& tro, uint64_t file_size) {
   const uint64_t tail_at = footer_at - kTableTailSize;
   std::string tail_buf(kTableTailSize, '\0');
   Slice tail_bytes;
-  s = ReadExact(file_.get(), tail_at, kTableTailSize, &tail_buf[0], &tail_bytes);
+  s = ReadExact(file, tail_at, kTableTailSize, &tail_buf[0], &tail_bytes);
   TableTail tail;
   if (s.ok()) s = DecodeTableTail(tail_bytes, &tail);
   if (!s.ok()) return s;
@@ -160,21 +159,42 @@ Status UihTableReader::Open(const TableReaderOptions& tro, uint64_t file_size) {
   if (mh.offset() > tail_at || mh.size() != tail_at - mh.offset()) return corrupt("metaindex handle is off");
   std::string buf;
   Slice bytes;
-  s = ReadBlock(file_.get(), mh, &buf, &bytes);
+  s = ReadBlock(file, mh, &buf, &bytes);
   if (!s.ok()) return s;
   if (XXH3_64bits(bytes.data(), bytes.size()) != tail.metaindex_sum) return corrupt("metaindex checksum mismatch");
 
   BlockHandle ih, ph;
-  s = FindMetaBlockInFile(file_.get(), file_size, UIH_TABLE_MAGIC, tro.ioptions, UIH_TABLE_INDEX_NAME, &ih);
-  if (s.ok()) s = FindMetaBlockInFile(file_.get(), file_size, UIH_TABLE_MAGIC, tro.ioptions, kPropertiesBlockName, &ph);
+  s = FindMetaBlockInFile(file, file_size, UIH_TABLE_MAGIC, ioptions, UIH_TABLE_INDEX_NAME, &ih);
+  if (s.ok()) s = FindMetaBlockInFile(file, file_size, UIH_TABLE_MAGIC, ioptions, kPropertiesBlockName, &ph);
   if (s.IsNotFound()) return corrupt(s.ToString());
   if (!s.ok()) return s;
   if (ph.offset() > mh.offset() || ph.size() != mh.offset() - ph.offset() || ih.offset() > ph.offset() ||
       ih.size() != ph.offset() - ih.offset())
     return corrupt("block handles do not tile the file");
-  s = ReadBlock(file_.get(), ph, &buf, &bytes);
+  s = ReadBlock(file, ph, &buf, &bytes);
   if (!s.ok()) return s;
   if (PropertiesChecksum(bytes, tail.seqno_at) != tail.properties_sum) return corrupt("properties checksum mismatch");
+  *out = TableMeta{mh, ph, ih, tail_at, footer_at};
+  return Status::OK();
+}
+
+Status CheckUihTableFile(RandomAccessFileReader* file, uint64_t file_size) {
+  static const ImmutableOptions kOptions;
+  TableMeta meta;
+  return CheckUihTableMeta(file, file_size, kOptions, &meta);
+}
+
+Status UihTableReader::Open(const TableReaderOptions& tro, uint64_t file_size) {
+  if (tro.internal_comparator.user_comparator()->GetId() != BytewiseComparator()->GetId())
+    return Status::NotSupported("UihTable stores keys in bytewise order only");
+  const std::string& name = file_->file_name();
+
+  TableMeta meta;
+  Status s = CheckUihTableMeta(file_.get(), file_size, tro.ioptions, &meta);
+  if (!s.ok()) return s;
+  const BlockHandle &mh = meta.metaindex, &ph = meta.properties, &ih = meta.index;
+  const uint64_t tail_at = meta.tail_at, footer_at = meta.footer_at;
+  Slice bytes;
   std::unique_ptr<TableProperties> props;
   s = ReadTableProperties(file_.get(), file_size, UIH_TABLE_MAGIC, tro.ioptions, &props);
   if (!s.ok()) return s;

@@ -51,6 +51,20 @@ class CallCursor {
 rocksdb::IOStatus ReadExact(rocksdb::RandomAccessFileReader* file, uint64_t offset, size_t n, char* scratch,
                             rocksdb::Slice* out);
 
+// Where a UihTable file's blocks lie, from its footer: the metaindex, the
+// properties and the index, and the checksum tail and footer's offsets.
+struct TableMeta {
+  rocksdb::BlockHandle metaindex, properties, index;
+  uint64_t tail_at, footer_at;
+};
+
+// A UihTable file's footer, checksum tail, metaindex and properties blocks
+// read and each verified before any RocksDB parser sees it, the blocks'
+// handles checked to tile the file: a corruption names the file and what
+// failed. The index and the data are not read.
+rocksdb::Status CheckUihTableMeta(rocksdb::RandomAccessFileReader* file, uint64_t file_size,
+                                  const rocksdb::ImmutableOptions& ioptions, TableMeta* out);
+
 class UihTableReader : public rocksdb::TableReader {
  public:
   UihTableReader(const UihTableOptions& options, std::unique_ptr<rocksdb::RandomAccessFileReader>&& file)
