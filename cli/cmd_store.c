@@ -80,7 +80,7 @@ int cmd_init(int argc, char **argv) {
 const char cli_usage_load[] =
     "usage: uih load --store DIR [--through TS] [--lookback T] [--delete FILE] [--schema NEWFILE]\n"
     "                [--shard I] [--threads N] [--memory BYTES] [--rejects FILE] [--keep N]\n"
-    "                [--rebuild-dictionaries] [--json] [LAYOUT] FILE...\n"
+    "                [--rebuild-dictionaries] [--rewrite] [--json] [LAYOUT] FILE...\n"
     "  FILE...         loader-input CSV or JSON Lines (plain, .gz, .zst), files or directories;\n"
     "                  '-' is stdin\n"
     "                  (none: a load of deletions, a schema change or a rebuild alone, given\n"
@@ -100,6 +100,10 @@ const char cli_usage_load[] =
     "                  count every shareable trait over the whole history, build its value\n"
     "                  dictionary afresh and encode every stripe again with them (today's popular\n"
     "                  items get the short ranks; dictionaries of older versions are replaced)\n"
+    "  --rewrite       write every shard's generation whole; without it a load writes only the\n"
+    "                  stripes it changes, as a layer above the shard's files (shared, never\n"
+    "                  rewritten), but after 3 layers, or when the layers pass a fifth of the\n"
+    "                  oldest one's bytes, or with --delete, --schema or --rebuild-dictionaries\n"
     CLI_USAGE_LAYOUT;
 
 /* "256M", "1G", "65536": bytes with an optional K/M/G suffix (powers of 1024). */
@@ -207,6 +211,7 @@ static void print_summary(const uih_load_stats *st, int rebuilt, int json) {
            ",\"events_new\":%" PRIu64 ",\"events\":%" PRIu64 ",\"stripes\":%" PRIu64 ",\"histories\":%" PRIu64
            ",\"bytes\":%" PRIu64 ",\"stripes_copied\":%" PRIu64 ",\"stripes_written\":%" PRIu64
            ",\"stripes_upgraded\":%" PRIu64 ",\"runs\":%" PRIu64 ",\"shards\":%u,\"shards_skipped\":%u"
+           ",\"shards_layered\":%u,\"layers_max\":%u"
            ",\"schema_version\":%u,\"through\":%" PRId64 ",\"horizon\":%" PRId64
            ",\"deletions\":{\"users\":%" PRIu64 ",\"items\":%" PRIu64 ",\"pairs\":%" PRIu64 "}"
            ",\"dictionaries\":{\"built\":%" PRIu64 ",\"entries\":%" PRIu64 ",\"bytes\":%" PRIu64
@@ -214,7 +219,8 @@ static void print_summary(const uih_load_stats *st, int rebuilt, int json) {
            ",\"seconds\":{\"read\":%.3f,\"sort\":%.3f,\"merge\":%.3f,\"total\":%.3f}}\n",
            st->inputs, st->input_bytes, st->events_in, st->events_skipped, st->rejected, st->duplicates, st->expired,
            st->deleted, st->events_new, st->events, st->stripes, st->histories, st->bytes, st->stripes_copied,
-           st->stripes_written, st->stripes_upgraded, st->runs, st->shards, st->shards_skipped, st->schema_version,
+           st->stripes_written, st->stripes_upgraded, st->runs, st->shards, st->shards_skipped, st->shards_layered,
+           st->layers_max, st->schema_version,
            st->through, st->horizon, st->delete_users, st->delete_items, st->delete_pairs, st->dicts_built,
            st->dict_entries, st->dict_bytes, st->dicts_declined, rebuilt && st->shards ? "true" : "false",
            st->seconds_read, st->seconds_sort, st->seconds_merge, total);
@@ -250,9 +256,16 @@ static void print_summary(const uih_load_stats *st, int rebuilt, int json) {
            st->dicts_built, rebuilt ? " (rebuilt from the whole history)" : "", st->dict_entries);
   if (st->dicts_declined)
     printf("           %" PRIu64 " declined: neither ranks nor codes would save enough\n", st->dicts_declined);
-  printf("  stripes: %" PRIu64 " copied byte for byte, %" PRIu64 " written", st->stripes_copied, st->stripes_written);
+  printf("  stripes: %" PRIu64 " %s, %" PRIu64 " written", st->stripes_copied,
+         st->shards_layered == st->shards && st->shards ? "left where they were"
+         : st->shards_layered                           ? "copied byte for byte or left where they were"
+                                                        : "copied byte for byte",
+         st->stripes_written);
   if (st->stripes_upgraded) printf(" (%" PRIu64 " only to drop traits the schema dropped)", st->stripes_upgraded);
   printf("\n");
+  if (st->shards)
+    printf("  layers:  %u of %u shard%s written as a layer above the generation before (up to %u layers)\n",
+           st->shards_layered, st->shards, st->shards == 1 ? "" : "s", st->layers_max);
   printf("  time:    read %.2f s, sort %.2f s (%" PRIu64 " runs spilled), merge+publish %.2f s; %.2f M events/s\n",
          st->seconds_read, st->seconds_sort, st->runs, st->seconds_merge,
          total > 0 ? (double)st->events_in / total / 1e6 : 0.0);
@@ -278,6 +291,10 @@ int cmd_load(int argc, char **argv) {
     }
     if (!strcmp(a, "--rebuild-dictionaries")) {
       o.rebuild_dicts = 1;
+      continue;
+    }
+    if (!strcmp(a, "--rewrite")) {
+      o.rewrite = 1;
       continue;
     }
     if (a[0] != '-' || !strcmp(a, "-")) {

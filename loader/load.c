@@ -570,6 +570,21 @@ static int decide_through(load *l, int64_t prev, int any_prev, int64_t maxts, ui
   return UIH_OK;
 }
 
+/* Whether shard `shard`'s new generation is a layer above its current one
+ * (uih/loader.h, "Layers"). */
+static int layers_on(load *l, uint32_t shard, int *layered, uih_error *err) {
+  *layered = 0;
+  const uih_generation *cur = &l->current[shard];
+  if (l->o.rewrite || l->o.rebuild_dicts || l->deletes || !cur->generation ||
+      cur->schema_version != uih_schema_version(l->schema))
+    return UIH_OK;
+  uih_generation_layout lay;
+  int rc = uih_store_generation_layout(l->store, shard, 0, &lay, err);
+  if (rc != UIH_OK) return rc;
+  *layered = lay.layers >= 1 && lay.layers < UIH_LOAD_LAYERS_MAX && (lay.bytes - lay.oldest_bytes) * 5 <= lay.oldest_bytes;
+  return UIH_OK;
+}
+
 /* A job, with its writer, for each shard the load changes: not a shard
  * that already has this very load (a rerun). */
 static int open_jobs(load *l, uint64_t digest, uih_error *err) {
@@ -585,12 +600,15 @@ static int open_jobs(load *l, uint64_t digest, uih_error *err) {
     }
     job *j = &l->jobs[l->njobs];
     j->shard = i;
-    int rc = uih_store_writer_open(l->store, i, &j->writer, err);
+    int layered;
+    int rc = layers_on(l, i, &layered, err);
+    if (rc == UIH_OK) rc = uih_store_writer_open(l->store, i, &j->writer, err);
     if (rc != UIH_OK) return rc;
     l->njobs++;
+    if (layered && (rc = uih_store_writer_layer(j->writer, err)) != UIH_OK) return rc;
     j->merge = (ld_merge){.store = l->store, .schema = l->schema, .shard = i, .horizon = l->st.horizon,
                           .sorter = l->sorter, .deletes = l->deletes, .rebuild_dicts = l->o.rebuild_dicts != 0,
-                          .writer = j->writer, .tick = merge_tick, .tick_arg = l};
+                          .writer = j->writer, .layered = layered, .tick = merge_tick, .tick_arg = l};
     l->merge_total += cur[i].events + l->events_in[i] + (l->o.rebuild_dicts ? cur[i].events : 0); /* counted first */
     uih_generation *g = &j->merge.record;
     g->through = l->st.through;
@@ -637,6 +655,7 @@ static void add_stats(load *l, const job *j) {
   l->st.dict_bytes += j->merge.dicts.bytes;
   l->st.dicts_declined += j->merge.dicts.declined;
   l->st.shards++;
+  l->st.shards_layered += j->merge.layered != 0;
 }
 
 /* Every shard's files are written: publish them, one after another. */
@@ -654,6 +673,9 @@ static int publish_all(load *l, uih_error *err) {
     }
     progress(l, "publish", (int32_t)j->shard, i + 1, 0, published, i + 1, l->njobs);
     add_stats(l, j);
+    uih_generation_layout lay;
+    if (uih_store_generation_layout(l->store, j->shard, 0, &lay, NULL) == UIH_OK && lay.layers > l->st.layers_max)
+      l->st.layers_max = lay.layers;
   }
   return UIH_OK;
 }

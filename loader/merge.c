@@ -62,6 +62,7 @@ typedef struct state {
   bytes old, fresh, rowbuf;
   stored *stripes;
   size_t nstripes, scap;
+  size_t passed; /* layered: the stored stripes whose keys the written ones have passed (kept or deleted) */
   row *news; /* rows in `fresh` */
   size_t nnews, ncap;
   row *rows; /* one rebuild's rows in `rowbuf` */
@@ -121,13 +122,49 @@ static int ensure_batch(state *s, uih_batch **b, const uih_group *g, uint32_t ca
   return uih_batch_create(g, capacity > g->stripe_events ? capacity : g->stripe_events, ids, n, b, err);
 }
 
-static int emit(state *s, int64_t start, const uint8_t *value, size_t len, uint32_t events, uih_error *err) {
+/* Layered: stored stripe i's key, which the new generation no longer holds. */
+static int delete_stored(state *s, size_t i, uih_error *err) {
   uint8_t key[UIH_KEY_SIZE];
-  uih_key k = {s->user, s->group->id, start};
+  uih_key k = {s->user, s->group->id, s->stripes[i].start};
   uih_key_encode(&k, key);
-  int rc = uih_store_writer_add(s->m->writer, key, sizeof key, value, len, err);
-  if (rc != UIH_OK) return rc;
+  return uih_store_writer_delete(s->m->writer, key, sizeof key, err);
+}
+
+/* Layered: the stored stripes of the history starting before `start`
+ * that no stripe emitted took the place of, deleted; one starting at
+ * `start` is replaced (or, copied, kept) by the stripe emitted there.
+ * Stripes are emitted in key order, so deletions go in key order too. */
+static int pass_stored(state *s, int64_t start, uih_error *err) {
+  for (; s->passed < s->nstripes && s->stripes[s->passed].start < start; s->passed++) {
+    int rc = delete_stored(s, s->passed, err);
+    if (rc != UIH_OK) return rc;
+  }
+  if (s->passed < s->nstripes && s->stripes[s->passed].start == start) s->passed++;
+  return UIH_OK;
+}
+
+/* Layered: the history's stored stripes no stripe emitted kept, deleted. */
+static int pass_rest(state *s, uih_error *err) {
+  for (; s->passed < s->nstripes; s->passed++) {
+    int rc = delete_stored(s, s->passed, err);
+    if (rc != UIH_OK) return rc;
+  }
+  return UIH_OK;
+}
+
+/* A stripe of the new generation; `copied`: the stored one at `start`,
+ * byte for byte, which a layered writer leaves where it is. */
+static int emit(state *s, int64_t start, const uint8_t *value, size_t len, uint32_t events, int copied,
+                uih_error *err) {
   ld_merge *m = s->m;
+  int rc = m->layered ? pass_stored(s, start, err) : UIH_OK;
+  if (rc == UIH_OK && !(m->layered && copied)) {
+    uint8_t key[UIH_KEY_SIZE];
+    uih_key k = {s->user, s->group->id, start};
+    uih_key_encode(&k, key);
+    rc = uih_store_writer_add(m->writer, key, sizeof key, value, len, err);
+  }
+  if (rc != UIH_OK) return rc;
   m->record.events += events;
   m->record.stripes++;
   m->record.bytes += len;
@@ -188,7 +225,7 @@ static int write_stripe(state *s, size_t begin, size_t end, const uih_stripe_col
   const uint8_t *out;
   size_t len;
   if (rc == UIH_OK) rc = uih_stripe_encode_like(s->enc, s->batch, s->version, like, nlike, &out, &len, err);
-  if (rc == UIH_OK) rc = emit(s, row_ts(s, &s->rows[begin]), out, len, (uint32_t)(end - begin), err);
+  if (rc == UIH_OK) rc = emit(s, row_ts(s, &s->rows[begin]), out, len, (uint32_t)(end - begin), 0, err);
   if (rc == UIH_OK) s->m->stripes_written++;
   return rc;
 }
@@ -346,7 +383,7 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
   }
   if (rc != UIH_OK) return rc;
   if (st && added == 0 && trimmed == 0 && !force) { /* only duplicates came: the stripe as it was */
-    rc = emit(s, st->start, s->old.p + st->off, st->len, st->info.count, err);
+    rc = emit(s, st->start, s->old.p + st->off, st->len, st->info.count, 1, err);
     if (rc == UIH_OK) m->stripes_copied++;
     return rc;
   }
@@ -415,7 +452,7 @@ static int history(state *s, uih_error *err) {
   ld_merge *m = s->m;
   if (ld_deletes_user(m->deletes, s->user)) {
     erase(s);
-    return UIH_OK;
+    return m->layered ? pass_rest(s, err) : UIH_OK;
   }
   const uih_trait *t = ld_deletes_trait(m->deletes, s->group, s->user);
   if (t && t != s->layout_trait) ld_row_layout_of(s->group, t, &s->layout); /* once per group */
@@ -467,7 +504,7 @@ static int history(state *s, uih_error *err) {
     if (rc != UIH_OK) return rc;
     if (st->end_new == 0 && st->info.min_ts >= m->horizon && !stale && !hit && !m->rebuild_dicts) {
       /* untouched: copied */
-      rc = emit(s, st->start, s->old.p + st->off, st->len, st->info.count, err);
+      rc = emit(s, st->start, s->old.p + st->off, st->len, st->info.count, 1, err);
       if (rc == UIH_OK) m->stripes_copied++;
     } else {
       uint64_t written = m->stripes_written;
@@ -478,7 +515,7 @@ static int history(state *s, uih_error *err) {
     if (rc != UIH_OK) return rc;
   }
   if (m->record.stripes > before) m->record.histories++;
-  return UIH_OK;
+  return m->layered ? pass_rest(s, err) : UIH_OK;
 }
 
 static void state_free(state *s) {
@@ -560,7 +597,7 @@ static int next_history(state *s, const inputs *in, uint8_t hist[UIH_KEY_GROUP_P
   s->group = g;
   s->user = hk->user_id;
   if (!g) return uih_corruption(err, "the generation holds group %u, which the schema does not have", hk->group);
-  s->nstripes = s->nnews = 0;
+  s->nstripes = s->nnews = s->passed = 0;
   s->old.n = s->fresh.n = 0;
   return UIH_OK;
 }

@@ -25,6 +25,9 @@ typedef struct ld_merge {
   const ld_deletes *deletes; /* or NULL */
   int rebuild_dicts;         /* value dictionaries built afresh (dicts.h) and every stripe encoded again */
   uih_store_writer *writer; /* the shard's next generation */
+  int layered;              /* the writer is a layer above the current generation (uih_store_writer_layer):
+                               only stripes new or written again go to it, and deletions of stored keys
+                               no longer held; copied stripes stay where they are */
   /* or NULL: called every 64 Ki events written, with the events written
    * since the last call (a rebuild's count of the stored events first) */
   void (*tick)(void *arg, uint64_t events);

@@ -36,7 +36,7 @@ int CreateShard(const std::string& path, const uih_schema* schema, const char* j
   wo.sync = true;
   WriteBatch wb;
   s = wb.Put(handles[0], uih::SchemaKey(uih_schema_version(schema)), Slice(json, len));
-  if (s.ok()) s = wb.Put(handles[0], uih::kFormatKey, uih::U32Value(uih::kStoreFormat));
+  if (s.ok()) s = wb.Put(handles[0], uih::kFormatKey, uih::U32Value(uih::kFormatOwnMutable));
   if (s.ok()) s = wb.Put(handles[0], uih::kStoreIdKey, uih::U64Value(id));
   if (s.ok()) s = db->Write(wo, &wb);
   for (ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h).PermitUncheckedError();

@@ -52,14 +52,23 @@
 //     uih.gen.%08u          live generation g: key (user, group, first ts of
 //                           the stripe), value a stripe (uih/stripe.h);
 //                           UihTable files, ingested whole, never written
-//                           again, never compacted
+//                           again, never compacted. Format 4: one or more
+//                           layers (uih_store_writer_layer) — the files of
+//                           the generation it was loaded onto, hard-linked
+//                           and ingested again layer by layer, oldest
+//                           first, then the load's own: stripes new or
+//                           written again, and deletions of stored keys it
+//                           no longer holds; each ingested without writing
+//                           its global seqno into the file (it lives in the
+//                           MANIFEST), so a shared file is never written
 //     uih.mutable           formats 1 and 2 only: the mutable tier, before it
 //                           moved to mutable-%04u/
 //
 //   Metadata (column family default)
 //     key                     value
-//     uih.format              u32: the format of the store (kStoreFormat,
-//                             3); absent in format 1
+//     uih.format              u32: the format of the shard: 3 when made,
+//                             4 from its first layered generation on;
+//                             absent in format 1
 //     uih.schema/<v:u32>      schema version v: its JSON text as given
 //     uih.gen/<g:u32>         generation g's record (UIH_GENERATION_SIZE
 //                             bytes, uih/generation.h)
@@ -119,8 +128,11 @@
 // (the commit, which also deletes the shard's watermark and chunk span: a
 // mutable-%04u/ beside an older shard is a move that did not finish and is
 // made again), then the shard's uih.mutable dropped. A read-only open reads an older store as it is (reading
-// never writes). There is no way back: a build from before a format does
-// not read it. A format newer than this build's is refused.
+// never writes). Format 4 is format 3 whose generations may be layered:
+// the publish of a shard's first layered generation writes it, in the
+// synced write that makes the generation current. There is no way back: a
+// build from before a format does not read it. A format newer than this
+// build's is refused.
 #pragma once
 
 #include <cstdint>
@@ -132,13 +144,17 @@
 
 namespace uih {
 
-inline constexpr uint32_t kStoreFormat = 3;
+// The newest format this build reads and writes.
+inline constexpr uint32_t kStoreFormat = 4;
 // The format of a mutable store's values (uih_mutable_open; a store's
 // mutable-%04u/): 2, as a format-2 store's shard wrote them; uih.applied,
 // which older builds do not read, changes nothing they do read.
 inline constexpr uint32_t kMutableFormat = 2;
-// The first format whose mutable tier has a database of its own.
+// The first format whose mutable tier has a database of its own: what a
+// store is made with, and what a move writes.
 inline constexpr uint32_t kFormatOwnMutable = 3;
+// The first format whose generations may be layered.
+inline constexpr uint32_t kFormatLayered = 4;
 
 inline constexpr const char kDescriptorFile[] = "UIHSTORE";
 inline constexpr const char kAckedFile[] = "UIH-ACKED";

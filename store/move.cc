@@ -143,13 +143,13 @@ int MoveMutable(uih_store* s, Shard* sh, uih_error* err) {
   if (rc == UIH_OK) rc = SyncDirectory(s->dir, err);  // the new folder's name, durable before the commit
   if (rc != UIH_OK) return rc;
   WriteBatch wb;  // step 3
-  Status st = wb.Put(o.meta, kFormatKey, U32Value(kStoreFormat));
+  Status st = wb.Put(o.meta, kFormatKey, U32Value(kFormatOwnMutable));
   if (st.ok()) st = wb.Delete(o.meta, kWatermarkKey);
   if (st.ok()) st = wb.Delete(o.meta, kChunkSpanKey);
   WriteOptions wo;
   wo.sync = true;
   if (st.ok()) st = o.db->Write(wo, &wb);
-  if (!st.ok()) return StatusError(err, sh->path, st, "writing format %u", kStoreFormat);
+  if (!st.ok()) return StatusError(err, sh->path, st, "writing format %u", kFormatOwnMutable);
   o.db->DropColumnFamily(o.events).PermitUncheckedError();  // step 4: the next open drops it, failing here
   return UIH_OK;
 }

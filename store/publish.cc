@@ -1,12 +1,16 @@
 // The C API of uih/store.h: publishing a writer's generation and retiring
 // old ones. A publish ingests the generation's files into a column family of
-// their own, then makes it current in one synced write (its record, its
+// their own (a layered one's base, shared, below them), then makes it current in one synced write (its record, its
 // dictionaries, the current pointer, a new schema version, the erasures),
 // then writes the .published hint serving processes poll, applies the
 // generation to the mutable tier when this store owns it (follow.h), and
 // retires the generations beyond `keep` that no other store pins.
 // Killed at any point, the shard opens on the previous generation or on
 // the new one, complete.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +19,7 @@
 #include "store_internal.h"
 #include "uih/key.h"
 #include "uih_plugin/c_api.h"
+#include "uih_plugin/generation_files.h"
 
 using namespace rocksdb;
 using uih::Generation;
@@ -73,22 +78,68 @@ int VersionOf(uih_store_writer* w, const uih_generation* g, const uih::SchemaVer
   return UIH_OK;
 }
 
-// The generation's column family, with its files ingested (moved).
+// Files ingested as one layer of `cf`: moved (linked, then the link given
+// unlinked) when `move`, copied otherwise. The global seqno RocksDB gives
+// them stays in its MANIFEST, never written into a file, which another
+// generation may share.
+Status IngestLayer(DB* db, ColumnFamilyHandle* cf, const std::vector<std::string>& files, bool move) {
+  IngestExternalFileOptions io;
+  io.move_files = move;
+  io.write_global_seqno = false;
+  return db->IngestExternalFile(cf, files, io);
+}
+
+// A layered generation's share of its base: each layer of the base's
+// files, oldest first, linked into the writer's folder and ingested as a
+// layer of its own, so that RocksDB orders them as they were (a layer that
+// meets keys already ingested gets a newer seqno). Where the file system
+// has no hard links, RocksDB copies the layer.
+int ShareBase(uih_store_writer* w, ColumnFamilyHandle* cf, uih_error* err) {
+  Shard* sh = w->sh;
+  DB* db = sh->im->db;
+  ColumnFamilyMetaData meta;
+  db->GetColumnFamilyMetaData(w->base->cf(), &meta);
+  size_t n = 0;
+  for (const uih::GenerationLayer& layer : uih::GenerationLayers(meta)) {
+    std::vector<std::string> sources, links;
+    for (const SstFileMetaData& f : layer.files) {
+      sources.push_back(f.directory + "/" + f.relative_filename);
+      char name[32];
+      snprintf(name, sizeof name, "/shared-%06zu.sst", ++n);
+      links.push_back(w->dir + name);
+      if (link(sources.back().c_str(), links.back().c_str()) != 0) {
+        const int e = errno;
+        links.pop_back();
+        if (e != EXDEV && e != EPERM && e != ENOTSUP && e != EMLINK)
+          return uih_error_set(err, UIH_ERR_IO, "store %s: linking %s to %s: %s", sh->path.c_str(),
+                               sources.back().c_str(), (w->dir + name).c_str(), strerror(e));
+      }
+    }
+    const bool linked = links.size() == sources.size();
+    Status st = IngestLayer(db, cf, linked ? links : sources, linked);
+    if (!st.ok())
+      return StatusError(err, sh->path, st, "ingesting the files of generation %u it shares", w->base->number());
+  }
+  return UIH_OK;
+}
+
+// The generation's column family, with its files ingested (moved): a
+// layered one's base first.
 int Ingest(uih_store_writer* w, ColumnFamilyHandle** out, uih_error* err) {
   Shard* sh = w->sh;
   ColumnFamilyHandle* cf = nullptr;
   DB* db = sh->im->db;
   Status st = db->CreateColumnFamily(uih::GenerationCfOptions(), uih::GenerationCfName(w->generation), &cf);
   if (!st.ok()) return StatusError(err, sh->path, st, "creating its column family");
-  if (!w->files.empty()) {
-    IngestExternalFileOptions io;
-    io.move_files = true;
-    st = db->IngestExternalFile(cf, w->files, io);
-    if (!st.ok()) {
-      db->DropColumnFamily(cf).PermitUncheckedError();
-      db->DestroyColumnFamilyHandle(cf).PermitUncheckedError();
-      return StatusError(err, sh->path, st, "ingesting its files");
-    }
+  int rc = w->base ? ShareBase(w, cf, err) : UIH_OK;
+  if (rc == UIH_OK && !w->files.empty()) {
+    st = IngestLayer(db, cf, w->files, /*move=*/true);
+    if (!st.ok()) rc = StatusError(err, sh->path, st, "ingesting its files");
+  }
+  if (rc != UIH_OK) {
+    db->DropColumnFamily(cf).PermitUncheckedError();
+    db->DestroyColumnFamilyHandle(cf).PermitUncheckedError();
+    return rc;
   }
   *out = cf;
   return UIH_OK;
@@ -105,6 +156,8 @@ Status WriteSwitch(uih_store_writer* w, const uih_generation& g, const uint8_t* 
   if (st.ok()) st = wb.Put(meta, uih::kCurrentKey, uih::U32Value(w->generation));
   if (st.ok() && g.schema_version > sh->schema_version)  // a schema change comes with its first generation
     st = wb.Put(meta, uih::SchemaKey(g.schema_version), version.json);
+  if (st.ok() && w->base && sh->im->format < uih::kFormatLayered)  // the first layered generation
+    st = wb.Put(meta, uih::kFormatKey, uih::U32Value(uih::kFormatLayered));
   // Records logged before it are never rebuilt; the mutable tier's owner
   // deletes the user's events when it applies the generation.
   const std::string erasure = uih::ErasedValue({w->generation, g.through});
@@ -149,6 +202,10 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
                         previous ? ("generation " + std::to_string(previous) + " is still current").c_str()
                                  : "the shard still has no generation");
   };
+  if (w->base && w->base->number() != previous)
+    return failed(uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                                "it is a layer above generation %u, which is no longer current",
+                                w->base->number()));
   const uih::SchemaVersion* version = nullptr;
   int rc = VersionOf(w, g, &version, err);
   if (rc == UIH_OK) rc = uih::FinishFile(w, err);
@@ -173,6 +230,7 @@ int Publish(uih_store_writer* w, uih_generation* g, uih_error* err) {
     sh->im->db->DestroyColumnFamilyHandle(cf).PermitUncheckedError();
     return failed(StatusError(err, sh->path, st, "writing its record"));
   }
+  if (w->base && sh->im->format < uih::kFormatLayered) sh->im->format = uih::kFormatLayered;
   gen->set_cf(cf);
   std::weak_ptr<Generation> before = sh->Get(0);  // what readers in flight hold
   Install(w, *g, std::move(gen), *version);

@@ -355,6 +355,31 @@ int Sizes(uih_store* s, uint32_t shard, uint64_t* imm, uint64_t* mut, uih_error*
   return UIH_OK;
 }
 
+int Layout(uih_store* s, uint32_t shard, uint32_t generation, uih_generation_layout* out, uih_error* err) {
+  Shard* sh;
+  int rc = ShardAt(s, shard, &sh, err);
+  if (rc != UIH_OK) return rc;
+  if (out == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_generation_layout: NULL argument");
+  *out = uih_generation_layout{};
+  std::shared_ptr<uih::Generation> gen = sh->Get(generation);
+  if (!gen) {
+    if (generation == 0) return UIH_OK;
+    return uih_error_set(err, UIH_ERR_NOT_FOUND, "store %s: shard %u has no live generation %u", s->dir.c_str(),
+                         shard, generation);
+  }
+  rocksdb::ColumnFamilyMetaData md;
+  gen->db()->GetColumnFamilyMetaData(gen->cf(), &md);
+  const std::vector<uih::GenerationLayer> layers = uih::GenerationLayers(md);
+  out->layers = static_cast<uint32_t>(std::max<size_t>(layers.size(), 1));  // a generation of no stripes is one
+  for (const uih::GenerationLayer& l : layers)
+    for (const rocksdb::SstFileMetaData& f : l.files) {
+      out->files++;
+      out->bytes += f.size;
+      if (&l == &layers.front()) out->oldest_bytes += f.size;
+    }
+  return UIH_OK;
+}
+
 int CacheStats(uih_store* s, uih_cache_stats* out, uih_error* err) {
   if (s == nullptr || out == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_cache_stats: NULL argument");
   *out = uih_cache_stats{};
@@ -419,6 +444,11 @@ int uih_store_generations(uih_store* s, uint32_t shard, uih_generation* out, siz
 
 int uih_store_pinned(uih_store* s, uint32_t shard, uint32_t generation, int* pinned, uih_error* err) {
   return uih::CallC(err, "uih_store_pinned", [&] { return Pinned(s, shard, generation, pinned, err); });
+}
+
+int uih_store_generation_layout(uih_store* s, uint32_t shard, uint32_t generation, uih_generation_layout* out,
+                                uih_error* err) {
+  return uih::CallC(err, "uih_store_generation_layout", [&] { return Layout(s, shard, generation, out, err); });
 }
 
 int uih_store_sizes(uih_store* s, uint32_t shard, uint64_t* immutable_bytes, uint64_t* mutable_bytes,

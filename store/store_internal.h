@@ -236,6 +236,7 @@ struct uih_store_writer {
   uint64_t file_bytes = 0;
   std::vector<uint64_t> erased_users;  // recorded with the publish; their mutable events go when it is applied
   std::string dicts;                   // the value dictionaries of the generation it builds
+  std::shared_ptr<uih::Generation> base;  // a layered writer's: the generation whose files it shares
   ~uih_store_writer();
 };
 

@@ -18,6 +18,8 @@
 // (the database's record of the file, or its own index) and the
 // generation it belongs to; a database that does not open, with RocksDB's
 // or our own words (they name the file and the offset).
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <filesystem>
@@ -33,6 +35,7 @@
 #include "uih/events.h"
 #include "uih/key.h"
 #include "uih_plugin/c_api.h"
+#include "uih_plugin/generation_files.h"
 #include "uih_plugin/table.h"
 
 namespace fs = std::filesystem;
@@ -47,6 +50,7 @@ struct Item {
   bool has_users = false;
   uint64_t first_user = 0, last_user = 0;
   bool counts = true;  // damage here matters (not a file the database no longer uses)
+  bool linked = false; // another name of a file read under its first: not counted again
 };
 
 // What the database says of one of its table files.
@@ -207,11 +211,41 @@ class ShardScrub {
           if (UserOf(lf->smallest, &a) && UserOf(lf->largest, &b)) SpanUsers(&it, a, b);
         }
       }
-      if (uih_table)
+      struct stat sb;
+      const bool statted = uih_table && stat(p.c_str(), &sb) == 0;
+      if (statted) {  // a layered generation shares its base's files: each read once
+        const auto id = std::make_pair(static_cast<uint64_t>(sb.st_dev), static_cast<uint64_t>(sb.st_ino));
+        const auto seen = seen_.find(id);
+        if (seen != seen_.end()) {
+          const Item& first = (*items_)[seen->second.item];
+          it.entries = first.entries;
+          it.damage = first.damage;
+          it.bytes = 0;
+          it.linked = true;
+          it.note = "the file " + first.path + " is, linked into another generation: read once";
+          if (!it.has_users && first.has_users) SpanUsers(&it, first.first_user, first.last_user);
+          if (auto gen = LiveGeneration(lf); gen && first.damage.empty()) {
+            Counted& c = counted_[gen->number()];
+            c.stripes += first.entries;
+            c.events += seen->second.events;
+          }
+          continue;
+        }
+        const size_t index = items_->size() - 1;
         UihTable(p.string(), lf, &it);
-      else
+        seen_[id] = {index, file_events_};
+      } else if (uih_table) {
+        UihTable(p.string(), lf, &it);
+      } else {
         BlockTable(p.string(), mutable_cf, &it);
+      }
     }
+  }
+
+  std::shared_ptr<uih::Generation> LiveGeneration(const LiveFile* lf) const {
+    if (!lf || !lf->generation) return nullptr;
+    auto g = sh_->gens.find(lf->generation);
+    return g == sh_->gens.end() ? nullptr : g->second;
   }
 
   // A UihTable file: every value's checksum (the iterator verifies each),
@@ -226,11 +260,7 @@ class ShardScrub {
       return;
     }
     file_events_ = 0;
-    std::shared_ptr<uih::Generation> gen;
-    if (lf && lf->generation) {
-      auto g = sh_->gens.find(lf->generation);
-      if (g != sh_->gens.end()) gen = g->second;
-    }
+    std::shared_ptr<uih::Generation> gen = LiveGeneration(lf);
     ReadOptions ro;
     ro.verify_checksums = true;
     ro.fill_cache = false;
@@ -413,17 +443,28 @@ class ShardScrub {
   void Generations() {
     for (auto& [g, gen] : sh_->gens) {
       const uih_generation& r = gen->record();
-      const Counted& c = counted_[g];
+      const Counted& files = counted_[g];
       bool whole = true;  // every file of it read without damage
       for (const Item& it : *items_)
         if (it.shard == shard_ && it.generation == g && !it.damage.empty()) whole = false;
       Item& it = Add(uih::ShardName(shard_) + "/" + uih::GenerationCfName(g), "generation");
       it.generation = g;
-      it.entries = c.stripes;
+      it.entries = files.stripes;
       if (!whole) {
         it.note = "its damaged files are named above";
         continue;
       }
+      Counted merged;
+      if (Layered(*gen)) {  // its files' entries replace and delete one another: counted as reads see them
+        std::string damage;
+        merged = CountMerged(*gen, &damage);
+        if (!damage.empty()) {
+          it.damage = damage;
+          continue;
+        }
+        it.entries = merged.stripes;
+      }
+      const Counted& c = Layered(*gen) ? merged : files;
       if (c.stripes != r.stripes || c.events != r.events) {
         char why[256];
         snprintf(why, sizeof why,
@@ -508,6 +549,36 @@ class ShardScrub {
     uint64_t stripes = 0, events = 0;
   };
 
+  static bool Layered(const uih::Generation& gen) {
+    ColumnFamilyMetaData md;
+    gen.db()->GetColumnFamilyMetaData(gen.cf(), &md);
+    return uih::GenerationLayers(md).size() > 1;
+  }
+
+  // A layered generation's stripes and events as a read sees them: its
+  // column family read through the database, which merges the layers.
+  Counted CountMerged(const uih::Generation& gen, std::string* damage) {
+    Counted c;
+    ReadOptions ro;
+    ro.verify_checksums = true;
+    ro.fill_cache = false;
+    ro.readahead_size = 4 << 20;
+    std::unique_ptr<Iterator> i(gen.db()->NewIterator(ro, gen.cf()));
+    for (i->SeekToFirst(); i->Valid(); i->Next()) {
+      uih_stripe_info info{};
+      uih_error err{};
+      if (uih_stripe_read_info(reinterpret_cast<const uint8_t*>(i->value().data()), i->value().size(), &info, &err) !=
+          UIH_OK) {
+        *damage = "the stripe at " + KeyWords(i->key().ToString()) + ": " + Words(err);
+        return c;
+      }
+      c.stripes++;
+      c.events += info.count;
+    }
+    if (!i->status().ok()) *damage = "its layers do not read: " + uih::StatusWords(i->status());
+    return c;
+  }
+
   const std::string dir_;
   const uint32_t shard_;
   std::vector<Item>* items_;
@@ -517,6 +588,11 @@ class ShardScrub {
   std::map<std::string, LiveFile> live_shard_, live_mutable_;
   std::map<uint32_t, Counted> counted_;
   uint64_t file_events_ = 0;
+  struct Seen {
+    size_t item;      // in items_
+    uint64_t events;  // the stripes' events
+  };
+  std::map<std::pair<uint64_t, uint64_t>, Seen> seen_;  // UihTable files read, by (device, inode)
   std::map<std::pair<uint32_t, uint16_t>, uih_batch*> batches_;
   uih_stripe_decoder* dec_ = nullptr;
 };
@@ -567,11 +643,11 @@ int Verify(const char* dir_arg, uih_verify_fn fn, void* arg, uih_verify_totals* 
   for (const Item& it : items) {
     t.items++;
     t.bytes += it.bytes;
-    if (!it.damage.empty() && it.counts) {
+    if (!it.damage.empty() && it.counts && !it.linked) {  // a file linked into two generations is one file
       t.damaged++;
       if (first.empty()) first = it.path + ": " + it.damage;
     }
-    if (it.kind == "generation table" && it.counts) t.stripes += it.entries;
+    if (it.kind == "generation table" && it.counts && !it.linked) t.stripes += it.entries;
     if (it.kind == "mutable tier") t.lists += it.entries;
     if (it.kind == "metadata") t.records += it.entries;
     if (!fn) continue;

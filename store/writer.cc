@@ -77,26 +77,53 @@ int WriterOpen(uih_store* s, uint32_t shard, uih_store_writer** out, uih_error* 
   return UIH_OK;
 }
 
-int WriterAdd(uih_store_writer* w, const uint8_t* key, size_t klen, const uint8_t* value, size_t vlen,
+// The table file entries go to: the one open, or a new one.
+int OpenFile(uih_store_writer* w, uih_error* err) {
+  if (w->file) return UIH_OK;
+  char name[32];
+  snprintf(name, sizeof name, "/%06zu.sst", w->files.size() + 1);
+  w->files.push_back(w->dir + name);
+  // The page cache keeps what is written (SstFileWriter drops it by
+  // default): the generation is served as soon as it is published, and
+  // its first snapshots would otherwise read the device.
+  w->file = std::make_unique<SstFileWriter>(EnvOptions(), w->options, /*column_family=*/nullptr,
+                                            /*invalidate_page_cache=*/false);
+  Status st = w->file->Open(w->files.back());
+  return st.ok() ? UIH_OK : uih::StatusError(err, w->files.back(), st, "creating a table file");
+}
+
+// A stripe (value) or, in a layered writer, a deletion (value NULL).
+int WriterAdd(uih_store_writer* w, const uint8_t* key, size_t klen, const uint8_t* value, size_t vlen, bool deletion,
               uih_error* err) {
+  const char* what = deletion ? "store_writer_delete" : "store_writer_add";
   if (w == nullptr || key == nullptr || (value == nullptr && vlen))
-    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_writer_add: NULL argument");
-  if (!w->file) {
-    char name[32];
-    snprintf(name, sizeof name, "/%06zu.sst", w->files.size() + 1);
-    w->files.push_back(w->dir + name);
-    // The page cache keeps what is written (SstFileWriter drops it by
-    // default): the generation is served as soon as it is published, and
-    // its first snapshots would otherwise read the device.
-    w->file = std::make_unique<SstFileWriter>(EnvOptions(), w->options, /*column_family=*/nullptr,
-                                              /*invalidate_page_cache=*/false);
-    Status st = w->file->Open(w->files.back());
-    if (!st.ok()) return uih::StatusError(err, w->files.back(), st, "creating a table file");
-  }
-  Status st = w->file->Put(uih::S(key, klen), uih::S(value, vlen));
-  if (!st.ok()) return uih::StatusError(err, w->files.back(), st, "adding a stripe");
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "%s: NULL argument", what);
+  if (deletion && !w->base)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                         "%s: generation %u is written whole: it has nothing below it to delete from", what,
+                         w->generation);
+  int rc = OpenFile(w, err);
+  if (rc != UIH_OK) return rc;
+  Status st = deletion ? w->file->Delete(uih::S(key, klen)) : w->file->Put(uih::S(key, klen), uih::S(value, vlen));
+  if (!st.ok()) return uih::StatusError(err, w->files.back(), st, deletion ? "deleting a stripe" : "adding a stripe");
   w->file_bytes += klen + vlen;
-  if (w->file_bytes >= w->s->opts.file_bytes) return uih::FinishFile(w, err);
+  // A layer is one file: RocksDB gives a file of it that meets no stored
+  // key a seqno and level of its own, a layer more for every read.
+  if (!w->base && w->file_bytes >= w->s->opts.file_bytes) return uih::FinishFile(w, err);
+  return UIH_OK;
+}
+
+int WriterLayer(uih_store_writer* w, uih_error* err) {
+  if (w == nullptr) return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_writer_layer: NULL writer");
+  if (!w->files.empty())
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                         "store_writer_layer: generation %u has stripes already: a layer is chosen before the first",
+                         w->generation);
+  w->base = w->sh->Get(0);
+  if (!w->base)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                         "store_writer_layer: shard %u has no generation to layer generation %u on", w->sh->index,
+                         w->generation);
   return UIH_OK;
 }
 
@@ -112,7 +139,17 @@ uint32_t uih_store_writer_generation(const uih_store_writer* w) { return w ? w->
 
 int uih_store_writer_add(uih_store_writer* w, const uint8_t* key, size_t key_len, const uint8_t* value,
                          size_t value_len, uih_error* err) {
-  return uih::CallC(err, "uih_store_writer_add", [&] { return WriterAdd(w, key, key_len, value, value_len, err); });
+  return uih::CallC(err, "uih_store_writer_add",
+                    [&] { return WriterAdd(w, key, key_len, value, value_len, /*deletion=*/false, err); });
+}
+
+int uih_store_writer_delete(uih_store_writer* w, const uint8_t* key, size_t key_len, uih_error* err) {
+  return uih::CallC(err, "uih_store_writer_delete",
+                    [&] { return WriterAdd(w, key, key_len, nullptr, 0, /*deletion=*/true, err); });
+}
+
+int uih_store_writer_layer(uih_store_writer* w, uih_error* err) {
+  return uih::CallC(err, "uih_store_writer_layer", [&] { return WriterLayer(w, err); });
 }
 
 int uih_store_writer_finish(uih_store_writer* w, uih_error* err) {

@@ -20,6 +20,28 @@ namespace uih {
 
 using namespace rocksdb;
 
+std::vector<GenerationLayer> GenerationLayers(const ColumnFamilyMetaData& meta) {
+  std::vector<GenerationLayer> layers;
+  for (const LevelMetaData& level : meta.levels)
+    for (const SstFileMetaData& f : level.files) {
+      auto it = std::find_if(layers.begin(), layers.end(), [&](const GenerationLayer& l) {
+        return l.seqno == f.largest_seqno && l.level == level.level;
+      });
+      if (it == layers.end()) it = layers.insert(layers.end(), {f.largest_seqno, level.level, {}});
+      it->files.push_back(f);
+    }
+  // Oldest first. Files of seqno 0 share no key with any other (RocksDB
+  // gives one only to a file that meets no stored key), whatever their
+  // levels; the deeper level came first.
+  std::sort(layers.begin(), layers.end(), [](const GenerationLayer& a, const GenerationLayer& b) {
+    return a.seqno != b.seqno ? a.seqno < b.seqno : a.level > b.level;
+  });
+  for (GenerationLayer& l : layers)
+    std::sort(l.files.begin(), l.files.end(),
+              [](const SstFileMetaData& a, const SstFileMetaData& b) { return a.smallestkey < b.smallestkey; });
+  return layers;
+}
+
 Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<GenerationFiles>* out) {
   ColumnFamilyMetaData meta;
   db->GetColumnFamilyMetaData(cf, &meta);
@@ -30,43 +52,29 @@ Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<Gen
   const std::shared_ptr<const SliceTransform> no_prefix;
   const std::shared_ptr<FileSystem>& fs = ioptions.fs;  // the store's Env's
   std::unique_ptr<GenerationFiles> g(new GenerationFiles);
-  for (const LevelMetaData& level : meta.levels) {
-    for (const SstFileMetaData& f : level.files) {
+  for (const GenerationLayer& layer : GenerationLayers(meta)) {
+    for (const SstFileMetaData& f : layer.files) {
       std::string path = f.directory + "/" + f.relative_filename;
       std::unique_ptr<FSRandomAccessFile> raf;
       IOStatus io = fs->NewRandomAccessFile(path, FileOptions(env_options), &raf, nullptr);
       if (!io.ok()) return io;
       std::unique_ptr<RandomAccessFileReader> reader(new RandomAccessFileReader(std::move(raf), path));
       TableReaderOptions tro(ioptions, no_prefix, env_options, icmp, /*skip_filters=*/false, /*immortal=*/false,
-                             /*force_direct_prefetch=*/false, level.level, nullptr, 0, "", f.file_number, {},
+                             /*force_direct_prefetch=*/false, layer.level, nullptr, 0, "", f.file_number, {},
                              f.largest_seqno);
-      File file{f.smallestkey, f.largestkey, std::unique_ptr<UihTableReader>(new UihTableReader({}, std::move(reader))),
-                f.largest_seqno, level.level};
+      File file{f.smallestkey, f.largestkey, std::unique_ptr<UihTableReader>(new UihTableReader({}, std::move(reader)))};
       Status s = file.reader->Open(tro, f.size);
       if (!s.ok()) return s;
       // Batches of reads need a descriptor; a store on another file system
       // (an Env of the caller's) reads through it alone.
       if (fs.get() == FileSystem::Default().get()) file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      const size_t n = g->files_.size(), first = g->layer_end_.empty() ? 0 : g->layer_end_.back();
+      if (n > first && g->files_[n - 1].largest >= file.smallest)
+        return TableCorruption("generation files " + g->files_[n - 1].reader->file()->file_name() + " and " +
+                               file.reader->file()->file_name() + " overlap");
       g->files_.push_back(std::move(file));
     }
-  }
-  // Layers oldest first. Files of seqno 0 share no key with any other
-  // (RocksDB gives one only to a file that meets no stored key), whatever
-  // their levels.
-  std::sort(g->files_.begin(), g->files_.end(), [](const File& a, const File& b) {
-    if (a.seqno != b.seqno) return a.seqno < b.seqno;
-    if (a.level != b.level) return a.level > b.level;
-    return a.smallest < b.smallest;
-  });
-  for (size_t i = 1; i <= g->files_.size(); i++) {
-    if (i == g->files_.size() || g->files_[i].seqno != g->files_[i - 1].seqno ||
-        g->files_[i].level != g->files_[i - 1].level) {
-      g->layer_end_.push_back(i);
-      continue;
-    }
-    if (g->files_[i - 1].largest >= g->files_[i].smallest)
-      return TableCorruption("generation files " + g->files_[i - 1].reader->file()->file_name() + " and " +
-                             g->files_[i].reader->file()->file_name() + " overlap");
+    g->layer_end_.push_back(g->files_.size());
   }
   *out = std::move(g);
   return Status::OK();

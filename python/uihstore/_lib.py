@@ -187,7 +187,7 @@ class uih_load_opts(Structure):
                 ("memory", c_size_t), ("progress", PROGRESS_FN), ("progress_arg", c_void_p),
                 ("deletes", c_char_p), ("rejects", c_char_p), ("schema_json", c_char_p),
                 ("schema_len", c_size_t), ("schema_origin", c_char_p), ("rebuild_dicts", c_int),
-                ("layout", POINTER(uih_input_layout))]
+                ("layout", POINTER(uih_input_layout)), ("rewrite", c_int)]
 
 
 LOAD_STATS_U64 = ("inputs", "input_bytes", "events_in", "events_skipped", "duplicates", "expired", "events_new",
@@ -201,7 +201,7 @@ class uih_load_stats(Structure):
                 ("through", c_int64), ("horizon", c_int64), ("seconds_read", c_double),
                 ("seconds_sort", c_double), ("seconds_merge", c_double),
                 ("dicts_built", c_uint64), ("dict_entries", c_uint64), ("dict_bytes", c_uint64),
-                ("dicts_declined", c_uint64)]
+                ("dicts_declined", c_uint64), ("shards_layered", c_uint32), ("layers_max", c_uint32)]
 
 
 # ---- snapshots and records ----------------------------------------------------------

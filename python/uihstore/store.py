@@ -222,10 +222,12 @@ class Store:
     # ---- the daily load ---------------------------------------------------------
 
     def load(self, files, through=None, lookback=0, shard=None, threads=1, memory=256 << 20, deletes=None,
-             rejects=None, schema=None, progress=True, rebuild_dictionaries=False, layout=None):
+             rejects=None, schema=None, progress=True, rebuild_dictionaries=False, layout=None, rewrite=False):
         """Loads CSV files (plain, .gz, .zst; directories) as `uih load`
         does and returns its summary as a dict. `rebuild_dictionaries`: as
         `uih load --rebuild-dictionaries` (`files` may then be empty).
+        `rewrite`: as `uih load --rewrite`, every shard written whole
+        rather than as a layer of the stripes the load changed.
         `layout`: files as published, a dict of uih_input_layout's options
         (uih/csv.h), as `uih load`'s flags: format ("csv", "jsonl"),
         delimiter, group, map ("user_id=userId,ts=timestamp"), columns.
@@ -242,6 +244,7 @@ class Store:
         opts.threads = threads
         opts.memory = memory
         opts.rebuild_dicts = 1 if rebuild_dictionaries else 0
+        opts.rewrite = 1 if rewrite else 0
         keep = []
         if deletes is not None:
             opts.deletes = os.fspath(deletes).encode()

@@ -57,7 +57,7 @@ int main(void) {
   FIELD(uih_load_opts, threads); FIELD(uih_load_opts, memory); FIELD(uih_load_opts, progress);
   FIELD(uih_load_opts, progress_arg); FIELD(uih_load_opts, deletes); FIELD(uih_load_opts, rejects);
   FIELD(uih_load_opts, schema_json); FIELD(uih_load_opts, schema_len); FIELD(uih_load_opts, schema_origin); FIELD(uih_load_opts, rebuild_dicts);
-  FIELD(uih_load_opts, layout); END();
+  FIELD(uih_load_opts, layout); FIELD(uih_load_opts, rewrite); END();
   BEGIN(uih_input_layout); FIELD(uih_input_layout, format); FIELD(uih_input_layout, delimiter);
   FIELD(uih_input_layout, group); FIELD(uih_input_layout, map); FIELD(uih_input_layout, columns); END();
   BEGIN(uih_load_stats); FIELD(uih_load_stats, inputs); FIELD(uih_load_stats, input_bytes);
@@ -71,7 +71,7 @@ int main(void) {
   FIELD(uih_load_stats, through); FIELD(uih_load_stats, horizon); FIELD(uih_load_stats, seconds_read);
   FIELD(uih_load_stats, seconds_sort); FIELD(uih_load_stats, seconds_merge); FIELD(uih_load_stats, dicts_built);
   FIELD(uih_load_stats, dict_entries); FIELD(uih_load_stats, dict_bytes); FIELD(uih_load_stats, dicts_declined);
-  END();
+  FIELD(uih_load_stats, shards_layered); FIELD(uih_load_stats, layers_max); END();
   BEGIN(uih_snapshot_spec_group); FIELD(uih_snapshot_spec_group, group); FIELD(uih_snapshot_spec_group, max_length);
   END();
   BEGIN(uih_snapshot_spec); FIELD(uih_snapshot_spec, ngroups); FIELD(uih_snapshot_spec, groups); END();

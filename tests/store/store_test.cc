@@ -1183,11 +1183,13 @@ TEST_F(StoreTest, OlderFormatsOpenAndAWritableOpenMovesTheMutableTier) {
     }
     if (format == 2) continue;
     WithMeta(st, [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
-      ASSERT_TRUE(db->Put({}, meta, uih::kFormatKey, uih::U32Value(4)).ok());
+      ASSERT_TRUE(db->Put({}, meta, uih::kFormatKey, uih::U32Value(uih::kStoreFormat + 1)).ok());
     });
     uih_store* bad = nullptr;
     EXPECT_EQ(uih_store_open(st.c_str(), nullptr, &bad, &err), UIH_ERR_NOT_SUPPORTED);
-    EXPECT_NE(std::string(uih_error_message(&err)).find("its format is 4; this build reads formats 1 to 3"),
+    EXPECT_NE(std::string(uih_error_message(&err))
+                  .find("its format is " + std::to_string(uih::kStoreFormat + 1) + "; this build reads formats 1 to " +
+                        std::to_string(uih::kStoreFormat)),
               std::string::npos)
         << uih_error_message(&err);
     WithMeta(st, [&](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {

@@ -18,8 +18,8 @@ struct Report {
   int rc = UIH_OK;
   std::string message;
   uih_verify_totals totals{};
-  std::vector<uih_verify_item> items;  // strings copied into `text`
-  std::vector<std::string> paths, kinds, damage;
+  std::vector<uih_verify_item> items;  // their strings dangle: copied into paths, kinds, damage, notes
+  std::vector<std::string> paths, kinds, damage, notes;
 };
 
 Report Verify(const std::string& dir) {
@@ -33,6 +33,7 @@ Report Verify(const std::string& dir) {
         out->paths.push_back(it->path);
         out->kinds.push_back(it->kind);
         out->damage.push_back(it->damage && it->counts ? it->damage : "");
+        out->notes.push_back(it->note ? it->note : "");
       },
       &r, &r.totals, &err);
   r.message = uih_error_message(&err);
@@ -107,20 +108,38 @@ TEST_F(StoreVerifyTest, AWholeStoreReadsCleanAndNothingIsWritten) {
       const std::string rel = fs::relative(e.path(), st).string();
       EXPECT_NE(std::find(r.paths.begin(), r.paths.end(), rel), r.paths.end()) << rel;
     }
+  // Each live generation counted as reads see it: its record's stripes.
+  // The second day's load is a layer above the first's files, which both
+  // generations hold (linked): each file is read once.
   uih_store* s = Open(st, 1);
   ASSERT_NE(s, nullptr);
-  uint64_t stripes = 0, events = 0;
+  uint64_t stripes = 0;
   uih_error err{};
+  size_t generations = 0, linked = 0;
   for (uint32_t shard = 0; shard < 2; shard++) {
     uih_generation gens[8];
     size_t n;
     uint32_t current;
     ASSERT_EQ(uih_store_generations(s, shard, gens, 8, &n, &current, &err), UIH_OK);
-    for (size_t i = 0; i < n; i++) stripes += gens[i].stripes, events += gens[i].events;
+    for (size_t i = 0; i < n; i++) {
+      stripes += gens[i].stripes;
+      for (size_t k = 0; k < r.items.size(); k++)
+        if (r.kinds[k] == "generation" && r.items[k].shard == shard && r.items[k].generation == gens[i].generation) {
+          EXPECT_EQ(r.items[k].entries, gens[i].stripes) << r.paths[k];
+          generations++;
+        }
+    }
+    uih_generation_layout lay{};
+    ASSERT_EQ(uih_store_generation_layout(s, shard, 0, &lay, &err), UIH_OK);
+    EXPECT_EQ(lay.layers, 2u) << "shard " << shard << ": the second day a layer above the first";
   }
   uih_store_close(s);
+  EXPECT_EQ(generations, 4u);
+  for (const std::string& note : r.notes) linked += note.find("linked into") != std::string::npos;
+  EXPECT_GT(linked, 0u);
   EXPECT_GT(stripes, 0u);
-  EXPECT_EQ(r.totals.stripes, stripes);
+  EXPECT_GT(r.totals.stripes, 0u);
+  EXPECT_LT(r.totals.stripes, stripes) << "the first day's stripes read once, not once per generation";
   EXPECT_GT(r.totals.lists, 0u) << "the mutable tiers were read";
   EXPECT_GE(r.totals.records, 2u * 2 * 2) << "generation records, current, format, schema...";
 }

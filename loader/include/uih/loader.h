@@ -166,9 +166,24 @@ typedef struct uih_load_opts {
   const char *schema_origin; /* names it in messages */
   int rebuild_dicts;         /* 1: value dictionaries rebuilt from the whole history (above) */
   const uih_input_layout *layout; /* how the inputs are laid out (uih/csv.h), or NULL: loader-input CSV */
+  int rewrite;               /* 1: every shard written whole, never as a layer (below) */
 } uih_load_opts;
 
-#define UIH_LOAD_OPTS_DEFAULT {INT64_MIN, 0, -1, 1, (size_t)256 << 20, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL}
+#define UIH_LOAD_OPTS_DEFAULT {INT64_MIN, 0, -1, 1, (size_t)256 << 20, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, 0}
+
+/* Layers. A load writes a shard's new generation as a layer above its
+ * current one (uih_store_writer_layer) — the current generation's files
+ * shared, never rewritten; only the stripes the load changed written, and
+ * the keys of stripes it no longer holds deleted — when the shard has a
+ * generation, fewer than UIH_LOAD_LAYERS_MAX layers, and layers above its
+ * oldest holding at most a fifth of the oldest's bytes. It writes the
+ * shard whole, in one layer, when any of that fails, with opts.rewrite,
+ * with deletions (what they name must leave the disk, not only the
+ * reads), with a new schema version (a trait it drops leaves every
+ * stripe), and with rebuilt dictionaries. Events the lookback drops are
+ * gone from reads at once and from the disk at the next load that writes
+ * the shard whole. Reads are the same either way. */
+#define UIH_LOAD_LAYERS_MAX 4
 
 typedef struct uih_load_stats {
   uint64_t inputs, input_bytes;  /* files read, their bytes (decompressed) */
@@ -196,6 +211,8 @@ typedef struct uih_load_stats {
    * those built but dropped as not paying for themselves (values already
    * about as narrow as their ranks would be: uih_value_dict_pays). */
   uint64_t dicts_built, dict_entries, dict_bytes, dicts_declined;
+  uint32_t shards_layered;       /* of `shards`: given their generation as a layer (above) */
+  uint32_t layers_max;           /* the most layers a new generation has */
 } uih_load_stats;
 
 /* Loads `inputs` (files, directories of files read in name order, "-" for

@@ -31,6 +31,17 @@ namespace uih {
 
 class UihTableReader;
 
+// The layers of a generation's column family, oldest first: its files
+// grouped by global seqno and level (each group in key order). How
+// GenerationFiles reads them, and how a generation built on another
+// shares them: ingested again layer by layer, in this order.
+struct GenerationLayer {
+  uint64_t seqno;
+  int level;
+  std::vector<rocksdb::SstFileMetaData> files;
+};
+std::vector<GenerationLayer> GenerationLayers(const rocksdb::ColumnFamilyMetaData& meta);
+
 class GenerationFiles {
  public:
   // The files of `cf`, a generation: ingested files, grouped into layers
@@ -84,8 +95,6 @@ class GenerationFiles {
   struct File {
     std::string smallest, largest;  // user keys
     std::unique_ptr<UihTableReader> reader;
-    uint64_t seqno = 0;  // its global seqno and its level: its layer
-    int level = 0;
     int fd = -1;  // the file opened once more, for batches of reads; -1: not on the default file system
   };
   // The end of the run of extents from i: the same file, each value right after the one before.

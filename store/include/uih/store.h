@@ -104,7 +104,7 @@ typedef struct uih_store_opts {
   uint32_t keep;            /* generations a shard keeps live (>= 1; default 2), besides those a
                                read-only store holds */
   size_t block_cache_bytes; /* the mutable tier's block cache per shard (default 32 MiB) */
-  uint64_t file_bytes;      /* a load's table files roll over at this size (default 256 MiB) */
+  uint64_t file_bytes;      /* a load's table files roll over at this size (default 256 MiB); a layer is one file */
   int one_shard;            /* nonzero: open shard `shard` alone (default 0: every shard) */
   uint32_t shard;
   unsigned role;            /* UIH_STORE_ROLE_* (default ALL) */
@@ -214,6 +214,19 @@ int uih_store_generations(uih_store *s, uint32_t shard, uih_generation *out, siz
  * on the store's UIHSTORE file. */
 int uih_store_pinned(uih_store *s, uint32_t shard, uint32_t generation, int *pinned, uih_error *err);
 
+/* How a generation lies in files (0: the current one). A load writes a
+ * generation whole (one layer), or as a layer of the stripes it changed
+ * above the files of the generation before it, shared, never rewritten
+ * (uih_store_writer_layer): reads merge the layers. */
+typedef struct uih_generation_layout {
+  uint32_t layers;       /* 0 when the shard has no generation */
+  uint32_t files;        /* table files */
+  uint64_t bytes;        /* of every file */
+  uint64_t oldest_bytes; /* of the oldest layer's: what the last load that wrote it whole wrote */
+} uih_generation_layout;
+int uih_store_generation_layout(uih_store *s, uint32_t shard, uint32_t generation, uih_generation_layout *out,
+                                uih_error *err);
+
 /* Bytes on disk of the shard's current generation's files, and of its
  * mutable tier's. */
 int uih_store_sizes(uih_store *s, uint32_t shard, uint64_t *immutable_bytes, uint64_t *mutable_bytes,
@@ -254,16 +267,18 @@ typedef struct uih_verify_item {
   uint64_t first_user, last_user;
   const char *damage;    /* NULL: verified; else what is wrong, naming where (offset, key) */
   int counts;            /* 0: a file the database no longer uses (damage there loses nothing) */
-  const char *note;      /* NULL, or what else is worth knowing (a torn log tail recovered at open) */
+  const char *note;      /* NULL, or what else is worth knowing (a torn log tail recovered at open; a
+                            table file linked into a layered generation, read once under its first name) */
 } uih_verify_item;
 
 /* `item` and its strings are valid during the call only. */
 typedef void (*uih_verify_fn)(void *arg, const uih_verify_item *item);
 
 typedef struct uih_verify_totals {
-  uint64_t items, damaged;         /* items reported, and those damaged (that count) */
-  uint64_t stripes, records, lists; /* stripes read (each decoded where its shard opened), metadata
-                                      records parsed, event lists read */
+  uint64_t items, damaged;         /* items reported, and those damaged (that count; a file linked
+                                      into several generations once) */
+  uint64_t stripes, records, lists; /* stripes read (each decoded where its shard opened; a linked file's
+                                      once), metadata records parsed, event lists read */
   uint64_t bytes;
 } uih_verify_totals;
 
@@ -329,6 +344,22 @@ int uih_store_writer_open(uih_store *s, uint32_t shard, uih_store_writer **out, 
 uint32_t uih_store_writer_generation(const uih_store_writer *w);
 int uih_store_writer_add(uih_store_writer *w, const uint8_t *key, size_t key_len, const uint8_t *value,
                          size_t value_len, uih_error *err);
+/* Makes the generation the writer builds a layer above the shard's
+ * current one (call it before the first add): the current generation's
+ * files are shared — linked into the new generation as its publish
+ * ingests them, layer by layer, never rewritten — and the writer holds
+ * only what changed: stripes new or written again (added), and the keys
+ * of stored stripes the generation no longer holds (deleted). Reads see
+ * the layers merged, the newest layer's stripe for a key winning. What
+ * the layers below hold stays on disk until a load writes the shard whole
+ * again: a load that erases users or scrubs items must not layer.
+ * UIH_ERR_INVALID_ARGUMENT when the shard has no generation yet or the
+ * writer has added something. The shard's format becomes 4 when the first
+ * layered generation is published (older builds refuse it, naming it). */
+int uih_store_writer_layer(uih_store_writer *w, uih_error *err);
+/* A stored stripe's key the layered generation no longer holds, in the
+ * writer's strictly ascending key order with its adds. */
+int uih_store_writer_delete(uih_store_writer *w, const uint8_t *key, size_t key_len, uih_error *err);
 /* Ends the table file being written (its bytes synced), so that a full
  * disk or an I/O error shows here, before any publish; an add after it
  * starts a new file. Publishing finishes the last file too. */

@@ -1,0 +1,225 @@
+// Layered generations: a day's load written as a layer of the stripes it
+// changed above the files of the generation before (uih/loader.h,
+// "Layers"), against the same days loaded whole. Both stores must hold the
+// same stripes, byte for byte, and read the same events, day after day,
+// through late events, new users older than every stored event, the
+// lookback, deletions and the return to one layer.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "rocksdb/db.h"
+#include "store/store_fixture.h"
+#include "test_util.h"
+#include "uih/loader.h"
+#include "uih/store.h"
+
+namespace uih_test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Every column of a batch: trait, presence and value of each event.
+std::string Events(const uih_batch* b) {
+  std::string out = std::to_string(b->count) + ":";
+  for (uint32_t c = 0; c < b->ncolumns; c++) {
+    const uih_column& col = b->columns[c];
+    out += "|" + std::to_string(col.trait->id);
+    for (uint32_t r = 0; r < b->count; r++)
+      out += uih_column_has(&col, r) ? "," + std::to_string(uih_column_get_bits(&col, r)) : ",-";
+  }
+  return out;
+}
+
+class StoreLayersTest : public StoreTest {
+ protected:
+  static constexpr uint32_t kShards = 2;
+
+  uih_store* Make(const std::string& name, uint64_t file_bytes) {
+    const std::string path = dir_ / name;
+    uih_error err{};
+    EXPECT_EQ(uih_store_init(path.c_str(), kSchema, strlen(kSchema), "t.json", kShards, &err), UIH_OK);
+    uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
+    so.file_bytes = file_bytes;  // small files: a layer of several, histories cut by file boundaries
+    uih_store* s = nullptr;
+    EXPECT_EQ(uih_store_open(path.c_str(), &so, &s, &err), UIH_OK) << uih_error_message(&err);
+    return s;
+  }
+
+  // One day of events for users 1..80 (day 0: a history of 20 days):
+  // most in the day, some late (any earlier day), some far older than
+  // every stored event (a history's first stripe changes its key).
+  std::string Day(std::mt19937_64& rng, int day) {
+    std::string rows = kHeader;
+    const int n = day == 0 ? 4000 : 60 + static_cast<int>(rng() % 60);
+    for (int i = 0; i < n; i++) {
+      const uint64_t user = 1 + rng() % 80;
+      int64_t ts = day == 0 ? kBase - static_cast<int64_t>(rng() % (20 * kDay))
+                            : kBase + day * kDay + static_cast<int64_t>(rng() % kDay);
+      const uint64_t kind = rng() % 20;
+      if (kind == 0 && day > 0) ts = kBase + static_cast<int64_t>(rng() % (static_cast<uint64_t>(day) * kDay));
+      if (kind == 1 && day > 0) ts = kBase - 20 * kDay - static_cast<int64_t>(rng() % (10 * kDay));
+      const bool a = rng() % 3 != 0;  // group b has no 'liked'
+      rows += std::to_string(user) + (a ? ",a," : ",b,") + std::to_string(ts) + "," + std::to_string(rng() % 50) +
+              (a && rng() % 2 ? ",1\n" : ",\n");
+    }
+    return rows;
+  }
+
+  int LoadDay(uih_store* s, const std::string& file, int64_t through, int64_t lookback, const std::string& deletes,
+              int rewrite, uih_load_stats* st, uih_error* err) {
+    const char* in[] = {file.c_str()};
+    uih_load_opts o = UIH_LOAD_OPTS_DEFAULT;
+    o.through = through;
+    o.lookback = lookback;
+    o.rewrite = rewrite;
+    o.deletes = deletes.empty() ? nullptr : deletes.c_str();
+    return uih_load(s, in, 1, &o, st, err);
+  }
+
+  // Both stores hold the same stripes (through RocksDB's merge of the
+  // layers) and read the same events (through GenerationFiles' merge).
+  void ExpectSame(uih_store* layered, uih_store* whole, const std::string& when) {
+    SCOPED_TRACE(when);
+    for (uint32_t sh = 0; sh < kShards; sh++) EXPECT_TRUE(Scan(layered, sh) == Scan(whole, sh)) << "shard " << sh;
+    uih_error err{};
+    for (uint64_t user = 1; user <= 80; user++)
+      for (uint16_t group = 1; group <= 2; group++)
+        for (const auto& [from, to] : std::vector<std::pair<int64_t, int64_t>>{
+                 {INT64_MIN, INT64_MAX}, {kBase + 2 * kDay + 1, kBase + 4 * kDay}, {kBase - 9 * kDay, kBase + kDay / 2}}) {
+          uih_batch *a = nullptr, *b = nullptr;
+          ASSERT_EQ(uih_store_read(layered, user, group, from, to, UIH_TIER_IMMUTABLE, 0, &a, &err), UIH_OK)
+              << uih_error_message(&err);
+          ASSERT_EQ(uih_store_read(whole, user, group, from, to, UIH_TIER_IMMUTABLE, 0, &b, &err), UIH_OK)
+              << uih_error_message(&err);
+          EXPECT_EQ(Events(a), Events(b)) << "user " << user << " group " << group << " [" << from << ", " << to << "]";
+          uih_batch_free(a);
+          uih_batch_free(b);
+        }
+  }
+
+  uih_generation_layout Layout(uih_store* s, uint32_t shard) {
+    uih_generation_layout lay{};
+    uih_error err{};
+    EXPECT_EQ(uih_store_generation_layout(s, shard, 0, &lay, &err), UIH_OK) << uih_error_message(&err);
+    return lay;
+  }
+};
+
+TEST_F(StoreLayersTest, DayAfterDayALayeredStoreHoldsAndReadsWhatOneWrittenWholeDoes) {
+  uih_store* layered = Make("layered", 600);
+  uih_store* whole = Make("whole", 600);
+  ASSERT_TRUE(layered && whole);
+  std::mt19937_64 rng(11);
+  uih_error err{};
+  uint32_t layers_seen = 1;
+  bool back_to_one = false;
+  for (int day = 0; day < 10; day++) {
+    const std::string file = dir_ / ("day" + std::to_string(day) + ".csv");
+    WriteFile(file, Day(rng, day));
+    std::string deletes;
+    if (day == 6) {  // deletions: the load writes whole, so nothing they name stays on disk
+      deletes = dir_ / "deletes.csv";
+      WriteFile(deletes, "user_id,item\n7,\n,13\n");
+    }
+    const int64_t through = kBase + (day + 1) * kDay;
+    const int64_t lookback = day >= 8 ? 25 * kDay : 0;  // the lookback drops whole stripes and parts of them
+    uih_load_stats sl{}, sw{};
+    ASSERT_EQ(LoadDay(layered, file, through, lookback, deletes, 0, &sl, &err), UIH_OK) << uih_error_message(&err);
+    ASSERT_EQ(LoadDay(whole, file, through, lookback, deletes, 1, &sw, &err), UIH_OK) << uih_error_message(&err);
+    EXPECT_EQ(sw.shards_layered, 0u);
+    EXPECT_EQ(sl.events, sw.events);
+    EXPECT_EQ(sl.stripes, sw.stripes);
+    EXPECT_EQ(sl.stripes_copied, sw.stripes_copied);
+    EXPECT_EQ(sl.stripes_written, sw.stripes_written);
+    for (uint32_t sh = 0; sh < kShards; sh++) {
+      const uih_generation_layout lay = Layout(layered, sh);
+      EXPECT_EQ(Layout(whole, sh).layers, 1u);
+      EXPECT_GE(lay.layers, 1u);
+      EXPECT_LE(lay.layers, UIH_LOAD_LAYERS_MAX) << "day " << day;
+      if (day == 0 || day == 6) {
+        EXPECT_EQ(lay.layers, 1u) << "day " << day << ": written whole";
+      }
+      if (lay.layers > layers_seen) layers_seen = lay.layers;
+      if (day > 0 && day != 6 && lay.layers == 1) back_to_one = true;
+    }
+    if (day == 0 || day == 6) {
+      EXPECT_EQ(sl.shards_layered, 0u) << "day " << day;
+    }
+    ExpectSame(layered, whole, "day " + std::to_string(day));
+  }
+  EXPECT_GE(layers_seen, 3u) << "loads layered one above another";
+  EXPECT_TRUE(back_to_one) << "past UIH_LOAD_LAYERS_MAX layers, or a fifth of the oldest, a load writes whole";
+
+  // Both verify clean, and a reopened store (read-only, as a trainer opens
+  // it) reads the same.
+  uih_store_close(layered);
+  uih_store_close(whole);
+  uih_verify_totals t{};
+  EXPECT_EQ(uih_store_verify((dir_ / "layered").c_str(), nullptr, nullptr, &t, &err), UIH_OK) << uih_error_message(&err);
+  EXPECT_EQ(uih_store_verify((dir_ / "whole").c_str(), nullptr, nullptr, &t, &err), UIH_OK) << uih_error_message(&err);
+  layered = Open(dir_ / "layered", 1);
+  whole = Open(dir_ / "whole", 1);
+  ExpectSame(layered, whole, "reopened read-only");
+  uih_store_close(layered);
+  uih_store_close(whole);
+}
+
+// A layered generation shares its base's files: retiring the base (keep =
+// 1) removes the base's names only, and what the layers share stays and
+// reads. The shard's format is 4 from its first layered generation on.
+TEST_F(StoreLayersTest, RetiringTheGenerationALayerSharesLeavesItsFiles) {
+  const std::string path = dir_ / "store";
+  uih_error err{};
+  ASSERT_EQ(uih_store_init(path.c_str(), kSchema, strlen(kSchema), "t.json", 1, &err), UIH_OK);
+  uih_store_opts so = UIH_STORE_OPTS_DEFAULT;
+  so.keep = 1;
+  uih_store* s = nullptr;
+  ASSERT_EQ(uih_store_open(path.c_str(), &so, &s, &err), UIH_OK);
+  std::mt19937_64 rng(5);
+  std::map<std::string, std::string> before;
+  for (int day = 0; day < 3; day++) {
+    const std::string file = dir_ / ("day" + std::to_string(day) + ".csv");
+    WriteFile(file, Day(rng, day));
+    uih_load_stats st{};
+    ASSERT_EQ(LoadDay(s, file, kBase + (day + 1) * kDay, 0, "", 0, &st, &err), UIH_OK) << uih_error_message(&err);
+    EXPECT_EQ(st.shards_layered, day == 0 ? 0u : 1u);
+    size_t n;
+    uint32_t current;
+    uih_generation gens[4];
+    ASSERT_EQ(uih_store_generations(s, 0, gens, 4, &n, &current, &err), UIH_OK);
+    EXPECT_EQ(n, 1u) << "keep = 1: the generation below the layer retired";
+    EXPECT_EQ(Layout(s, 0).layers, static_cast<uint32_t>(day + 1));
+  }
+  before = Scan(s, 0);
+  EXPECT_FALSE(before.empty());
+  uih_store_close(s);
+  uih_verify_totals t{};
+  EXPECT_EQ(uih_store_verify(path.c_str(), nullptr, nullptr, &t, &err), UIH_OK) << uih_error_message(&err);
+  size_t ssts = 0;
+  for (const auto& e : fs::directory_iterator(path + "/shard-0000")) ssts += e.path().extension() == ".sst";
+  EXPECT_GE(ssts, 3u) << "the three layers' files, under the one live generation's names";
+  s = Open(path, 1);
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(Scan(s, 0) == before);
+  uih_store_close(s);
+  // Format 4 (big-endian, store/format.h): what an older build refuses.
+  rocksdb::DB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> hs;
+  ASSERT_TRUE(rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), path + "/shard-0000",
+                                           {{rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()}}, &hs,
+                                           &db)
+                  .ok());
+  std::string v;
+  EXPECT_TRUE(db->Get({}, hs[0], "uih.format", &v).ok());
+  EXPECT_EQ(v, std::string("\0\0\0\4", 4));
+  EXPECT_TRUE(db->DestroyColumnFamilyHandle(hs[0]).ok());
+  delete db;
+}
+
+}  // namespace
+}  // namespace uih_test
