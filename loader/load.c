@@ -608,7 +608,8 @@ static int open_jobs(load *l, uint64_t digest, uih_error *err) {
     if (layered && (rc = uih_store_writer_layer(j->writer, err)) != UIH_OK) return rc;
     j->merge = (ld_merge){.store = l->store, .schema = l->schema, .shard = i, .horizon = l->st.horizon,
                           .sorter = l->sorter, .deletes = l->deletes, .rebuild_dicts = l->o.rebuild_dicts != 0,
-                          .writer = j->writer, .layered = layered, .tick = merge_tick, .tick_arg = l};
+                          .writer = j->writer, .layered = layered, .base = &cur[i], .tick = merge_tick,
+                          .tick_arg = l};
     l->merge_total += cur[i].events + l->events_in[i] + (l->o.rebuild_dicts ? cur[i].events : 0); /* counted first */
     uih_generation *g = &j->merge.record;
     g->through = l->st.through;

@@ -63,6 +63,7 @@ typedef struct state {
   stored *stripes;
   size_t nstripes, scap;
   size_t passed; /* layered: the stored stripes whose keys the written ones have passed (kept or deleted) */
+  int skip;      /* layered, histories without new rows not read (merge.h, `base`) */
   row *news; /* rows in `fresh` */
   size_t nnews, ncap;
   row *rows; /* one rebuild's rows in `rowbuf` */
@@ -450,6 +451,14 @@ static void erase(state *s) {
 /* One history: its stored stripes and its new rows. */
 static int history(state *s, uih_error *err) {
   ld_merge *m = s->m;
+  if (s->skip) { /* the record starts as the base's: this history's stored part leaves it, to be counted again */
+    for (size_t i = 0; i < s->nstripes; i++) {
+      m->record.events -= s->stripes[i].info.count;
+      m->record.bytes -= s->stripes[i].len;
+    }
+    m->record.stripes -= s->nstripes;
+    m->record.histories -= s->nstripes > 0;
+  }
   if (ld_deletes_user(m->deletes, s->user)) {
     erase(s);
     return m->layered ? pass_rest(s, err) : UIH_OK;
@@ -670,9 +679,26 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
   if (rc == UIH_OK) rc = uih_store_scan_next(in.scan, &in.key, &in.klen, &in.val, &in.vlen, err);
   if (rc == UIH_OK) rc = ld_stream_next(in.stream, &in.rec, &in.rlen, err);
   if (rc != UIH_OK) uih_error_prefix(err, "shard %u: ", m->shard);
+  s.skip = m->layered && m->base && m->base->generation && m->base->horizon == m->horizon;
+  if (s.skip) {
+    m->record.events = m->base->events;
+    m->record.stripes = m->base->stripes;
+    m->record.histories = m->base->histories;
+    m->record.bytes = m->base->bytes;
+  }
   while (rc == UIH_OK && (in.key || in.rec)) {
     uint8_t hist[UIH_KEY_GROUP_PREFIX_SIZE];
     uih_key hk;
+    if (s.skip && in.key && (!in.rec || memcmp(in.key, ld_row_history(in.rec), UIH_KEY_GROUP_PREFIX_SIZE) < 0)) {
+      if (!in.rec) break; /* no new rows left: the rest stays as it is */
+      rc = uih_store_scan_seek(in.scan, ld_row_history(in.rec), UIH_KEY_GROUP_PREFIX_SIZE, &in.key, &in.klen, &in.val,
+                               &in.vlen, err);
+      if (rc != UIH_OK) {
+        uih_error_prefix(err, "shard %u: ", m->shard);
+        break;
+      }
+      continue;
+    }
     rc = next_history(&s, &in, hist, &hk, err);
     if (rc != UIH_OK) {
       uih_error_prefix(err, "shard %u: ", m->shard);
@@ -685,6 +711,8 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
       uih_error_prefix(err, "shard %u: user %" PRIu64 " group '%s': ", m->shard, s.user, s.group->name);
   }
   if (rc == UIH_OK && (rc = finish(&s, err)) != UIH_OK) uih_error_prefix(err, "shard %u: ", m->shard);
+  if (rc == UIH_OK && s.skip) /* every stripe not written is where it was */
+    m->stripes_copied = m->record.stripes - m->stripes_written;
   if (in.stream) m->record.duplicates += ld_stream_repeats(in.stream);
   ld_stream_close(in.stream);
   uih_store_scan_close(in.scan);

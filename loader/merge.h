@@ -28,6 +28,14 @@ typedef struct ld_merge {
   int layered;              /* the writer is a layer above the current generation (uih_store_writer_layer):
                                only stripes new or written again go to it, and deletions of stored keys
                                no longer held; copied stripes stay where they are */
+  const uih_generation *base; /* the current generation's record (NULL: none). A layered load in which
+                               nothing but new rows changes a stored history (no deletions, the horizon
+                               where `base` has it; the schema version too, which a layered load keeps,
+                               so no stored stripe holds a trait it dropped: the load that brought the
+                               version wrote every such stripe again) reads no history without new rows
+                               (the scan seeks past them): the new record is base's counts, less the
+                               stored stripes of each history the load touches, plus what it makes of
+                               them */
   /* or NULL: called every 64 Ki events written, with the events written
    * since the last call (a rebuild's count of the stored events first) */
   void (*tick)(void *arg, uint64_t events);

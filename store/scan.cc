@@ -1,6 +1,7 @@
 // The C API of uih/store.h: scans of a whole generation, in key order, for
-// the loader (RocksDB's iterator over the generation's column family: one
-// sequential pass, read ahead, nothing cached).
+// the loader (RocksDB's iterator over the generation's column family, which
+// merges a layered generation's layers: one sequential pass, read ahead,
+// nothing cached; or seeks past what a layered load leaves alone).
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -33,6 +34,9 @@ int ScanOpen(uih_store* s, uint32_t shard, uint32_t generation, uih_store_scan**
   return UIH_OK;
 }
 
+int Current(uih_store_scan* sc, const uint8_t** key, size_t* klen, const uint8_t** value, size_t* vlen,
+            uih_error* err);
+
 int ScanNext(uih_store_scan* sc, const uint8_t** key, size_t* klen, const uint8_t** value, size_t* vlen,
              uih_error* err) {
   if (sc == nullptr || key == nullptr || klen == nullptr || value == nullptr || vlen == nullptr)
@@ -42,6 +46,12 @@ int ScanNext(uih_store_scan* sc, const uint8_t** key, size_t* klen, const uint8_
   if (!sc->started) sc->it->SeekToFirst();
   else sc->it->Next();
   sc->started = true;
+  return Current(sc, key, klen, value, vlen, err);
+}
+
+// The entry the scan's iterator is at, or *key NULL at the end.
+int Current(uih_store_scan* sc, const uint8_t** key, size_t* klen, const uint8_t** value, size_t* vlen,
+            uih_error* err) {
   if (!sc->it->Valid()) {
     Status st = sc->it->status();
     if (st.ok()) return UIH_OK;
@@ -52,6 +62,17 @@ int ScanNext(uih_store_scan* sc, const uint8_t** key, size_t* klen, const uint8_
   *value = uih::U8(sc->it->value());
   *vlen = sc->it->value().size();
   return UIH_OK;
+}
+
+int ScanSeek(uih_store_scan* sc, const uint8_t* target, size_t target_len, const uint8_t** key, size_t* klen,
+             const uint8_t** value, size_t* vlen, uih_error* err) {
+  if (sc == nullptr || target == nullptr || key == nullptr || klen == nullptr || value == nullptr || vlen == nullptr)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "store_scan_seek: NULL argument");
+  *key = nullptr;
+  if (!sc->it) return UIH_OK;
+  sc->it->Seek(uih::S(target, target_len));
+  sc->started = true;
+  return Current(sc, key, klen, value, vlen, err);
 }
 
 int ScanDicts(uih_store_scan* sc, const uint8_t** bytes, size_t* len, uih_error* err) {
@@ -82,6 +103,12 @@ int uih_store_scan_open(uih_store* s, uint32_t shard, uint32_t generation, uih_s
 int uih_store_scan_next(uih_store_scan* sc, const uint8_t** key, size_t* key_len, const uint8_t** value,
                         size_t* value_len, uih_error* err) {
   return uih::CallC(err, "uih_store_scan_next", [&] { return ScanNext(sc, key, key_len, value, value_len, err); });
+}
+
+int uih_store_scan_seek(uih_store_scan* sc, const uint8_t* target, size_t target_len, const uint8_t** key,
+                        size_t* key_len, const uint8_t** value, size_t* value_len, uih_error* err) {
+  return uih::CallC(err, "uih_store_scan_seek",
+                    [&] { return ScanSeek(sc, target, target_len, key, key_len, value, value_len, err); });
 }
 
 int uih_store_scan_dicts(uih_store_scan* sc, const uint8_t** bytes, size_t* len, uih_error* err) {

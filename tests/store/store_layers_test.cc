@@ -134,6 +134,9 @@ TEST_F(StoreLayersTest, DayAfterDayALayeredStoreHoldsAndReadsWhatOneWrittenWhole
     EXPECT_EQ(sw.shards_layered, 0u);
     EXPECT_EQ(sl.events, sw.events);
     EXPECT_EQ(sl.stripes, sw.stripes);
+    EXPECT_EQ(sl.histories, sw.histories);
+    EXPECT_EQ(sl.bytes, sw.bytes);
+    EXPECT_EQ(sl.expired, sw.expired);
     EXPECT_EQ(sl.stripes_copied, sw.stripes_copied);
     EXPECT_EQ(sl.stripes_written, sw.stripes_written);
     for (uint32_t sh = 0; sh < kShards; sh++) {

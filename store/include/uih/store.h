@@ -327,6 +327,11 @@ int uih_store_scan_open(uih_store *s, uint32_t shard, uint32_t generation, uih_s
                         uih_error *err);
 int uih_store_scan_next(uih_store_scan *sc, const uint8_t **key, size_t *key_len, const uint8_t **value,
                         size_t *value_len, uih_error *err);
+/* Moves the scan to its first pair at or after `target` (a key, or a
+ * prefix of one) and gives it, as uih_store_scan_next does; the next call
+ * to uih_store_scan_next goes on from there. */
+int uih_store_scan_seek(uih_store_scan *sc, const uint8_t *target, size_t target_len, const uint8_t **key,
+                        size_t *key_len, const uint8_t **value, size_t *value_len, uih_error *err);
 /* The scanned generation's value dictionaries (uih/stripe.h), as
  * uih_stripe_context_serialize writes them (empty: none): parsed into a
  * context, what decodes its stripes' shared columns. Valid until close. */
