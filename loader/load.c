@@ -295,7 +295,7 @@ static void *merge_worker(void *arg) {
     job *j = &l->jobs[i];
     j->rc = ld_merge_shard(&j->merge, &j->err);
     pthread_mutex_lock(&l->mu);
-    l->merged_events += j->merge.record.events - j->merge.ticked;
+    l->merged_events += j->merge.record.events - j->merge.ticked; /* the shard's whole generation, done */
     progress(l, "merge", (int32_t)j->shard, l->merged_events, 0, l->merge_began, l->merged_events, l->merge_total);
     pthread_mutex_unlock(&l->mu);
   }

@@ -169,9 +169,10 @@ static int emit(state *s, int64_t start, const uint8_t *value, size_t len, uint3
   m->record.events += events;
   m->record.stripes++;
   m->record.bytes += len;
-  if (m->tick && m->record.events - m->ticked >= ((uint64_t)1 << 16)) {
-    m->tick(m->tick_arg, m->record.events - m->ticked);
-    m->ticked = m->record.events;
+  m->emitted += events; /* not record.events, which a layered load starts at the base's */
+  if (m->tick && m->emitted - m->ticked >= ((uint64_t)1 << 16)) {
+    m->tick(m->tick_arg, m->emitted - m->ticked);
+    m->ticked = m->emitted;
   }
   return UIH_OK;
 }

@@ -44,7 +44,8 @@ typedef struct ld_merge {
   uih_generation record;
   uint64_t stripes_copied, stripes_written;
   uint64_t stripes_upgraded; /* rewritten only because they held traits the schema dropped */
-  uint64_t ticked;           /* events reported to tick */
+  uint64_t emitted;          /* events of the stripes emitted (copied or written) */
+  uint64_t ticked;           /* of them, reported to tick */
   ld_dict_stats dicts;       /* the new generation's value dictionaries */
 } ld_merge;
 

@@ -8,15 +8,10 @@
 // place), parses it, and checks it afterwards; a damaged byte there can
 // trip one of the asserts that Debian's librocksdb keeps (for example
 // DataBlockHashIndex::Initialize's `num_buckets_ > 0`), killing the process
-// instead of failing the open. The store never rewrites a sequence number
-// in place, so its block-based files' properties blocks must verify as
-// written: one that does not is damage, named here. UihTable files carry
-// their own checksums of those blocks (plugin/table/tail.h), which their
-// reader verifies, but a recovery reads the properties of a file it opens
-// no reader for (past max_open_files) with RocksDB's own parser, and a
-// damaged count there (a layer's deletions, sizes of zero) trips
-// VersionStorageInfo::GetAverageValueSize's assert: they are verified here
-// too.
+// instead of failing the open. The store ingests only UihTable files (whose
+// own checksum tail covers their properties, plugin/table/tail.h) and never
+// rewrites a sequence number in place, so its block-based files' properties
+// blocks must verify as written: one that does not is damage, named here.
 #include <algorithm>
 #include <cinttypes>
 #include <filesystem>
@@ -28,8 +23,6 @@
 #include "options/cf_options.h"
 #include "rocksdb/file_system.h"
 #include "store_internal.h"
-#include "uih/table.h"
-#include "uih_plugin/table.h"
 #include "table/block_based/block_based_table_builder.h"
 #include "table/format.h"
 #include "table/meta_blocks.h"
@@ -53,21 +46,15 @@ uint64_t TableMagicOf(const std::string& path, uint64_t size) {
 }
 
 int CheckTablePropertiesOf(const std::string& path, uint64_t size, uih_error* err) {
-  const uint64_t magic = TableMagicOf(path, size);
-  if (magic != kBlockBasedTableMagicNumber && magic != UIH_TABLE_MAGIC) return UIH_OK;
+  if (TableMagicOf(path, size) != kBlockBasedTableMagicNumber) return UIH_OK;
   static const ImmutableOptions kOptions;
   std::unique_ptr<RandomAccessFileReader> reader;
   IOStatus io = RandomAccessFileReader::Create(FileSystem::Default(), path, FileOptions(), &reader, nullptr);
   if (io.IsPathNotFound()) return UIH_OK;  // deleted since the listing (a writer's compaction): not needed
   if (!io.ok()) return StatusError(err, "", io, "reading table file %s", path.c_str());
-  Status s;
-  if (magic == UIH_TABLE_MAGIC) {
-    s = CheckUihTableFile(reader.get(), size);
-  } else {
-    BlockContents contents;
-    s = ReadMetaBlock(reader.get(), nullptr, size, kBlockBasedTableMagicNumber, kOptions, kPropertiesBlockName,
-                      BlockType::kMetaIndex /* not kProperties: ReadMetaBlock asserts that */, &contents);
-  }
+  BlockContents contents;
+  Status s = ReadMetaBlock(reader.get(), nullptr, size, kBlockBasedTableMagicNumber, kOptions, kPropertiesBlockName,
+                           BlockType::kMetaIndex /* not kProperties: ReadMetaBlock asserts that */, &contents);
   if (!s.ok())
     return uih_corruption(err, "table file %s: its properties block does not verify (%s): the file is damaged",
                           fs::path(path).filename().c_str(), StatusWords(s).c_str());

@@ -155,6 +155,11 @@ inline constexpr uint32_t kMutableFormat = 2;
 inline constexpr uint32_t kFormatOwnMutable = 3;
 // The first format whose generations may be layered.
 inline constexpr uint32_t kFormatLayered = 4;
+// The most layers a generation may have: RocksDB ingests a layer that
+// meets stored keys one level above the layer below, and of its seven
+// levels L0 stays free (files there may overlap: GenerationFiles reads a
+// layer as files that do not).
+inline constexpr uint32_t kLayersMax = 6;
 
 inline constexpr const char kDescriptorFile[] = "UIHSTORE";
 inline constexpr const char kAckedFile[] = "UIH-ACKED";

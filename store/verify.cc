@@ -216,13 +216,16 @@ class ShardScrub {
       if (statted) {  // a layered generation shares its base's files: each read once
         const auto id = std::make_pair(static_cast<uint64_t>(sb.st_dev), static_cast<uint64_t>(sb.st_ino));
         const auto seen = seen_.find(id);
-        if (seen != seen_.end()) {
+        // Another name of a file read under a live generation's name; a
+        // leftover's name (read, but counting nowhere) does not stand in
+        // for a live one.
+        if (seen != seen_.end() && (*items_)[seen->second.item].counts && (*items_)[seen->second.item].generation) {
           const Item& first = (*items_)[seen->second.item];
           it.entries = first.entries;
           it.damage = first.damage;
           it.bytes = 0;
           it.linked = true;
-          it.note = "the file " + first.path + " is, linked into another generation: read once";
+          if (it.note.empty()) it.note = "the same file as " + first.path + " (linked into two generations): read once";
           if (!it.has_users && first.has_users) SpanUsers(&it, first.first_user, first.last_user);
           if (auto gen = LiveGeneration(lf); gen && first.damage.empty()) {
             Counted& c = counted_[gen->number()];
@@ -465,6 +468,15 @@ class ShardScrub {
         it.entries = merged.stripes;
       }
       const Counted& c = Layered(*gen) ? merged : files;
+      if (Layered(*gen) && (c.bytes != r.bytes || c.histories != r.histories)) {
+        char why[256];
+        snprintf(why, sizeof why,
+                 "its layers hold %" PRIu64 " bytes of stripes of %" PRIu64 " histories, its record says %" PRIu64
+                 " bytes of %" PRIu64 " histories",
+                 c.bytes, c.histories, r.bytes, r.histories);
+        it.damage = why;
+        continue;
+      }
       if (c.stripes != r.stripes || c.events != r.events) {
         char why[256];
         snprintf(why, sizeof why,
@@ -547,6 +559,7 @@ class ShardScrub {
 
   struct Counted {
     uint64_t stripes = 0, events = 0;
+    uint64_t bytes = 0, histories = 0;  // counted for layered generations only
   };
 
   static bool Layered(const uih::Generation& gen) {
@@ -564,6 +577,7 @@ class ShardScrub {
     ro.fill_cache = false;
     ro.readahead_size = 4 << 20;
     std::unique_ptr<Iterator> i(gen.db()->NewIterator(ro, gen.cf()));
+    std::string history;  // the (user, group) prefix of the stripes counted last
     for (i->SeekToFirst(); i->Valid(); i->Next()) {
       uih_stripe_info info{};
       uih_error err{};
@@ -574,6 +588,12 @@ class ShardScrub {
       }
       c.stripes++;
       c.events += info.count;
+      c.bytes += i->value().size();
+      if (i->key().size() < UIH_KEY_GROUP_PREFIX_SIZE || history.size() != UIH_KEY_GROUP_PREFIX_SIZE ||
+          memcmp(history.data(), i->key().data(), UIH_KEY_GROUP_PREFIX_SIZE) != 0) {
+        c.histories++;
+        history.assign(i->key().data(), std::min<size_t>(i->key().size(), UIH_KEY_GROUP_PREFIX_SIZE));
+      }
     }
     if (!i->status().ok()) *damage = "its layers do not read: " + uih::StatusWords(i->status());
     return c;

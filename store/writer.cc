@@ -9,6 +9,7 @@
 
 #include "store_internal.h"
 #include "uih_plugin/c_api.h"
+#include "uih_plugin/generation_files.h"
 
 using namespace rocksdb;
 namespace fs = std::filesystem;
@@ -119,11 +120,20 @@ int WriterLayer(uih_store_writer* w, uih_error* err) {
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
                          "store_writer_layer: generation %u has stripes already: a layer is chosen before the first",
                          w->generation);
-  w->base = w->sh->Get(0);
-  if (!w->base)
+  std::shared_ptr<uih::Generation> base = w->sh->Get(0);
+  if (!base)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
                          "store_writer_layer: shard %u has no generation to layer generation %u on", w->sh->index,
                          w->generation);
+  ColumnFamilyMetaData md;
+  base->db()->GetColumnFamilyMetaData(base->cf(), &md);
+  const size_t layers = uih::GenerationLayers(md).size();
+  if (layers >= uih::kLayersMax)
+    return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
+                         "store_writer_layer: generation %u of shard %u has %zu layers, the most a generation has: "
+                         "write generation %u whole",
+                         base->number(), w->sh->index, layers, w->generation);
+  w->base = std::move(base);
   return UIH_OK;
 }
 

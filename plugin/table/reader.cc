@@ -178,12 +178,6 @@ Status CheckUihTableMeta(RandomAccessFileReader* file, uint64_t file_size, const
   return Status::OK();
 }
 
-Status CheckUihTableFile(RandomAccessFileReader* file, uint64_t file_size) {
-  static const ImmutableOptions kOptions;
-  TableMeta meta;
-  return CheckUihTableMeta(file, file_size, kOptions, &meta);
-}
-
 Status UihTableReader::Open(const TableReaderOptions& tro, uint64_t file_size) {
   if (tro.internal_comparator.user_comparator()->GetId() != BytewiseComparator()->GetId())
     return Status::NotSupported("UihTable stores keys in bytewise order only");

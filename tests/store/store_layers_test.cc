@@ -224,5 +224,61 @@ TEST_F(StoreLayersTest, RetiringTheGenerationALayerSharesLeavesItsFiles) {
   delete db;
 }
 
+// Through the writer's API: a layer per publish, each replacing one
+// stripe with itself, up to the most a generation has (6: RocksDB's level
+// 0 stays free); a seventh is refused by name, and the generation reads
+// the same throughout. A deletion needs a layer to delete from.
+TEST_F(StoreLayersTest, AGenerationHasAtMostSixLayers) {
+  uih_store* s = Make("store", 1 << 20);
+  ASSERT_NE(s, nullptr);
+  std::mt19937_64 rng(3);
+  const std::string file = dir_ / "day0.csv";
+  WriteFile(file, Day(rng, 0));
+  uih_error err{};
+  ASSERT_EQ(LoadDay(s, file, kBase + kDay, 0, "", 0, nullptr, &err), UIH_OK) << uih_error_message(&err);
+  const std::map<std::string, std::string> before = Scan(s, 0);
+  ASSERT_FALSE(before.empty());
+  const auto& [key, value] = *std::next(before.begin(), static_cast<std::ptrdiff_t>(before.size() / 2));
+  for (uint32_t layers = 1;; layers++) {
+    EXPECT_EQ(Layout(s, 0).layers, layers);
+    uih_store_writer* w = nullptr;
+    ASSERT_EQ(uih_store_writer_open(s, 0, &w, &err), UIH_OK) << uih_error_message(&err);
+    const uint8_t* k = reinterpret_cast<const uint8_t*>(key.data());
+    if (layers == 1) {
+      EXPECT_EQ(uih_store_writer_delete(w, k, key.size(), &err), UIH_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(uih_error_message(&err)).find("nothing below it to delete from"), std::string::npos);
+    }
+    const int rc = uih_store_writer_layer(w, &err);
+    if (layers == 6) {
+      EXPECT_EQ(rc, UIH_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(uih_error_message(&err)).find("has 6 layers, the most a generation has"),
+                std::string::npos)
+          << uih_error_message(&err);
+      uih_store_writer_abort(w);
+      break;
+    }
+    ASSERT_EQ(rc, UIH_OK) << uih_error_message(&err);
+    ASSERT_EQ(uih_store_writer_add(w, k, key.size(), reinterpret_cast<const uint8_t*>(value.data()), value.size(), &err),
+              UIH_OK);
+    uih_generation gens[4];
+    size_t n;
+    uint32_t current;
+    ASSERT_EQ(uih_store_generations(s, 0, gens, 4, &n, &current, &err), UIH_OK);
+    uih_generation g = gens[n - 1];
+    const uint8_t* dicts = nullptr;
+    size_t dicts_len = 0;
+    uih_store_scan* sc = nullptr;
+    ASSERT_EQ(uih_store_scan_open(s, 0, 0, &sc, &err), UIH_OK);
+    ASSERT_EQ(uih_store_scan_dicts(sc, &dicts, &dicts_len, &err), UIH_OK);
+    ASSERT_EQ(uih_store_writer_set_dicts(w, dicts, dicts_len, &err), UIH_OK);
+    uih_store_scan_close(sc);
+    ASSERT_EQ(uih_store_writer_publish(w, &g, &err), UIH_OK) << uih_error_message(&err);
+    EXPECT_TRUE(Scan(s, 0) == before) << "layer " << layers + 1;
+  }
+  uih_store_close(s);
+  uih_verify_totals t{};
+  EXPECT_EQ(uih_store_verify((dir_ / "store").c_str(), nullptr, nullptr, &t, &err), UIH_OK) << uih_error_message(&err);
+}
+
 }  // namespace
 }  // namespace uih_test

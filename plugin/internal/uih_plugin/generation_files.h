@@ -8,10 +8,11 @@
 // it; RocksDB's iterators serve whole-generation scans. The indexes are
 // held once more than in RocksDB's table cache: about 7 bytes per stripe.
 //
-// A generation is one or more layers: the files of one global seqno in
-// one level (those of one ingestion that met stored keys; RocksDB gives
-// seqno 0 to a file that meets none), whose key ranges do not overlap.
-// A newer layer's entry
+// A generation is one or more layers: its files grouped by global seqno
+// and level (RocksDB gives each ingested file that meets stored keys a
+// seqno of its own, and seqno 0 to one that meets none, in the deepest
+// level where its range fits), whose key ranges do not overlap within a
+// layer. A newer layer's entry
 // for a key replaces an older layer's (a value) or removes it (a
 // deletion), as RocksDB's own reads of the column family do; the oldest
 // layer holds values only. Plan merges the layers, so a caller sees one

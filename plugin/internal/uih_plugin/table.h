@@ -103,11 +103,4 @@ rocksdb::Status OpenUihTable(const UihTableOptions& options, const rocksdb::Read
                              std::unique_ptr<rocksdb::RandomAccessFileReader>&& file,
                              uint64_t file_size, std::unique_ptr<rocksdb::TableReader>* reader);
 
-// The UihTable file `file` (`file_size` bytes): its footer, checksum tail,
-// metaindex and properties blocks verified, as the reader verifies them
-// before RocksDB parses them. What a store checks before RocksDB opens a
-// database, whose recovery reads the properties of files it has no reader
-// for yet with its own parser, unverified.
-rocksdb::Status CheckUihTableFile(rocksdb::RandomAccessFileReader* file, uint64_t file_size);
-
 }  // namespace uih

@@ -358,8 +358,9 @@ int uih_store_writer_add(uih_store_writer *w, const uint8_t *key, size_t key_len
  * the layers merged, the newest layer's stripe for a key winning. What
  * the layers below hold stays on disk until a load writes the shard whole
  * again: a load that erases users or scrubs items must not layer.
- * UIH_ERR_INVALID_ARGUMENT when the shard has no generation yet or the
- * writer has added something. The shard's format becomes 4 when the first
+ * UIH_ERR_INVALID_ARGUMENT when the shard has no generation yet, when its
+ * generation has 6 layers already (the most), or when the writer has
+ * added something. The shard's format becomes 4 when the first
  * layered generation is published (older builds refuse it, naming it). */
 int uih_store_writer_layer(uih_store_writer *w, uih_error *err);
 /* A stored stripe's key the layered generation no longer holds, in the
