@@ -266,6 +266,9 @@ def nightly_load(st, store_path, files, through=None, schema=None, deletes=None,
         if p.returncode != 0:
             raise RuntimeError("uih load: " + err.strip())
         summaries.append(json.loads(out))
+    # A night's shard written as a layer above the files of the night before (shared, never rewritten):
+    # all but the first load, the schema change and the night with deletions.
+    st.layered_loads = getattr(st, "layered_loads", 0) + sum(x["shards_layered"] for x in summaries)
     deadline = time.time() + 10
     while any(st.following(i) <= before[i] for i in range(st.shards)):
         if time.time() > deadline:
@@ -446,7 +449,7 @@ def run(work, users=3000, days=3, history=14, seed=1, threads=2, say=print):
     del late["event"]
     status = st.status()
     erased_events = sum(len(st.read(erased, g)) for g in INFERENCE)
-    deployed = {"load_processes": st.load_processes, "cache": st.cache_stats()}
+    deployed = {"load_processes": st.load_processes, "layered_loads": st.layered_loads, "cache": st.cache_stats()}
     st.close()
 
     # Training: each tenant in a process of its own, the store opened read-only, as a training job opens it.
@@ -529,7 +532,9 @@ def screen(s):
            % (100 * cache["hits"] / max(1, cache["hits"] + cache["misses"])),
            "               of the mutable parts), %d `uih load --shard` processes that published each night while it"
            % s["deployed"]["load_processes"],
-           "               served (followed without a reopen), and %d training processes, read-only"
+           "               served (followed without a reopen; %d of them wrote only the stripes they changed, a"
+           % s["deployed"]["layered_loads"],
+           "               layer above the night before's files), and %d training processes, read-only"
            % len(s["tenants"]),
            "the store      %s events of %s users (%d days of history + %d served) in %d generations: %s"
            % (num(s["events"]), num(s["users"]), s["history"], s["days"], s["generations"], mb(s["store_bytes"])),

@@ -73,6 +73,8 @@ def test_it_runs_as_deployed(demo, summary):
     # The serving process followed every night's `uih load --shard` processes (three days and the schema
     # change, two shards each), its cache served the mutable parts, and the last screen says so.
     assert summary["deployed"]["load_processes"] == 2 * (summary["days"] + 1)
+    # Nights without deletions or a schema change write a layer above the night before's files.
+    assert 0 < summary["deployed"]["layered_loads"] < summary["deployed"]["load_processes"]
     cache = summary["deployed"]["cache"]
     assert cache["hits"] > cache["misses"] > 0
     assert "deployed as    one serving process" in demo.screen(summary)
