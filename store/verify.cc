@@ -457,8 +457,9 @@ class ShardScrub {
         it.note = "its damaged files are named above";
         continue;
       }
+      const bool layered = Layered(*gen);
       Counted merged;
-      if (Layered(*gen)) {  // its files' entries replace and delete one another: counted as reads see them
+      if (layered) {  // its files' entries replace and delete one another: counted as reads see them
         std::string damage;
         merged = CountMerged(*gen, &damage);
         if (!damage.empty()) {
@@ -467,23 +468,18 @@ class ShardScrub {
         }
         it.entries = merged.stripes;
       }
-      const Counted& c = Layered(*gen) ? merged : files;
-      if (Layered(*gen) && (c.bytes != r.bytes || c.histories != r.histories)) {
-        char why[256];
-        snprintf(why, sizeof why,
-                 "its layers hold %" PRIu64 " bytes of stripes of %" PRIu64 " histories, its record says %" PRIu64
-                 " bytes of %" PRIu64 " histories",
-                 c.bytes, c.histories, r.bytes, r.histories);
-        it.damage = why;
-        continue;
-      }
-      if (c.stripes != r.stripes || c.events != r.events) {
-        char why[256];
-        snprintf(why, sizeof why,
-                 "its files hold %" PRIu64 " stripes of %" PRIu64 " events, its record says %" PRIu64
-                 " stripes of %" PRIu64 " events: a table file is missing or foreign",
-                 c.stripes, c.events, r.stripes, r.events);
-        it.damage = why;
+      const Counted& c = layered ? merged : files;
+      if (c.stripes != r.stripes || c.events != r.events ||
+          (layered && (c.bytes != r.bytes || c.histories != r.histories))) {
+        // A layered generation's bytes and histories are counted too (a load may derive them).
+        auto words = [&](uint64_t stripes, uint64_t events, uint64_t bytes, uint64_t histories) {
+          std::string w = std::to_string(stripes) + " stripes of " + std::to_string(events) + " events";
+          if (layered) w += " in " + std::to_string(bytes) + " bytes of " + std::to_string(histories) + " histories";
+          return w;
+        };
+        it.damage = std::string("its ") + (layered ? "layers" : "files") + " hold " +
+                    words(c.stripes, c.events, c.bytes, c.histories) + ", its record says " +
+                    words(r.stripes, r.events, r.bytes, r.histories) + ": a table file is missing or foreign";
       }
     }
   }
