@@ -427,7 +427,13 @@ int cmd_status(int argc, char **argv) {
           rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
           break;
         }
-        printf(",\"dicts\":%" PRIu64 ",\"dict_bytes\":%" PRIu64 "}", dicts, dict_bytes);
+        uih_generation_layout lay;
+        if (uih_store_generation_layout(s, i, x->generation, &lay, &err) != UIH_OK) {
+          rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+          break;
+        }
+        printf(",\"dicts\":%" PRIu64 ",\"dict_bytes\":%" PRIu64 ",\"layers\":%u,\"files\":%u}", dicts, dict_bytes,
+               lay.layers, lay.files);
       }
       printf("]}");
       continue;
@@ -454,6 +460,14 @@ int cmd_status(int argc, char **argv) {
         rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
         break;
       }
+      uih_generation_layout lay;
+      if (uih_store_generation_layout(s, i, x->generation, &lay, &err) != UIH_OK) {
+        rc = cli_fail(CLI_FAIL, "%s", uih_error_message(&err));
+        break;
+      }
+      if (lay.layers > 1)
+        printf("    %u layers in %u files, %.1f MB (the oldest layer %.1f MB; the rest, loads written as layers)\n",
+               lay.layers, lay.files, (double)lay.bytes / 1e6, (double)lay.oldest_bytes / 1e6);
       int pinned = 0;
       if (x->generation != cur && uih_store_pinned(s, i, x->generation, &pinned, &err) == UIH_OK && pinned)
         printf("    held by a read-only store: not retired until it lets go\n");

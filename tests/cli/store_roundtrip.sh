@@ -97,6 +97,8 @@ done
 gens() { "$uih" status --store "$1" --json | sed 's/"immutable_bytes":[0-9]*//g; s/^.*"shards"://'; }
 [ "$(gens "$work/sh")" = "$(gens "$work/whole")" ] || { gens "$work/sh"; gens "$work/whole"; fail "--shard loads differ"; }
 gens "$work/sh" | grep -q '"generation":2,' || fail "no second generation in $(gens "$work/sh")"
+# The second day's load wrote a layer above the first day's files (status says how many).
+gens "$work/whole" | grep -q '"generation":2,[^}]*"layers":2,"files":2}' || fail "day 2 is no layer: $(gens "$work/whole")"
 # The scrub: a whole store verifies (and is left as it was); a changed
 # byte in a generation's table file is named with its users; --help.
 "$uih" verify --help | grep -q "^usage: uih verify --store DIR" || fail "verify --help"
