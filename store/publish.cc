@@ -19,7 +19,6 @@
 #include "store_internal.h"
 #include "uih/key.h"
 #include "uih_plugin/c_api.h"
-#include "uih_plugin/generation_files.h"
 
 using namespace rocksdb;
 using uih::Generation;
@@ -97,10 +96,8 @@ Status IngestLayer(DB* db, ColumnFamilyHandle* cf, const std::vector<std::string
 int ShareBase(uih_store_writer* w, ColumnFamilyHandle* cf, uih_error* err) {
   Shard* sh = w->sh;
   DB* db = sh->im->db;
-  ColumnFamilyMetaData meta;
-  db->GetColumnFamilyMetaData(w->base->cf(), &meta);
   size_t n = 0;
-  for (const uih::GenerationLayer& layer : uih::GenerationLayers(meta)) {
+  for (const uih::GenerationLayer& layer : w->base->Layers()) {
     std::vector<std::string> sources, links;
     for (const SstFileMetaData& f : layer.files) {
       sources.push_back(f.directory + "/" + f.relative_filename);

@@ -196,6 +196,12 @@ Generation::~Generation() {
 
 rocksdb::DB* Generation::db() const { return db_->db; }
 
+std::vector<GenerationLayer> Generation::Layers() const {
+  rocksdb::ColumnFamilyMetaData md;
+  db()->GetColumnFamilyMetaData(cf_, &md);
+  return GenerationLayers(md);
+}
+
 int Generation::SetDicts(const std::string& bytes, uih_error* err) {
   uih_stripe_context* parsed = nullptr;
   if (!bytes.empty()) {
@@ -367,9 +373,7 @@ int Layout(uih_store* s, uint32_t shard, uint32_t generation, uih_generation_lay
     return uih_error_set(err, UIH_ERR_NOT_FOUND, "store %s: shard %u has no live generation %u", s->dir.c_str(),
                          shard, generation);
   }
-  rocksdb::ColumnFamilyMetaData md;
-  gen->db()->GetColumnFamilyMetaData(gen->cf(), &md);
-  const std::vector<uih::GenerationLayer> layers = uih::GenerationLayers(md);
+  const std::vector<uih::GenerationLayer> layers = gen->Layers();
   out->layers = static_cast<uint32_t>(std::max<size_t>(layers.size(), 1));  // a generation of no stripes is one
   for (const uih::GenerationLayer& l : layers)
     for (const rocksdb::SstFileMetaData& f : l.files) {

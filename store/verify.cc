@@ -35,7 +35,6 @@
 #include "uih/events.h"
 #include "uih/key.h"
 #include "uih_plugin/c_api.h"
-#include "uih_plugin/generation_files.h"
 #include "uih_plugin/table.h"
 
 namespace fs = std::filesystem;
@@ -457,7 +456,7 @@ class ShardScrub {
         it.note = "its damaged files are named above";
         continue;
       }
-      const bool layered = Layered(*gen);
+      const bool layered = gen->Layers().size() > 1;
       Counted merged;
       if (layered) {  // its files' entries replace and delete one another: counted as reads see them
         std::string damage;
@@ -557,12 +556,6 @@ class ShardScrub {
     uint64_t stripes = 0, events = 0;
     uint64_t bytes = 0, histories = 0;  // counted for layered generations only
   };
-
-  static bool Layered(const uih::Generation& gen) {
-    ColumnFamilyMetaData md;
-    gen.db()->GetColumnFamilyMetaData(gen.cf(), &md);
-    return uih::GenerationLayers(md).size() > 1;
-  }
 
   // A layered generation's stripes and events as a read sees them: its
   // column family read through the database, which merges the layers.

@@ -9,7 +9,6 @@
 
 #include "store_internal.h"
 #include "uih_plugin/c_api.h"
-#include "uih_plugin/generation_files.h"
 
 using namespace rocksdb;
 namespace fs = std::filesystem;
@@ -125,9 +124,7 @@ int WriterLayer(uih_store_writer* w, uih_error* err) {
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
                          "store_writer_layer: shard %u has no generation to layer generation %u on", w->sh->index,
                          w->generation);
-  ColumnFamilyMetaData md;
-  base->db()->GetColumnFamilyMetaData(base->cf(), &md);
-  const size_t layers = uih::GenerationLayers(md).size();
+  const size_t layers = base->Layers().size();
   if (layers >= uih::kLayersMax)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT,
                          "store_writer_layer: generation %u of shard %u has %zu layers, the most a generation has: "

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "rocksdb/db.h"
 #include "uih/generation.h"
@@ -46,6 +47,9 @@ class Generation {
   // ---- the store's side ----
   rocksdb::DB* db() const;
   rocksdb::ColumnFamilyHandle* cf() const { return cf_; }
+  // Its files as layers, oldest first (GenerationLayers): one when a load
+  // wrote it whole.
+  std::vector<GenerationLayer> Layers() const;
   void set_cf(rocksdb::ColumnFamilyHandle* cf) { cf_ = cf; }
   // Parses `bytes` (a uih.dicts/<g> value; empty: none) into its
   // dictionaries; an error names the generation.
