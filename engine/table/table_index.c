@@ -107,8 +107,10 @@ static int check_entry(const uih_table_index *x, uint64_t i, const entry *e, con
   return UIH_OK;
 }
 
-static int check_end(const uih_table_index *x, const entry *last, uih_error *err) {
-  if (x->n > 0 && last->voff + last->vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE != x->data_size)
+/* The last entry's value (at last_voff, last_vlen bytes and its checksum)
+ * ends the data section; an index of no entries has no data. */
+static int check_end(const uih_table_index *x, uint64_t last_voff, uint32_t last_vlen, uih_error *err) {
+  if (x->n > 0 && last_voff + last_vlen + UIH_TABLE_VALUE_CHECKSUM_SIZE != x->data_size)
     return corrupt(err, "values do not end where the data section ends", x->n - 1);
   if (x->n == 0 && x->data_size != 0) return corrupt(err, "data without entries", 0);
   return UIH_OK;
@@ -228,9 +230,7 @@ static int validate_numeric(uih_table_index *x, uih_error *err) {
     /* The first entry's u, not the frame: a file may start a column above 0. */
     x->first8[k] = b.base[UIH_NUM_U] + uih_pack_get_padded(b.col[UIH_NUM_U], b.w[UIH_NUM_U], 0);
   }
-  uint8_t key[UIH_KEY_SIZE];
-  const entry end = {key, UIH_KEY_SIZE, last.trailer, last.voff, last.vlen};
-  return check_end(x, &end, err);
+  return check_end(x, last.voff, last.vlen, err);
 }
 
 /* Walks every entry once: structure, strictly increasing keys, restart
@@ -260,7 +260,7 @@ static int validate(uih_table_index *x, uih_error *err) {
     prev.vlen = e.vlen;
   }
   if (rc == UIH_OK && at != x->elen) rc = corrupt(err, "bytes after the last entry", x->n);
-  if (rc == UIH_OK) rc = check_end(x, &e, err);
+  if (rc == UIH_OK) rc = check_end(x, e.voff, e.vlen, err);
   free(cur);
   free(prev_key);
   return rc;
