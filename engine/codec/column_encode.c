@@ -124,54 +124,56 @@ static void enc_sparse(uih_wbuf *out, const uint64_t *v, size_t m, uih_seq_kind 
   uih_seq_encode(out, nz, z, kind);
 }
 
-/* The shared form (stripe_format.h) against dictionary `d`: its id, how
- * many values it holds, which ones (a bitmap, unless all), their ranks,
- * then the others. Returns 0, or -1 if it holds none of them (the form
- * does not apply). */
-static int enc_shared(uih_stripe_encoder *e, uih_wbuf *out, const uih_value_dict *d, const uint64_t *v,
-                      size_t m, uih_type t) {
-  uint64_t *ranks = e->aux, *others = e->aux2;
-  uih_wbuf_reset(&e->hits);
-  uint8_t *bits = uih_wbuf_zeros(&e->hits, (m + 7) / 8);
-  if (!bits) return -1;
-  size_t h = 0, o = 0;
+/* The rank in `d` of each of vals[0..m), or NOT_HELD, in e->ranks: the
+ * lookups the shared and the coded forms both take, done once a column.
+ * Returns how many values `d` holds. */
+#define NOT_HELD UINT32_MAX
+static size_t rank_values(uih_stripe_encoder *e, const uih_value_dict *d, const uint64_t *v, size_t m, uih_type t) {
+  size_t h = 0;
   for (size_t k = 0; k < m; k++) {
     uint32_t r;
-    if (value_dict_rank(d, stripe_from_u64(t, v[k]), &r)) {
-      ranks[h++] = r;
-      uih_bit_set(bits, k);
-    } else {
-      others[o++] = v[k];
-    }
+    e->ranks[k] = value_dict_rank(d, stripe_from_u64(t, v[k]), &r) ? r : NOT_HELD;
+    h += e->ranks[k] != NOT_HELD;
   }
-  if (h == 0) return -1;
+  return h;
+}
+
+/* The shared form (stripe_format.h) against dictionary `d`, whose ranks of
+ * the m values are in e->ranks (h of them held, h >= 1): its id, how many
+ * values it holds, which ones (a bitmap, unless all), their ranks, then
+ * the others. */
+static void enc_shared(uih_stripe_encoder *e, uih_wbuf *out, const uih_value_dict *d, const uint64_t *v, size_t m,
+                       size_t h, uih_type t) {
+  uint64_t *ranks = e->aux, *others = e->aux2;
   uih_wbuf_u32(out, d->id);
   uih_wbuf_varint(out, h);
-  if (h < m) uih_wbuf_put(out, bits, (m + 7) / 8);
+  if (h < m) {
+    uint8_t *bits = uih_wbuf_zeros(out, (m + 7) / 8);
+    for (size_t k = 0; bits && k < m; k++)
+      if (e->ranks[k] != NOT_HELD) uih_bit_set(bits, k);
+  }
+  size_t r = 0, o = 0;
+  for (size_t k = 0; k < m; k++) {
+    if (e->ranks[k] != NOT_HELD) ranks[r++] = e->ranks[k];
+    else others[o++] = v[k];
+  }
   uih_seq_encode(out, ranks, h, UIH_SEQ_FOR);
   uih_seq_encode(out, others, o, for_kind(t));
-  return 0;
 }
 
 /* The coded form (stripe_format.h) against dictionary `d`, which has a
- * model: the values it does not hold, then per block of UIH_SEQ_BLOCK
- * values two streams of prefix codes (even and odd positions: a decoder
- * follows two chains of bits at once). Each value is looked up once: its
- * rank, or NOT_HELD, in e->aux. Returns 0, or -1 if it holds none of the
- * values. */
-#define NOT_HELD UINT64_MAX
+ * model, the ranks of the m values in e->ranks (h of them held, h >= 1):
+ * the values it does not hold, then per block of UIH_SEQ_BLOCK values two
+ * streams of prefix codes (even and odd positions: a decoder follows two
+ * chains of bits at once). Returns 0, or -1 when out of memory. */
 static int enc_coded(uih_stripe_encoder *e, uih_wbuf *out, const uih_value_dict *d, const uint64_t *v, size_t m,
-                     uih_type t) {
-  uint64_t *ranks = e->aux, *others = e->aux2;
+                     size_t h, uih_type t) {
+  uint64_t *others = e->aux2;
   size_t o = 0;
-  for (size_t k = 0; k < m; k++) {
-    uint32_t r;
-    ranks[k] = value_dict_rank(d, stripe_from_u64(t, v[k]), &r) ? r : NOT_HELD;
-    if (ranks[k] == NOT_HELD) others[o++] = v[k];
-  }
-  if (o == m) return -1;
+  for (size_t k = 0; k < m; k++)
+    if (e->ranks[k] == NOT_HELD) others[o++] = v[k];
   uih_wbuf_u16(out, (uint16_t)d->id);
-  uih_wbuf_varint(out, o);
+  uih_wbuf_varint(out, m - h);
   uih_seq_encode(out, others, o, for_kind(t));
   const uint32_t esc = d->nsym - 1;
   const size_t nblocks = (m + UIH_SEQ_BLOCK - 1) / UIH_SEQ_BLOCK;
@@ -183,13 +185,13 @@ static int enc_coded(uih_stripe_encoder *e, uih_wbuf *out, const uih_value_dict 
     size_t misses = 0;
     for (size_t k = start; k < stop; k++) {
       pc_writer *s = &w[(k - start) & 1];
-      if (ranks[k] == NOT_HELD) {
+      if (e->ranks[k] == NOT_HELD) {
         pc_put(s, d->codes[esc], d->lens[esc]);
         misses++;
         continue;
       }
       unsigned raw;
-      uint32_t bits, sym = dict_symbol_of(d->direct, (uint32_t)ranks[k], &raw, &bits);
+      uint32_t bits, sym = dict_symbol_of(d->direct, e->ranks[k], &raw, &bits);
       pc_put(s, d->codes[sym], d->lens[sym]);
       pc_put(s, bits, raw);
     }
@@ -305,19 +307,20 @@ static int pick_compression(uih_stripe_encoder *e, uih_compression hint) {
   size_t raw = e->payload.len;
   if (hint == UIH_COMPRESS_NONE || raw < 32 || e->opts.no_compression || e->opts.fast) return STRIPE_COMPRESS_NONE;
   double limit = (double)raw * (1.0 - e->opts.min_compression_gain);
-  int best = STRIPE_COMPRESS_NONE;
+  int best = STRIPE_COMPRESS_NONE, last = STRIPE_COMPRESS_NONE;
   size_t best_len = raw;
   for (int algo = STRIPE_COMPRESS_LZ4; algo <= STRIPE_COMPRESS_ZSTD; algo++) {
     if (hint == UIH_COMPRESS_LZ4 && algo != STRIPE_COMPRESS_LZ4) continue;
     if (hint == UIH_COMPRESS_ZSTD && algo != STRIPE_COMPRESS_ZSTD) continue;
     size_t len = try_compress(e, algo);
+    last = len == SIZE_MAX ? STRIPE_COMPRESS_NONE : algo;
     if (len != SIZE_MAX && (double)len <= limit && len < best_len) {
       best = algo;
       best_len = len;
     }
   }
-  /* Leave the winner in e->comp (the loop may have ended on another). */
-  if (best != STRIPE_COMPRESS_NONE && try_compress(e, best) == SIZE_MAX) return STRIPE_COMPRESS_NONE;
+  /* The winner left in e->comp, unless the loop ended on another. */
+  if (best != last && best != STRIPE_COMPRESS_NONE && try_compress(e, best) == SIZE_MAX) return STRIPE_COMPRESS_NONE;
   return best;
 }
 
@@ -434,6 +437,7 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
   /* Values a common step apart (day-granular timestamps in seconds, whole
    * dollars in cents) may also be stored as multiples of it. */
   uint64_t base = 0, step = 0;
+  size_t held = SIZE_MAX; /* values the dictionary holds, once ranked (rank_values) */
   const int may_scale = (m > 1 || (m == 1 && is_ts)) && stripe_type_scales(t->type);
   const int stepped = may_scale && (allowed & SCALED_ENCODINGS);
   e->type = t->type;
@@ -464,10 +468,11 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
       for (int scaled = 0; scaled <= can_scale; scaled++) {
         if (want_scaled >= 0 && scaled != (want_scaled && can_scale)) continue;
         uih_wbuf_reset(&e->cand);
-        if (enc == UIH_ENC_SHARED) {
-          if (!dict || enc_shared(e, &e->cand, dict, e->vals, m, t->type) != 0) continue;
-        } else if (enc == UIH_ENC_CODED) {
-          if (!dict || enc_coded(e, &e->cand, dict, e->vals, m, t->type) != 0) continue;
+        if (enc & UIH_ENC_DICTIONARY) {
+          if (held == SIZE_MAX) held = rank_values(e, dict, e->vals, m, t->type); /* (dict: allowed says so) */
+          if (held == 0) continue; /* the form needs a value it holds */
+          if (enc == UIH_ENC_SHARED) enc_shared(e, &e->cand, dict, e->vals, m, held, t->type);
+          else if (enc_coded(e, &e->cand, dict, e->vals, m, held, t->type) != 0) continue;
         } else if (scaled) {
           enc_scaled(e, &e->cand, enc, m, step, base, is_ts);
         } else {

@@ -36,29 +36,29 @@ int pc_lengths(const uint64_t *freq, size_t n, uint8_t *len);
  * is complete (the lengths of untrusted bytes are checked here). */
 int pc_codes(const uint8_t *len, size_t n, uint16_t *code);
 
-/* LSB-first bits into a write buffer. */
+/* LSB-first bits into a write buffer, four bytes at a time. */
 typedef struct pc_writer {
   uih_wbuf *out;
   uint64_t acc;
-  unsigned n; /* bits in acc, < 8 between calls */
+  unsigned n; /* bits in acc, < 32 between calls */
 } pc_writer;
 
 /* Appends the low `bits` (<= 32) bits of v. */
 static inline void pc_put(pc_writer *w, uint64_t v, unsigned bits) {
   w->acc |= (v & ((UINT64_C(1) << bits) - 1)) << w->n;
   w->n += bits;
-  while (w->n >= 8) {
-    uih_wbuf_u8(w->out, (uint8_t)w->acc);
-    w->acc >>= 8;
-    w->n -= 8;
+  if (w->n >= 32) {
+    const uint8_t le[4] = {(uint8_t)w->acc, (uint8_t)(w->acc >> 8), (uint8_t)(w->acc >> 16), (uint8_t)(w->acc >> 24)};
+    uih_wbuf_put(w->out, le, 4);
+    w->acc >>= 32;
+    w->n -= 32;
   }
 }
 
-/* Pads the last byte with zero bits. */
+/* The bits left, the last byte padded with zero bits. */
 static inline void pc_flush(pc_writer *w) {
-  if (w->n) uih_wbuf_u8(w->out, (uint8_t)w->acc);
+  for (; w->n > 0; w->n = w->n > 8 ? w->n - 8 : 0, w->acc >>= 8) uih_wbuf_u8(w->out, (uint8_t)w->acc);
   w->acc = 0;
-  w->n = 0;
 }
 
 /* LSB-first bits out of `len` bytes at p: past them it reads zeros and

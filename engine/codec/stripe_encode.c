@@ -36,13 +36,13 @@ void uih_stripe_encoder_free(uih_stripe_encoder *e) {
   uih_wbuf_free(&e->cand);
   uih_wbuf_free(&e->best);
   uih_wbuf_free(&e->comp);
-  uih_wbuf_free(&e->hits);
   uih_wbuf_free(&e->streams[0]);
   uih_wbuf_free(&e->streams[1]);
   free(e->vals);
   free(e->aux);
   free(e->aux2);
   free(e->scaled);
+  free(e->ranks);
   ZSTD_freeCCtx(e->zstd);
   free(e);
 }
@@ -61,7 +61,9 @@ static int reserve(uih_stripe_encoder *e, size_t n, uih_error *err) {
   if (a2) e->aux2 = a2;
   uint64_t *sc = a2 ? realloc(e->scaled, n * sizeof *sc) : NULL;
   if (sc) e->scaled = sc;
-  if (!sc) return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
+  uint32_t *rk = sc ? realloc(e->ranks, n * sizeof *rk) : NULL;
+  if (rk) e->ranks = rk;
+  if (!rk) return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory");
   e->cap = n;
   return UIH_OK;
 }

@@ -97,15 +97,15 @@ struct uih_stripe_encoder {
   uih_wbuf cand;    /* a candidate value encoding */
   uih_wbuf best;    /* the smallest candidate so far */
   uih_wbuf comp;    /* a compressed payload */
-  uih_wbuf hits;    /* which values a shared column found in its dictionary */
   uih_wbuf streams[2]; /* a coded block's two streams of prefix codes */
   uint64_t *vals;   /* the column's present values, mapped to uint64 */
   uint64_t *aux;    /* per-encoding temporaries */
   uint64_t *aux2;
   uint64_t *scaled; /* (value - base) / step of a column with a common step */
+  uint32_t *ranks;  /* the column's values' ranks in its dictionary (column_encode.c) */
   uih_type type;    /* the column being encoded */
   uint16_t group;   /* and its group */
-  size_t cap;       /* entries in vals/aux/aux2/scaled */
+  size_t cap;       /* entries in vals/aux/aux2/scaled/ranks */
   ZSTD_CCtx *zstd;
 };
 
