@@ -17,6 +17,7 @@
 #include "test_util.h"
 #include "uih/loader.h"
 #include "uih/store.h"
+#include "uih/stripe.h"
 
 namespace uih_test {
 namespace {
@@ -278,6 +279,100 @@ TEST_F(StoreLayersTest, AGenerationHasAtMostSixLayers) {
   uih_store_close(s);
   uih_verify_totals t{};
   EXPECT_EQ(uih_store_verify((dir_ / "store").c_str(), nullptr, nullptr, &t, &err), UIH_OK) << uih_error_message(&err);
+}
+
+// A stripe that gains events day after day keeps the encodings it won
+// (no new competition: uih_stripe_encode_like) until its size passes a
+// power of two, when its columns compete again (loader/merge.c,
+// write_stripe); layered or written whole alike. The data make the rule
+// visible: 40 values one apart (delta wins), then six random ones a day
+// (frame of reference would win as soon as they come).
+TEST_F(StoreLayersTest, AGrowingStripeKeepsItsEncodingsUntilItsSizeDoubles) {
+  static const char kOne[] = R"({"name": "g", "version": 1, "groups": [
+    {"name": "a", "id": 1, "stripe_events": 256, "traits": [
+      {"name": "ts", "id": 1, "type": "timestamp"},
+      {"name": "v", "id": 2, "type": "uint32", "encodings": ["plain", "for", "delta", "rle"],
+       "compression": "none"}]}]})";
+  uih_error err{};
+  uih_schema* schema = nullptr;
+  ASSERT_EQ(uih_schema_parse(kOne, strlen(kOne), "g.json", &schema, &err), UIH_OK) << uih_error_message(&err);
+  const uih_group* g = uih_schema_group_by_id(schema, 1);
+  uih_stripe_encoder* enc = nullptr;
+  ASSERT_EQ(uih_stripe_encoder_create(nullptr, &enc, &err), UIH_OK);
+  uih_store* stores[2] = {};
+  for (int w = 0; w < 2; w++) {
+    const std::string path = dir_ / (w ? "whole" : "layered");
+    ASSERT_EQ(uih_store_init(path.c_str(), kOne, strlen(kOne), "g.json", 1, &err), UIH_OK) << uih_error_message(&err);
+    stores[w] = Open(path);
+    ASSERT_NE(stores[w], nullptr);
+  }
+  // The encoding of column v in a stripe's bytes.
+  auto encoding_of = [&](const std::string& stripe) {
+    uih_stripe_info info{};
+    uih_stripe_column_info cols[4];
+    EXPECT_EQ(uih_stripe_read_columns(reinterpret_cast<const uint8_t*>(stripe.data()), stripe.size(), &info, cols, 4,
+                                      &err), UIH_OK)
+        << uih_error_message(&err);
+    for (uint32_t c = 0; c < info.ncolumns && c < 4; c++)
+      if (cols[c].trait_id == 2) return cols[c].encoding;
+    return 0u;
+  };
+  std::mt19937_64 rng(5);
+  std::vector<std::pair<int64_t, uint32_t>> events;
+  uint32_t kept = 0, changed_by_competition = 0, held_against_competition = 0;
+  for (int day = 0; day < 17; day++) {
+    std::string rows = "user_id,group,ts,v\n";
+    const size_t before = events.size();
+    for (int i = 0; i < (day == 0 ? 40 : 6); i++) {
+      const int64_t ts = kBase + day * kDay + i * 1000;
+      const uint32_t v = day == 0 ? 1000 + static_cast<uint32_t>(i) : static_cast<uint32_t>(rng() % (1u << 20));
+      events.emplace_back(ts, v);
+      rows += "1,a," + std::to_string(ts) + "," + std::to_string(v) + "\n";
+    }
+    const std::string file = dir_ / ("g" + std::to_string(day) + ".csv");
+    WriteFile(file, rows);
+    std::string stripe[2];
+    for (int w = 0; w < 2; w++) {
+      uih_load_stats st{};
+      ASSERT_EQ(LoadDay(stores[w], file, kBase + (day + 1) * kDay, 0, "", w, &st, &err), UIH_OK)
+          << uih_error_message(&err);
+      const auto gen = Scan(stores[w], 0);
+      ASSERT_EQ(gen.size(), 1u) << "one user, fewer events than a stripe holds";
+      stripe[w] = gen.begin()->second;
+    }
+    EXPECT_EQ(stripe[0], stripe[1]) << "day " << day << ": layered or whole, the same stripe";
+    // What a competition over the stripe's events picks for v.
+    uih_batch* b = nullptr;
+    ASSERT_EQ(uih_batch_create(g, static_cast<uint32_t>(events.size()), nullptr, 0, &b, &err), UIH_OK);
+    for (const auto& [ts, v] : events) {
+      uint32_t row;
+      ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
+      uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, static_cast<uint64_t>(ts));
+      uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, v);
+    }
+    const uint8_t* p = nullptr;
+    size_t n = 0;
+    ASSERT_EQ(uih_stripe_encode(enc, b, 1, &p, &n, &err), UIH_OK) << uih_error_message(&err);
+    uih_batch_free(b);
+    const uint32_t fresh = encoding_of(std::string(reinterpret_cast<const char*>(p), n));
+    const uint32_t stored = encoding_of(stripe[0]);
+    auto bits = [](size_t x) { return x ? 64 - __builtin_clzll(x) : 0; };
+    const bool doubled = day == 0 || bits(before) != bits(events.size());
+    if (doubled) {
+      EXPECT_EQ(stored, fresh) << "day " << day << ", " << events.size() << " events: passed a power of two, competed";
+      changed_by_competition += stored != kept;
+    } else {
+      EXPECT_EQ(stored, kept) << "day " << day << ", " << events.size() << " events: kept what it won";
+      held_against_competition += stored != fresh;
+    }
+    kept = stored;
+  }
+  EXPECT_EQ(kept, static_cast<uint32_t>(UIH_ENC_FOR));
+  EXPECT_EQ(changed_by_competition, 2u) << "delta won on day 0, frame of reference at 64 events";
+  EXPECT_GE(held_against_competition, 3u) << "delta kept at 46, 52 and 58 events, where frame of reference would win";
+  for (uih_store* s : stores) uih_store_close(s);
+  uih_stripe_encoder_free(enc);
+  uih_schema_free(schema);
 }
 
 }  // namespace
