@@ -182,6 +182,7 @@ static int enc_coded(uih_stripe_encoder *e, uih_wbuf *out, const uih_value_dict 
     pc_writer w[2] = {{.out = &e->streams[0]}, {.out = &e->streams[1]}};
     uih_wbuf_reset(&e->streams[0]);
     uih_wbuf_reset(&e->streams[1]);
+    e->streams[0].count_only = e->streams[1].count_only = out->count_only; /* measured with it */
     size_t misses = 0;
     for (size_t k = start; k < stop; k++) {
       pc_writer *s = &w[(k - start) & 1];
@@ -368,6 +369,25 @@ static uint64_t scale(uih_stripe_encoder *e, size_t m, int is_ts, uint64_t *base
   return step;
 }
 
+/* Candidate `enc` (`scaled`: its scaled form) of e->vals[0..m) into `out`.
+ * Returns 0, or -1 when it cannot take the values: a dictionary form
+ * holding none of them (*held: how many the dictionary holds, SIZE_MAX
+ * until ranked), or a coded one out of memory. */
+static int candidate(uih_stripe_encoder *e, uih_wbuf *out, uint32_t enc, int scaled, const uih_value_dict *dict,
+                     size_t *held, size_t m, uint64_t step, uint64_t base, int is_ts) {
+  if (enc & UIH_ENC_DICTIONARY) { /* (a dictionary: the column allows these forms only with one) */
+    if (*held == SIZE_MAX) *held = rank_values(e, dict, e->vals, m, e->type);
+    if (*held == 0) return -1; /* the form needs a value it holds */
+    if (enc == UIH_ENC_CODED) return enc_coded(e, out, dict, e->vals, m, *held, e->type);
+    enc_shared(e, out, dict, e->vals, m, *held, e->type);
+  } else if (scaled) {
+    enc_scaled(e, out, enc, m, step, base, is_ts);
+  } else {
+    enc_values(e, out, enc, e->vals, m, e->type);
+  }
+  return 0;
+}
+
 int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t n, int is_ts,
                          const uih_stripe_column_info *like, stripe_dir_entry *de, uih_error *err) {
   const uih_trait *t = col->trait;
@@ -438,6 +458,7 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
    * dollars in cents) may also be stored as multiples of it. */
   uint64_t base = 0, step = 0;
   size_t held = SIZE_MAX; /* values the dictionary holds, once ranked (rank_values) */
+  int best_counted = 0;   /* the best candidate was measured, not written */
   const int may_scale = (m > 1 || (m == 1 && is_ts)) && stripe_type_scales(t->type);
   const int stepped = may_scale && (allowed & SCALED_ENCODINGS);
   e->type = t->type;
@@ -468,16 +489,12 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
       for (int scaled = 0; scaled <= can_scale; scaled++) {
         if (want_scaled >= 0 && scaled != (want_scaled && can_scale)) continue;
         uih_wbuf_reset(&e->cand);
-        if (enc & UIH_ENC_DICTIONARY) {
-          if (held == SIZE_MAX) held = rank_values(e, dict, e->vals, m, t->type); /* (dict: allowed says so) */
-          if (held == 0) continue; /* the form needs a value it holds */
-          if (enc == UIH_ENC_SHARED) enc_shared(e, &e->cand, dict, e->vals, m, held, t->type);
-          else if (enc_coded(e, &e->cand, dict, e->vals, m, held, t->type) != 0) continue;
-        } else if (scaled) {
-          enc_scaled(e, &e->cand, enc, m, step, base, is_ts);
-        } else {
-          enc_values(e, &e->cand, enc, e->vals, m, t->type);
-        }
+        /* Measured, not written, when more than one competes and the
+         * size before compression decides: the winner is written once. */
+        e->cand.count_only = !stored && want_scaled < 0;
+        const int took = candidate(e, &e->cand, enc, scaled, dict, &held, m, step, base, is_ts);
+        e->cand.count_only = 0;
+        if (took != 0) continue;
         if (e->cand.oom) break;
         size_t len = e->cand.len;
         if (stored) { /* presence + this candidate, compressed if that pays */
@@ -497,15 +514,22 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
           alone_len = len;
         }
         if (best == 0 || len < best_len) {
-          uih_wbuf tmp = e->best;
-          e->best = e->cand;
-          e->cand = tmp;
+          best_counted = !stored && want_scaled < 0;
+          if (!best_counted) {
+            uih_wbuf tmp = e->best;
+            e->best = e->cand;
+            e->cand = tmp;
+          }
           best = enc;
           best_scaled = scaled;
           best_len = len;
         }
       }
     }
+  }
+  if (best_counted) { /* the winner, written */
+    uih_wbuf_reset(&e->best);
+    (void)candidate(e, &e->best, best, best_scaled, dict, &held, m, step, base, is_ts);
   }
   if (best == 0) { /* no values (or none an encoding could take): the first that needs no dictionary */
     const uint32_t alone = every & ~UIH_ENC_DICTIONARY;

@@ -438,8 +438,12 @@ static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_si
   const uint64_t zero = is_signed ? UIH_SIGN64 : 0;
   if (nexc == 0 && v[0] != lo && lo > zero && (hw == 64 || ((hi - zero) >> hw) == 0) &&
       uih_varint_len(min_store(zero, is_signed)) < uih_varint_len(min_store(lo, is_signed))) {
-    for (size_t k = 0; k < cnt; k++) tmp[k] = v[k] - zero;
+    for (size_t k = 0; k < cnt && !out->count_only; k++) tmp[k] = v[k] - zero;
     lo = zero;
+  }
+  if (out->count_only) { /* its length alone: the header and block_cost's bytes */
+    out->len += uih_varint_len(min_store(lo, is_signed)) + 2 + block_cost(nexc, cnt, w, hw);
+    return;
   }
   uih_wbuf_varint(out, min_store(lo, is_signed));
   uih_wbuf_u8(out, (uint8_t)w);

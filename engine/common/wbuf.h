@@ -1,6 +1,11 @@
 /* A growable output buffer for encoders. Allocation failure is sticky:
  * later appends are ignored and `oom` stays set, so an encoder checks once
- * at the end. Memory is kept across uih_wbuf_reset() for reuse. */
+ * at the end. Memory is kept across uih_wbuf_reset() for reuse.
+ *
+ * A buffer set `count_only` keeps no bytes: appends only add to `len`,
+ * and uih_wbuf_zeros returns NULL (as it does out of memory, without
+ * setting oom), so an encoder whose writes into zeroed room stop at NULL
+ * gives its exact length without the work of its bytes. */
 #ifndef UIH_WBUF_H
 #define UIH_WBUF_H
 
@@ -18,6 +23,7 @@ typedef struct uih_wbuf {
   uint8_t *data;
   size_t len, cap;
   int oom;
+  int count_only; /* (above) kept across resets */
 } uih_wbuf;
 
 /* Makes room for `n` more bytes; returns 0 (and sets oom) on failure. */
@@ -30,6 +36,10 @@ static inline void uih_wbuf_reset(uih_wbuf *b) {
 }
 
 static inline void uih_wbuf_put(uih_wbuf *b, const void *p, size_t n) {
+  if (b->count_only) {
+    b->len += n;
+    return;
+  }
   if (n == 0 || !uih_wbuf_reserve(b, n)) return;
   memcpy(b->data + b->len, p, n);
   b->len += n;
@@ -42,8 +52,13 @@ static inline void uih_wbuf_varint(uih_wbuf *b, uint64_t v) {
   uint8_t tmp[UIH_VARINT_MAX];
   uih_wbuf_put(b, tmp, uih_varint_put(tmp, v));
 }
-/* Appends `n` zero bytes and returns where they start (NULL on failure). */
+/* Appends `n` zero bytes and returns where they start (NULL on failure,
+ * and in a count_only buffer). */
 static inline uint8_t *uih_wbuf_zeros(uih_wbuf *b, size_t n) {
+  if (b->count_only) {
+    b->len += n;
+    return NULL;
+  }
   if (!uih_wbuf_reserve(b, n)) return NULL;
   uint8_t *p = b->data + b->len;
   memset(p, 0, n);
