@@ -76,6 +76,8 @@ typedef struct state {
   uih_stripe_context *base_ctx; /* a rebuild's: the base generation's, which decode its stripes */
   uih_batch *batch; /* the group's active traits + arrival: a stripe being encoded */
   uih_batch *decoded; /* the same columns: the stored stripe a rebuild decoded */
+  uih_batch **batches; /* per group of the schema (its place there), two each: batch and decoded, kept */
+  uint32_t place;      /* the group's place in the schema */
   uint8_t *scratch; /* one encoded row */
   size_t scratch_cap;
   uint64_t user;
@@ -99,15 +101,18 @@ static int row_cmp(const uint8_t *base, const row *a, const uint8_t *bbase, cons
 static _Thread_local const uint8_t *sorting_rows;
 static int cmp_rows(const void *x, const void *y) { return row_cmp(sorting_rows, x, sorting_rows, y); }
 
-/* *b emptied, for `capacity` events of the group's active traits and the
- * arrival. */
+/* *b (s->batch or s->decoded) the group's, emptied, for `capacity`
+ * events of its active traits and the arrival: each group's two batches
+ * are kept (s->batches), so histories of groups in turn make none. */
 static int ensure_batch(state *s, uih_batch **b, const uih_group *g, uint32_t capacity, uih_error *err) {
-  if (*b && (*b)->group == g) {
-    uih_batch_clear(*b);
-    return capacity > (*b)->capacity ? uih_batch_reserve(b, capacity, err) : UIH_OK;
+  uih_batch **slot = &s->batches[2 * s->place + (b == &s->decoded)];
+  int rc = UIH_OK;
+  if (*slot) {
+    uih_batch_clear(*slot);
+    if (capacity > (*slot)->capacity) rc = uih_batch_reserve(slot, capacity, err);
+    *b = *slot;
+    return rc;
   }
-  uih_batch_free(*b);
-  *b = NULL;
   uint16_t ids[UIH_TRAITS_MAX + 1];
   uint32_t n = 0;
   for (uint32_t i = 0; i < g->ntraits; i++)
@@ -120,7 +125,9 @@ static int ensure_batch(state *s, uih_batch **b, const uih_group *g, uint32_t ca
     s->scratch = p;
     s->scratch_cap = max;
   }
-  return uih_batch_create(g, capacity > g->stripe_events ? capacity : g->stripe_events, ids, n, b, err);
+  rc = uih_batch_create(g, capacity > g->stripe_events ? capacity : g->stripe_events, ids, n, slot, err);
+  *b = *slot;
+  return rc;
 }
 
 /* Layered: stored stripe i's key, which the new generation no longer holds. */
@@ -537,8 +544,8 @@ static void state_free(state *s) {
   uih_stripe_decoder_free(s->dec);
   uih_stripe_context_free(s->ctx);
   uih_stripe_context_free(s->base_ctx);
-  uih_batch_free(s->batch);
-  uih_batch_free(s->decoded);
+  for (uint32_t i = 0; s->batches && i < 2 * uih_schema_group_count(s->m->schema); i++) uih_batch_free(s->batches[i]);
+  free(s->batches);
   uih_batch_free(s->probe);
   free(s->cols);
 }
@@ -599,7 +606,10 @@ static int next_history(state *s, const inputs *in, uint8_t hist[UIH_KEY_GROUP_P
   memcpy(full, hist, UIH_KEY_GROUP_PREFIX_SIZE);
   uih_key_decode(full, sizeof full, hk, NULL);
   const uih_group *g = uih_schema_group_by_id(s->m->schema, hk->group);
-  if (g != s->group) s->group_dropped = g && has_dropped(g); /* once per group, not per history */
+  if (g != s->group) { /* once per group, not per history */
+    s->group_dropped = g && has_dropped(g);
+    for (s->place = 0; g && uih_schema_group_at(s->m->schema, s->place) != g;) s->place++;
+  }
   s->group = g;
   s->user = hk->user_id;
   if (!g) return uih_corruption(err, "the generation holds group %u, which the schema does not have", hk->group);
@@ -669,6 +679,8 @@ int ld_merge_shard(ld_merge *m, uih_error *err) {
   uih_stripe_encoder_opts eo = UIH_STRIPE_ENCODER_OPTS_DEFAULT;
   eo.no_checksum = 1;
   int rc = uih_stripe_encoder_create(&eo, &s.enc, err);
+  if (rc == UIH_OK && !(s.batches = calloc(2 * (size_t)uih_schema_group_count(m->schema) + 1, sizeof *s.batches)))
+    rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "merge: out of memory");
   if (rc == UIH_OK) rc = uih_stripe_decoder_create(&s.dec, err);
   if (rc == UIH_OK) rc = uih_store_scan_open(m->store, m->shard, 0, &in.scan, err);
   if (rc == UIH_OK) rc = build_dicts(&s, in.scan, err);
