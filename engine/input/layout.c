@@ -1,5 +1,5 @@
 /* Input layouts (layout.h): option strings parsed, delimiters detected,
- * JSON Lines objects walked by json-c. */
+ * plain CSV lines split, JSON Lines objects walked by json-c. */
 #include "layout.h"
 
 #include <json-c/json.h>
@@ -195,4 +195,27 @@ int uih_jsonl_fields(json_tokener *tok, const char *line, size_t len, char *cons
   }
   json_object_put(obj);
   return rc;
+}
+
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+
+int uih_layout_split_plain(const char *line, size_t n, char delim, void (*put)(void *arg, const char *text, size_t len),
+                           void *arg) {
+  if (n == 0 || line[n - 1] != '\n' || is_blank(delim) || delim == '"' || delim == '\r' || delim == '\n') return 0;
+  size_t end = n - 1;
+  if (end > 0 && line[end - 1] == '\r') end--;
+  if (memchr(line, '"', end) || memchr(line, '\r', end)) return 0;
+  size_t k = 0;
+  while (k < end && is_blank(line[k])) k++;
+  if (k == end) return 0; /* blank: no record, as libcsv's state says */
+  for (size_t start = 0;;) {
+    const char *d = memchr(line + start, delim, end - start);
+    const size_t stop = d ? (size_t)(d - line) : end;
+    size_t a = start, b = stop;
+    while (a < b && is_blank(line[a])) a++;
+    while (b > a && is_blank(line[b - 1])) b--;
+    put(arg, line + a, b - a);
+    if (!d) return 1;
+    start = stop + 1;
+  }
 }

@@ -9,6 +9,10 @@
 
 #include "uih/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A list of names, each a NUL-terminated copy. */
 typedef struct uih_names {
   char **v;
@@ -33,6 +37,16 @@ int uih_layout_is_jsonl(const char *name);
  * frequent of "," "\t" ";" "::" outside double quotes ("," when none). */
 void uih_layout_detect_delimiter(const char *line, size_t n, char out[5]);
 
+/* A CSV line split by one-byte `delim` without libcsv, for lines no
+ * quoting touches: `n` bytes ending in '\n' (or "\r\n"), no '"', no other
+ * '\r', not blank (spaces and tabs alone), `delim` neither a space, a tab
+ * nor a quote. Each field goes to put(arg, text, len) as libcsv gives it
+ * (CSV_STRICT, its default spaces): without the spaces and tabs around
+ * it. Returns 1, or 0 for a line it leaves to libcsv (put not called).
+ * tests/engine/csv_test.cc holds the two to the same fields. */
+int uih_layout_split_plain(const char *line, size_t n, char delim, void (*put)(void *arg, const char *text, size_t len),
+                           void *arg);
+
 /* JSON Lines: the value at each of `paths` (dotted) in the object `line`
  * holds, as text — a string as it is, a number as written, true/false,
  * "" for null or missing — handed to put(arg, text, len) in path order.
@@ -41,5 +55,9 @@ void uih_layout_detect_delimiter(const char *line, size_t n, char out[5]);
 struct json_tokener;
 int uih_jsonl_fields(struct json_tokener *tok, const char *line, size_t len, char *const *paths, uint32_t npaths,
                      void (*put)(void *arg, const char *text, size_t len), void *arg, char *why, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* UIH_INPUT_LAYOUT_H */

@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <csv.h>
+
 #include "engine/stripe_gen.h"
+#include "layout.h"
 #include "uih/csv.h"
 
 namespace {
@@ -66,6 +69,68 @@ class Csv : public testing::Test {
   uih_schema* schema_ = nullptr;
   uih_error err_{};
 };
+
+// The reader splits lines no quoting touches itself (layout.h,
+// uih_layout_split_plain) and leaves the others to libcsv: on random lines
+// of spaces, tabs, delimiters, carriage returns, quotes and text, every
+// line it splits has the fields libcsv gives it, and it declines the
+// lines it should (quotes, a stray '\r', blank lines, space or tab
+// delimiters, no '\n').
+TEST(CsvSplit, PlainLinesSplitAsLibcsvSplitsThem) {
+  std::mt19937_64 rng(17);
+  const char alphabet[] = {'a', 'b', '7', ' ', ' ', '\t', ',', ';', '\x1f', '|', '-', '\r', '"', 'x'};
+  uint64_t split = 0, declined = 0, quoted = 0;
+  for (int i = 0; i < 40000; i++) {
+    const char delim = ",;\x1f|\t "[rng() % 6];
+    std::string line;
+    const size_t len = rng() % 24;
+    const bool quotes = rng() % 4 == 0, crs = rng() % 4 == 0; /* lines with either, now and then */
+    for (size_t k = 0; k < len; k++) {
+      const uint64_t pick = rng() % 100;
+      char c = pick < 25 ? delim : alphabet[rng() % sizeof alphabet];
+      if ((c == '\r' && !crs) || (c == '"' && !quotes)) c = 'y';
+      line += c;
+    }
+    if (rng() % 5 == 0) line += '\r';
+    if (rng() % 20 != 0) line += '\n';
+    std::vector<std::string> ours, theirs;
+    auto put = [](void* arg, const char* text, size_t n) {
+      static_cast<std::vector<std::string>*>(arg)->emplace_back(text, n);
+    };
+    const int took = uih_layout_split_plain(line.data(), line.size(), delim, put, &ours);
+    // libcsv as the reader drives it, counting the records it ends.
+    struct Got {
+      std::vector<std::string> fields;
+      int records = 0;
+    } got;
+    struct csv_parser p;
+    ASSERT_EQ(csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_EMPTY_IS_NULL), 0);
+    csv_set_delim(&p, static_cast<unsigned char>(delim));
+    const size_t parsed = csv_parse(
+        &p, line.data(), line.size(),
+        [](void* f, size_t n, void* d) {
+          static_cast<Got*>(d)->fields.emplace_back(f ? static_cast<const char*>(f) : "", f ? n : 0);
+        },
+        [](int, void* d) { static_cast<Got*>(d)->records++; }, &got);
+    const bool whole = parsed == line.size() && got.records == 1 && p.pstate == 0;
+    csv_free(&p);
+    const bool plain = line.find('"') == std::string::npos;
+    quoted += !plain;
+    if (took) {
+      split++;
+      EXPECT_TRUE(whole) << "a line the splitter takes is one whole record to libcsv: [" << line << "]";
+      EXPECT_EQ(ours, got.fields) << "[" << line << "] delimiter " << int{delim};
+    } else {
+      declined++;
+      EXPECT_TRUE(!plain || line.empty() || line.back() != '\n' || delim == ' ' || delim == '\t' ||
+                  line.find('\r') < line.size() - 2 || got.fields.empty())
+          << "declined a plain line: [" << line << "]";
+    }
+  }
+  EXPECT_GT(split, 15000u);
+  EXPECT_GT(declined, 10000u);
+  EXPECT_GT(quoted, 3000u);
+}
 
 TEST_F(Csv, RandomEventsReadBackExactly) {
   const uih_group* g = uih_schema_group_at(schema_, 0);
