@@ -8,8 +8,25 @@
 
 #include "uih/key.h"
 
+/* A run of 1..`most` digits that ends the string, as its value: 1, or 0
+ * for anything else (left to strtoull and strtoll, which say the same of
+ * these and also judge the rest). Most fields of a day's file are ids
+ * and times of 19 digits or fewer. */
+static int short_digits(const char *s, int most, uint64_t *v) {
+  uint64_t x = 0;
+  int n = 0;
+  for (; s[n] >= '0' && s[n] <= '9'; n++) {
+    if (n == most) return 0;
+    x = x * 10 + (uint64_t)(s[n] - '0');
+  }
+  if (n == 0 || s[n] != '\0') return 0;
+  *v = x;
+  return 1;
+}
+
 int uih_input_u64(const char *s, uint64_t *v) {
   if (*s < '0' || *s > '9') return 0;
+  if (short_digits(s, 19, v)) return 1; /* below 10^19 < 2^64 */
   char *end;
   errno = 0;
   unsigned long long x = strtoull(s, &end, 10);
@@ -21,6 +38,11 @@ int uih_input_u64(const char *s, uint64_t *v) {
 static int parse_i64(const char *s, int64_t *v) {
   if (!((*s >= '0' && *s <= '9') || ((*s == '-' || *s == '+') && s[1] >= '0' && s[1] <= '9')))
     return 0;
+  uint64_t u;
+  if (short_digits(s + (*s == '-' || *s == '+'), 18, &u)) { /* below 10^18 < 2^63 */
+    *v = *s == '-' ? -(int64_t)u : (int64_t)u;
+    return 1;
+  }
   char *end;
   errno = 0;
   long long x = strtoll(s, &end, 10);

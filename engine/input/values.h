@@ -10,6 +10,10 @@
 
 #include "uih/schema.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The value of `s` (NUL-terminated, not empty) for trait `t`, as
  * uih_column_set_bits takes it: NULL, or what was expected instead ("an
  * unsigned 64-bit integer", "a time in whole milliseconds (the trait's
@@ -29,5 +33,9 @@ const char *uih_input_user(uih_input spelling, const char *s, uint64_t *user);
  * exactly: NULL, or what was expected instead (a leap second, a fraction
  * finer than the unit, a time out of range each say so). */
 const char *uih_input_rfc3339(const char *s, uih_time_unit unit, int64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* UIH_INPUT_VALUES_H */

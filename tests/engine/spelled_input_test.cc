@@ -6,6 +6,7 @@
 // instants, offsets and fractions, and the edge cases each by its message.
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 
 #include "uih/csv.h"
 #include "uih/key.h"
+#include "values.h"
 
 namespace {
 
@@ -65,6 +67,55 @@ int ReadAll(const uih_schema* schema, const std::string& text, std::vector<Row>*
 }
 
 uint64_t H(const std::string& s) { return uih_hash_id(s.data(), s.size()); }
+
+// Numbers are read as strtoull and strtoll read them (a short run of
+// digits is read in place, values.c): on random spellings — digits of 1
+// to 22 places, leading zeros, signs, spaces and other characters
+// around them — the same value or the same refusal as those functions,
+// for unsigned and signed traits.
+TEST(SpelledInput, NumbersReadAsStrtoullAndStrtollReadThem) {
+  uih_error err{};
+  uih_schema* schema = Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "traits": [
+      {"name": "ts", "id": 1, "type": "timestamp"}, {"name": "d", "id": 2, "type": "int64"}]}]})",
+                             &err);
+  ASSERT_NE(schema, nullptr) << uih_error_message(&err);
+  const uih_trait* i64 = uih_group_trait_by_name(uih_schema_group_by_id(schema, 1), "d");
+  std::mt19937_64 rng(23);
+  uint64_t taken = 0;
+  for (int i = 0; i < 200000; i++) {
+    std::string text;
+    if (rng() % 8 == 0) text += "+- 0x"[rng() % 5];
+    if (rng() % 3 == 0) text += std::string(rng() % 4, '0');
+    const int places = 1 + static_cast<int>(rng() % 22);
+    for (int k = 0; k < places; k++) text += static_cast<char>('0' + rng() % 10);
+    if (rng() % 10 == 0) text += " x9"[rng() % 3];
+    // The reference: the C library's own reading, whole and in range.
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long u = strtoull(text.c_str(), &end, 10);
+    const bool u_ok = text[0] >= '0' && text[0] <= '9' && errno == 0 && *end == '\0';
+    errno = 0;
+    const long long sv = strtoll(text.c_str(), &end, 10);
+    const bool s_ok = ((text[0] >= '0' && text[0] <= '9') ||
+                       ((text[0] == '-' || text[0] == '+') && text[1] >= '0' && text[1] <= '9')) &&
+                      errno == 0 && *end == '\0';
+    uint64_t got = 0;
+    const int took = uih_input_u64(text.c_str(), &got);
+    ASSERT_EQ(took, u_ok ? 1 : 0) << "[" << text << "]";
+    if (u_ok) {
+      ASSERT_EQ(got, u) << "[" << text << "]";
+    }
+    uint64_t bits = 0;
+    const char* want = uih_input_value(i64, text.c_str(), &bits);
+    ASSERT_EQ(want == nullptr, s_ok) << "[" << text << "]";
+    if (s_ok) {
+      ASSERT_EQ(static_cast<int64_t>(bits), sv) << "[" << text << "]";
+    }
+    taken += u_ok;
+  }
+  EXPECT_GT(taken, 100000u);
+  uih_schema_free(schema);
+}
 
 TEST(SpelledInput, StringIdsAreTheirHashesAsEveryProgramComputesThem) {
   uih_error err{};
