@@ -527,9 +527,10 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
       }
     }
   }
-  if (best_counted) { /* the winner, written */
+  if (best_counted) { /* the winner, written (it took the values measured: only memory can fail it now) */
     uih_wbuf_reset(&e->best);
-    (void)candidate(e, &e->best, best, best_scaled, dict, &held, m, step, base, is_ts);
+    if (candidate(e, &e->best, best, best_scaled, dict, &held, m, step, base, is_ts) != 0)
+      return uih_error_set(err, UIH_ERR_NO_MEMORY, "stripe encode: out of memory in column %u", t->id);
   }
   if (best == 0) { /* no values (or none an encoding could take): the first that needs no dictionary */
     const uint32_t alone = every & ~UIH_ENC_DICTIONARY;
