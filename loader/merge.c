@@ -207,7 +207,8 @@ static int directory(state *s, const uint8_t *stripe, size_t len, uih_stripe_inf
  * and competes again each time its size doubles, so what it keeps was
  * won at half its size or more. (Competing at every √2 or a fifth of new
  * events cost a layered day 8% more instructions and saved 0.15% of the
- * bytes of a store grown over 30 days: bench/README.md, "Layered loads".) */
+ * bytes of a store grown over 30 days: bench/README.md, "A day's
+ * instructions, step by step".) */
 static int write_stripe(state *s, size_t begin, size_t end, const uih_stripe_column_info *like, uint32_t nlike,
                         uih_error *err) {
   int rc = ensure_batch(s, &s->batch, s->group, (uint32_t)(end - begin), err);
