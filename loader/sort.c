@@ -418,6 +418,9 @@ struct ld_stream {
   size_t last_cap;
   int has_last;
   uint64_t repeats;
+  size_t *heap; /* the sources with a record, a min-heap by (record, place in src) */
+  size_t nheap;
+  int heaped;   /* the heap is built (at the first take: every source has its first record) */
 };
 
 #define RUN_PUNCH ((uint64_t)1 << 20) /* a last stream gives back read bytes this many at a time */
@@ -579,17 +582,46 @@ int ld_stream_open(ld_sorter *s, uint32_t shard, int mode, ld_stream **out, uih_
   return UIH_OK;
 }
 
+/* 1 when source i's record comes before source j's: by its bytes, then
+ * by their places (equal records leave the earlier source first). */
+static int src_before(const ld_stream *st, size_t i, size_t j) {
+  const source *a = &st->src[i], *b = &st->src[j];
+  const int c = compare(a->rec, a->len, b->rec, b->len);
+  return c < 0 || (c == 0 && i < j);
+}
+
+/* Restores the heap below position h. */
+static void sift_down(ld_stream *st, size_t h) {
+  size_t *heap = st->heap;
+  for (;;) {
+    const size_t l = 2 * h + 1, r = l + 1;
+    size_t m = h;
+    if (l < st->nheap && src_before(st, heap[l], heap[m])) m = l;
+    if (r < st->nheap && src_before(st, heap[r], heap[m])) m = r;
+    if (m == h) return;
+    const size_t t = heap[h];
+    heap[h] = heap[m], heap[m] = t;
+    h = m;
+  }
+}
+
 /* Takes the smallest current record of the stream's sources into
  * st->last, checked to come at or after the last one taken (*repeat: the
- * same bytes), and moves its source on; *done when every source is. */
+ * same bytes), and moves its source on; *done when every source is. The
+ * sources are a heap: a record costs log2 of their number in comparisons,
+ * not their number (a spilling load's stream reads tens of runs). */
 static int take(ld_stream *st, int *done, int *repeat, uih_error *err) {
-  source *best = NULL;
-  for (size_t i = 0; i < st->nsrc; i++) {
-    source *x = &st->src[i];
-    if (x->rec && (!best || compare(x->rec, x->len, best->rec, best->len) < 0)) best = x;
+  if (!st->heaped) {
+    if (!(st->heap = malloc((st->nsrc ? st->nsrc : 1) * sizeof *st->heap)))
+      return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
+    for (size_t i = 0; i < st->nsrc; i++)
+      if (st->src[i].rec) st->heap[st->nheap++] = i;
+    for (size_t h = st->nheap / 2; h-- > 0;) sift_down(st, h);
+    st->heaped = 1;
   }
-  *done = best == NULL;
-  if (!best) return UIH_OK;
+  *done = st->nheap == 0;
+  if (*done) return UIH_OK;
+  source *best = &st->src[st->heap[0]];
   const int order = st->has_last ? compare(best->rec, best->len, st->last, st->last_len) : 1;
   if (order < 0) /* each source is in order, so their merge is: not this one */
     return best->f ? uih_corruption(err, "sort: %s: block at offset %" PRIu64 ", byte %zu: a record out of order",
@@ -607,7 +639,11 @@ static int take(ld_stream *st, int *done, int *repeat, uih_error *err) {
     st->last_len = best->len;
     st->has_last = 1;
   }
-  return advance(st, best, err);
+  const int rc = advance(st, best, err);
+  if (rc != UIH_OK) return rc;
+  if (!best->rec) st->heap[0] = st->heap[--st->nheap]; /* the source is done */
+  if (st->nheap > 1) sift_down(st, 0);
+  return UIH_OK;
 }
 
 int ld_stream_next(ld_stream *st, const uint8_t **rec, uint32_t *len, uih_error *err) {
@@ -641,6 +677,7 @@ void ld_stream_close(ld_stream *st) {
     free(st->src[i].frame);
   }
   free(st->src);
+  free(st->heap);
   free(st->last);
   ld_run_block_scratch_free(&st->scratch);
   ZSTD_freeDCtx(st->dctx);
