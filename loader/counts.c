@@ -92,6 +92,13 @@ int ld_counts_add(ld_counts *c, uint64_t v) {
   return 0;
 }
 
+void ld_counts_prefetch(const ld_counts *c, uint64_t v) {
+  if (!c->cap) return;
+  const size_t s = slot_of(v, c->cap);
+  __builtin_prefetch(&c->keys[s]);
+  __builtin_prefetch(&c->counts[s]);
+}
+
 uint64_t ld_counts_get(const ld_counts *c, uint64_t v) {
   if (!c->cap) return 0;
   size_t s = slot_of(v, c->cap);

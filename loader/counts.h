@@ -29,6 +29,10 @@ typedef struct ld_counts {
 
 /* Counts one occurrence of `v`; 0, or -1 if out of memory (nothing lost). */
 int ld_counts_add(ld_counts *c, uint64_t v);
+/* Asks the cache for the slot `v` would take (a hint: the table may
+ * change before `v` is added), so a caller adding a stream of values can
+ * have the next few on their way while it adds the current one. */
+void ld_counts_prefetch(const ld_counts *c, uint64_t v);
 /* The held count of `v` (0: not held). */
 uint64_t ld_counts_get(const ld_counts *c, uint64_t v);
 void ld_counts_free(ld_counts *c);

@@ -59,6 +59,35 @@ static int row_dropped(const ld_dicts_in *in, const uint8_t *rec, uint32_t len, 
   return ld_row_value(rec, len, &dl->layout, &v) && ld_deletes_event(in->deletes, user, v);
 }
 
+/* Values on their way to their counters, in the order they came: each
+ * slot asked of the cache when it joins, counted PENDING values later
+ * (tables of millions of slots: a miss each, overlapped this way). */
+#define PENDING 16
+typedef struct pending {
+  counter *c[PENDING];
+  uint64_t v[PENDING];
+  size_t head, n;
+} pending;
+
+static int pending_put(pending *p, counter *c, uint64_t v) {
+  int rc = 0;
+  if (p->n == PENDING) { /* the oldest is counted first */
+    rc = counter_add(p->c[p->head], p->v[p->head]);
+    p->head = (p->head + 1) % PENDING;
+    p->n--;
+  }
+  const size_t at = (p->head + p->n++) % PENDING;
+  p->c[at] = c, p->v[at] = v;
+  ld_counts_prefetch(&c->counts, v);
+  return rc;
+}
+
+static int pending_drain(pending *p) {
+  int rc = 0;
+  for (; p->n > 0 && rc == 0; p->n--, p->head = (p->head + 1) % PENDING) rc = counter_add(p->c[p->head], p->v[p->head]);
+  return rc;
+}
+
 /* Counts every needed trait's values over the shard's rows. */
 static int count_rows(const ld_dicts_in *in, counter *cs, size_t n, uih_error *err) {
   ld_stream *st = NULL;
@@ -66,15 +95,19 @@ static int count_rows(const ld_dicts_in *in, counter *cs, size_t n, uih_error *e
   const uint8_t *rec = NULL;
   uint32_t len = 0;
   del_layout dl = {0};
-  while (rc == UIH_OK && (rc = ld_stream_next(st, &rec, &len, err)) == UIH_OK && rec) {
+  pending p = {.n = 0};
+  int full = 0; /* a counter ran out of memory */
+  while (rc == UIH_OK && !full && (rc = ld_stream_next(st, &rec, &len, err)) == UIH_OK && rec) {
     if (row_dropped(in, rec, len, &dl)) continue;
     const uint16_t group = ld_row_group(rec);
-    for (size_t i = 0; i < n && rc == UIH_OK; i++) {
+    for (size_t i = 0; i < n && !full; i++) {
       uint64_t v;
-      if (cs[i].group == group && ld_row_value(rec, len, &cs[i].layout, &v) && counter_add(&cs[i], v) != 0)
-        rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "value dictionaries: out of memory counting values");
+      if (cs[i].group == group && ld_row_value(rec, len, &cs[i].layout, &v)) full = pending_put(&p, &cs[i], v) != 0;
     }
   }
+  if (rc == UIH_OK && !full) full = pending_drain(&p) != 0;
+  if (rc == UIH_OK && full)
+    rc = uih_error_set(err, UIH_ERR_NO_MEMORY, "value dictionaries: out of memory counting values");
   ld_stream_close(st);
   return rc;
 }
