@@ -432,12 +432,15 @@ TEST_F(StoreTest, ServingGoesOnWhileLoadProcessesPublishEachShard) {
   } joiner{&stop, &appender, &snapshotter};
   // Each night's file: the day's served events so far, as the log pipeline
   // would deliver them, loaded shard by shard by processes of their own.
+  // The child only execs: this process has threads (the appender, the
+  // snapshotter), so a child that allocated could wait forever on a lock
+  // one of them held at the fork.
   auto run = [&](std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     pid_t pid = fork();
     if (pid == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
       execv(UIH_CLI, argv.data());
       _exit(127);
     }

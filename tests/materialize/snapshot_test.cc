@@ -5,6 +5,7 @@
 // the model's immutable part followed by its mutable part, and the logged
 // record names exactly that: the window, the generation, identity checksums
 // computed here from the model, and the mutable events themselves.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -853,8 +854,9 @@ bool Pinned(uih_store* s, uint32_t shard, uint32_t generation) {
 // (read-only) first, then waits for the log.
 pid_t SpawnMaterialize(const std::string& store, const std::string& fifo, const std::string& errors) {
   pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(errors.c_str(), "w", stderr)) _exit(126);
+  if (pid == 0) { /* nothing that allocates before the exec: the parent may have threads */
+    const int fd = open(errors.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
     execl(UIH_CLI, "uih", "materialize", "--store", store.c_str(), "--log", fifo.c_str(), "--group", "a:24", "--out",
           "/dev/null", static_cast<char*>(nullptr));
     _exit(127);

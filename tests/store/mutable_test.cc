@@ -230,13 +230,14 @@ TEST_F(Mutable, EveryAcknowledgedAppendSurvivesSigkill) {
   for (int round = 0; round < 6; round++) {
     int fds[2];
     ASSERT_EQ(0, pipe(fds));
+    const std::string from = std::to_string(next); /* made before the fork: the child only execs */
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       dup2(fds[1], 1);
       close(fds[0]);
-      execl(UIH_APPEND_CHILD, UIH_APPEND_CHILD, db.c_str(), schema_path.c_str(),
-            std::to_string(next).c_str(), "1000000", (char*)nullptr);
+      execl(UIH_APPEND_CHILD, UIH_APPEND_CHILD, db.c_str(), schema_path.c_str(), from.c_str(), "1000000",
+            (char*)nullptr);
       _exit(127);
     }
     close(fds[1]);

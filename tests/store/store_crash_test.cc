@@ -6,6 +6,7 @@
 // threads read across publishes and retirements; a scan keeps its
 // generation after it is retired; the same loads into two stores give
 // byte-identical files.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -65,12 +66,26 @@ Generation ScanAll(uih_store* s) {
 int RunChild(const std::string& store, int64_t through, const std::string& phase, int at,
              const std::string& input, int delay_ms, uint64_t memory = 1048576, uint64_t file_limit = 0,
              const std::string& stderr_to = "") {
+  // Everything the child needs is made before the fork, so the child
+  // allocates nothing before its exec (a lock another thread held at the
+  // fork would never be let go in it).
+  const std::string through_s = std::to_string(through), memory_s = std::to_string(memory), at_s = std::to_string(at);
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e; e++)
+    if (!file_limit || strncmp(*e, "UIH_TEST_FILE_LIMIT=", 20) != 0) env_s.emplace_back(*e);
+  if (file_limit) env_s.push_back("UIH_TEST_FILE_LIMIT=" + std::to_string(file_limit));
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const char* argv[] = {UIH_LOAD_CHILD, store.c_str(), through_s.c_str(), memory_s.c_str(), "2",
+                        phase.c_str(), at_s.c_str(), input.c_str(), nullptr};
   pid_t pid = fork();
   if (pid == 0) {
-    if (file_limit) setenv("UIH_TEST_FILE_LIMIT", std::to_string(file_limit).c_str(), 1);
-    if (!stderr_to.empty() && !freopen(stderr_to.c_str(), "w", stderr)) _exit(126);
-    execl(UIH_LOAD_CHILD, UIH_LOAD_CHILD, store.c_str(), std::to_string(through).c_str(),
-          std::to_string(memory).c_str(), "2", phase.c_str(), std::to_string(at).c_str(), input.c_str(), (char*)nullptr);
+    if (!stderr_to.empty()) {
+      const int fd = open(stderr_to.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
+    }
+    execve(UIH_LOAD_CHILD, const_cast<char* const*>(argv), envp.data());
     _exit(127);
   }
   if (delay_ms >= 0) {
