@@ -399,6 +399,12 @@ static size_t block_cost(size_t nexc, size_t cnt, unsigned w, unsigned hw) {
   return cost;
 }
 
+/* uih_bits without a branch: the widths of a block's values are counted in
+ * a loop that a mispredicted zero would stall. */
+static inline unsigned width_of(uint64_t x) {
+  return 64u - (unsigned)__builtin_clzll(x | 1) - (x == 0);
+}
+
 static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_signed,
                          uint64_t *tmp) {
   uint64_t lo = v[0], hi = v[0];
@@ -406,14 +412,26 @@ static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_si
     lo = v[k] < lo ? v[k] : lo;
     hi = v[k] > hi ? v[k] : hi;
   }
-  size_t hist[65] = {0};
-  unsigned hw = 0;
-  for (size_t k = 0; k < cnt; k++) {
-    tmp[k] = v[k] - lo;
-    unsigned b = uih_bits(tmp[k]);
-    hist[b]++;
-    hw = b > hw ? b : hw;
+  /* How many values take each width above lo: counts fit a byte (cnt <=
+   * UIH_SEQ_BLOCK), and two tables take alternate values, so a run of one
+   * width does not wait on its own last count. */
+  _Static_assert(UIH_SEQ_BLOCK <= 255, "block widths are counted in bytes");
+  const unsigned hw = uih_bits(hi - lo); /* the widest value is hi's */
+  typedef uint8_t zero16 __attribute__((vector_size(16)));
+  union {
+    zero16 v[9];
+    uint8_t at[72][2];
+  } counts;
+  for (unsigned j = 0; j <= hw / 8; j++) counts.v[j] = (zero16){0}; /* widths 0..hw alone */
+  uint8_t(*hist)[2] = counts.at;
+  size_t i = 0;
+  for (; i + 1 < cnt; i += 2) {
+    hist[width_of(v[i] - lo)][0]++;
+    hist[width_of(v[i + 1] - lo)][1]++;
   }
+  if (i < cnt) hist[width_of(v[i] - lo)][0]++;
+  if (!out->count_only)
+    for (i = 0; i < cnt; i++) tmp[i] = v[i] - lo;
   /* Patched FOR: the low width minimizing the block's size; values wider
    * than it become exceptions that store their high bits apart. A tie with
    * the full width goes to it (no exceptions, faster decoding); other ties
@@ -424,7 +442,7 @@ static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_si
   /* Downwards from hw, the values wider than cand accumulate. */
   size_t wider = 0;
   for (unsigned cand = hw; cand-- > 0;) {
-    wider += hist[cand + 1];
+    wider += (size_t)hist[cand + 1][0] + hist[cand + 1][1];
     size_t cost = block_cost(wider, cnt, cand, hw);
     if (cost <= best) best = cost, best_w = cand, best_exc = wider;
   }
