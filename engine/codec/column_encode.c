@@ -129,13 +129,7 @@ static void enc_sparse(uih_wbuf *out, const uint64_t *v, size_t m, uih_seq_kind 
  * Returns how many values `d` holds. */
 #define NOT_HELD UINT32_MAX
 static size_t rank_values(uih_stripe_encoder *e, const uih_value_dict *d, const uint64_t *v, size_t m, uih_type t) {
-  size_t h = 0;
-  for (size_t k = 0; k < m; k++) {
-    uint32_t r;
-    e->ranks[k] = value_dict_rank(d, stripe_from_u64(t, v[k]), &r) ? r : NOT_HELD;
-    h += e->ranks[k] != NOT_HELD;
-  }
-  return h;
+  return value_dict_rank_all(d, v, m, t, e->ranks, NOT_HELD);
 }
 
 /* The shared form (stripe_format.h) against dictionary `d`, whose ranks of
@@ -369,6 +363,24 @@ static uint64_t scale(uih_stripe_encoder *e, size_t m, int is_ts, uint64_t *base
   return step;
 }
 
+/* 1 when candidate `enc` of vals[0..m) is longer than their frame of
+ * reference, for certain: a run-length form without a repeat holds that
+ * same sequence of the values (for_kind) and the run lengths besides, a
+ * sparse form without a zero holds it and the positions. */
+static int outgrown_by_for(uint32_t enc, const uint64_t *v, size_t m) {
+  if (enc == UIH_ENC_RLE) {
+    for (size_t k = 1; k < m; k++)
+      if (v[k] == v[k - 1]) return 0;
+    return 1;
+  }
+  if (enc == UIH_ENC_SPARSE) {
+    for (size_t k = 0; k < m; k++)
+      if (v[k] == 0) return 0;
+    return 1;
+  }
+  return 0;
+}
+
 /* Candidate `enc` (`scaled`: its scaled form) of e->vals[0..m) into `out`.
  * Returns 0, or -1 when it cannot take the values: a dictionary form
  * holding none of them (*held: how many the dictionary holds, SIZE_MAX
@@ -474,6 +486,7 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
     allowed = 0; /* the loop below has nothing to try */
   }
   for (int pass = 0; pass < 2 && m > 0 && best == 0; pass++) {
+    int for_measured = 0; /* frame of reference measured in this pass, before compression */
     if (pass == 1) { /* like's encoding could not take the values: everything competes */
       if (allowed == every || e->cand.oom) break;
       allowed = every;
@@ -488,6 +501,7 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
       const int can_scale = step && (enc & SCALED_ENCODINGS);
       for (int scaled = 0; scaled <= can_scale; scaled++) {
         if (want_scaled >= 0 && scaled != (want_scaled && can_scale)) continue;
+        if (for_measured && outgrown_by_for(enc, e->vals, m)) continue; /* it cannot win, nor lower alone_len */
         uih_wbuf_reset(&e->cand);
         /* Measured, not written, when more than one competes and the
          * size before compression decides: the winner is written once. */
@@ -496,6 +510,7 @@ int stripe_column_encode(uih_stripe_encoder *e, const uih_column *col, uint32_t 
         e->cand.count_only = 0;
         if (took != 0) continue;
         if (e->cand.oom) break;
+        for_measured |= enc == UIH_ENC_FOR && !scaled && !stored;
         size_t len = e->cand.len;
         if (stored) { /* presence + this candidate, compressed if that pays */
           e->payload.len = presence_len;

@@ -925,6 +925,83 @@ TEST_F(Stripe, ChoicesStayInsideTheSchemaHints) {
   EXPECT_GT(hinted_compressed, 20);
 }
 
+// The competition keeps the smallest form: a column free to take any
+// encoding is exactly as long as the shortest of the same values' columns
+// each held to one encoding (no compression, no dictionary, so lengths are
+// the encodings' own). The values are drawn around the cases the encoder
+// decides without measuring (run-length forms without a repeat, sparse
+// forms without a zero: a single repeat or zero, or none, at any place).
+TEST_F(Stripe, TheCompetitionKeepsTheShortestOfEveryEncodingAlone) {
+  static const std::pair<const char*, uint32_t> kForms[] = {
+      {"plain", UIH_ENC_PLAIN}, {"delta", UIH_ENC_DELTA}, {"delta2", UIH_ENC_DELTA2}, {"for", UIH_ENC_FOR},
+      {"dict", UIH_ENC_DICT},   {"rle", UIH_ENC_RLE},     {"sparse", UIH_ENC_SPARSE}};
+  static const std::pair<const char*, uih_type> kTypes[] = {
+      {"id", UIH_TYPE_ID}, {"int64", UIH_TYPE_INT64}, {"uint32", UIH_TYPE_UINT32}, {"category", UIH_TYPE_CATEGORY}};
+  for (const auto& [type, type_code] : kTypes) {
+    std::string traits = R"({"name": "ts", "id": 1, "type": "timestamp"})";
+    traits += std::string(R"(, {"name": "any", "id": 2, "compression": "none", "type": ")") + type + "\"}";
+    uint16_t id = 3;
+    std::vector<std::string> alone;
+    for (const auto& [f, bit] : kForms) {
+      if (!(uih_encodings_for_type(type_code) & bit)) continue;
+      traits += ", {\"name\": \"" + std::string(f) + "\", \"id\": " + std::to_string(id++) +
+                R"(, "compression": "none", "type": ")" + type + "\", \"encodings\": [\"" + f + "\"]}";
+      alone.push_back(f);
+    }
+    SchemaPtr s;
+    Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [)" +
+              traits + "]}]}",
+          &s);
+    const uih_group* g = uih_schema_group_at(s.s, 0);
+    std::mt19937_64 rng(std::hash<std::string>{}(type));
+    int without_repeat = 0, without_zero = 0;
+    for (int iter = 0; iter < 400; iter++) {
+      const uint32_t n = RandomCount(rng);
+      BatchPtr b;
+      ASSERT_EQ(UIH_OK, uih_batch_create(g, n, nullptr, 0, &b.b, nullptr));
+      const uint64_t limit = uih_type_width(type_code) == 4 ? 0xffffffffull : ~0ull;
+      const int shape = static_cast<int>(rng() % 6);
+      std::vector<uint64_t> v(n);
+      for (uint32_t i = 0; i < n; i++) {
+        switch (shape) {
+          case 0: v[i] = rng() & limit; break;                                  // noise
+          case 1: v[i] = 1 + i * (1 + rng() % 3); break;                        // ascending, no repeat, no zero
+          case 2: v[i] = i > 0 && rng() % 16 ? v[i - 1] : rng() % 4; break;      // long runs, zeros among them
+          case 3: v[i] = (rng() % 8 ? 0 : 1 + rng() % 1000); break;              // mostly zeros
+          default: v[i] = 1000 + i * 7 + (rng() % 3) * 3; break;                 // near a step
+        }
+      }
+      if (n >= 2 && rng() % 2) v[1 + rng() % (n - 1)] = v[0];  // exactly one more repeat or zero, anywhere
+      if (rng() % 3 == 0) v[rng() % n] = 0;
+      bool repeat = false, zero = false;
+      for (uint32_t i = 0; i < n; i++) repeat |= i > 0 && v[i] == v[i - 1], zero |= v[i] == 0;
+      without_repeat += !repeat;
+      without_zero += !zero;
+      for (uint32_t i = 0; i < n; i++) {
+        uint32_t row;
+        ASSERT_EQ(UIH_OK, uih_batch_append(b.b, &row, nullptr));
+        uih_column_set_bits(&b.b->columns[0], i, 1700000000000ull + i);
+        for (uint32_t c = 1; c < b.b->ncolumns; c++) uih_column_set_bits(&b.b->columns[c], i, v[i]);
+      }
+      std::vector<uint8_t> st = Encode(b.b);
+      ASSERT_FALSE(st.empty());
+      uih_stripe_column_info any{};
+      ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 1, &any, nullptr));
+      uint32_t shortest = UINT32_MAX;
+      std::string which;
+      for (uint32_t c = 2; c < b.b->ncolumns; c++) {
+        uih_stripe_column_info one{};
+        ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), c, &one, nullptr));
+        if (one.bytes < shortest) shortest = one.bytes, which = alone[c - 2];
+      }
+      ASSERT_EQ(shortest, any.bytes) << type << ", shape " << shape << ", " << n << " values: "
+                                     << uih_encoding_name(any.encoding) << " chosen, " << which << " alone is shorter";
+    }
+    EXPECT_GT(without_repeat, 50) << type;
+    EXPECT_GT(without_zero, 50) << type;
+  }
+}
+
 // A column is compressed only when that saves at least min_compression_gain
 // of its raw bytes: just below its actual saving it is compressed, just
 // above it is not.
