@@ -76,6 +76,11 @@ struct uih_stripe_context {
 
 /* The rank of `v` in an indexed dictionary: 1 and *rank, or 0 if absent. */
 int value_dict_rank(const uih_value_dict *d, uint64_t v, uint32_t *rank);
+/* The ranks of v[0..m), values of type t as the encoder widens them
+ * (stripe_to_u64), into ranks[0..m) (`absent` for those not held); returns
+ * how many are held. */
+size_t value_dict_rank_all(const uih_value_dict *d, const uint64_t *v, size_t m, uih_type t, uint32_t *ranks,
+                           uint32_t absent);
 /* The dictionary of a group's trait with id `id` in `ctx` (NULL: none). */
 const uih_value_dict *stripe_context_find(const uih_stripe_context *ctx, uint16_t group, uint16_t trait_id,
                                           uint32_t id);

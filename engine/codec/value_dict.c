@@ -51,6 +51,30 @@ int value_dict_rank(const uih_value_dict *d, uint64_t v, uint32_t *rank) {
   return 0;
 }
 
+/* Lookups this far ahead have their slots on the way: a dictionary's index
+ * (megabytes for a trait of many values) misses the cache at nearly every
+ * value. */
+#define RANK_AHEAD 8
+
+static void prefetch_slot(const uih_value_dict *d, uint64_t v) {
+  const size_t s = slot_of(v, d->shift);
+  __builtin_prefetch(&d->keys[s]);
+  __builtin_prefetch(&d->slots[s]);
+}
+
+size_t value_dict_rank_all(const uih_value_dict *d, const uint64_t *v, size_t m, uih_type t, uint32_t *ranks,
+                           uint32_t absent) {
+  size_t held = 0;
+  for (size_t k = 0; k < m && k < RANK_AHEAD; k++) prefetch_slot(d, stripe_from_u64(t, v[k]));
+  for (size_t k = 0; k < m; k++) {
+    if (k + RANK_AHEAD < m) prefetch_slot(d, stripe_from_u64(t, v[k + RANK_AHEAD]));
+    uint32_t r;
+    ranks[k] = value_dict_rank(d, stripe_from_u64(t, v[k]), &r) ? r : absent;
+    held += ranks[k] != absent;
+  }
+  return held;
+}
+
 /* ---- building, serializing, parsing --------------------------------------- */
 
 static int is_dict_type(uih_type t) { return (uih_encodings_for_type(t) & UIH_ENC_SHARED) != 0; }
