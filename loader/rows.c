@@ -6,6 +6,7 @@
 #include "bits.h"
 #include "error_internal.h"
 #include "mem.h"
+#include "types.h"
 
 /* A value column: neither the timestamp nor the arrival generation. */
 static int is_value(const uih_batch *b, uint32_t c) {
@@ -44,7 +45,7 @@ size_t ld_row_encode(uint16_t shard, uint64_t user, const uih_batch *b, uint32_t
     const uih_column *col = &b->columns[c];
     if (uih_column_has(col, row)) {
       presence[v >> 3] |= (uint8_t)(1u << (v & 7));
-      unsigned w = (unsigned)uih_type_width(col->trait->type);
+      unsigned w = (unsigned)uih_type_info_of(col->trait->type)->width;
       uih_store_be(p, to_stored(col->trait, uih_column_get_bits(col, row)), w);
       p += w;
     }
@@ -73,7 +74,7 @@ int ld_row_append(const uint8_t *rec, uint32_t len, uint32_t arrival, uih_batch 
       uih_column_set_bits(col, row, arrival);
     } else {
       if (presence[v >> 3] >> (v & 7) & 1) {
-        unsigned w = (unsigned)uih_type_width(col->trait->type);
+        unsigned w = (unsigned)uih_type_info_of(col->trait->type)->width;
         if ((size_t)(end - p) < w) break;
         uih_column_set_bits(col, row, to_stored(col->trait, uih_load_be(p, w)));
         p += w;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "error_internal.h"
+#include "types.h"
 
 #define ALIGN 64u
 
@@ -214,7 +215,7 @@ int uih_batch_prepare(uih_batch **batch, const uih_group *group, const uint16_t 
 }
 
 void uih_column_set_bits(uih_column *c, uint32_t row, uint64_t bits) {
-  switch (uih_type_width(c->trait->type)) {
+  switch (uih_type_info_of(c->trait->type)->width) {
     case 8: ((uint64_t *)c->values)[row] = bits; break;
     case 4: ((uint32_t *)c->values)[row] = (uint32_t)bits; break;
     default: ((uint8_t *)c->values)[row] = bits != 0; break;
@@ -223,7 +224,7 @@ void uih_column_set_bits(uih_column *c, uint32_t row, uint64_t bits) {
 }
 
 uint64_t uih_column_get_bits(const uih_column *c, uint32_t row) {
-  switch (uih_type_width(c->trait->type)) {
+  switch (uih_type_info_of(c->trait->type)->width) {
     case 8: return ((const uint64_t *)c->values)[row];
     case 4: return ((const uint32_t *)c->values)[row];
     default: return ((const uint8_t *)c->values)[row];
