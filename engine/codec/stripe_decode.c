@@ -207,7 +207,7 @@ static int bad_entry(const stripe_view *v, const uint8_t *at, const stripe_dir_e
 }
 
 /* The public description of directory entry `de`. */
-static void describe(const stripe_dir_entry *de, uih_stripe_column_info *col) {
+static void describe(const stripe_dir_entry *de, uint32_t events, uih_stripe_column_info *col) {
   static const uih_compression kCompression[] = {UIH_COMPRESS_NONE, UIH_COMPRESS_LZ4, UIH_COMPRESS_ZSTD};
   col->trait_id = de->trait_id;
   col->type = (uih_type)de->type;
@@ -216,6 +216,7 @@ static void describe(const stripe_dir_entry *de, uih_stripe_column_info *col) {
   col->bytes = de->length;
   col->presence = (uih_presence)de->presence;
   col->scaled = de->scaled;
+  col->events = events;
 }
 
 /* Validates every directory entry (ascending ids, known codes) and that the
@@ -243,7 +244,7 @@ static int check_directory(stripe_view *v, stripe_dir_entry *dir, uih_stripe_col
     de.offset = (size_t)total;
     total += de.length;
     if (dir) dir[i] = de;
-    if (cols && i < cap) describe(&de, &cols[i]);
+    if (cols && i < cap) describe(&de, v->info.count, &cols[i]);
   }
   v->body = c.p;
   size_t body_len = uih_cursor_left(&c);
@@ -279,7 +280,7 @@ int uih_stripe_column_at(const uint8_t *buf, size_t len, uint32_t i, uih_stripe_
   stripe_dir_entry de = {0};
   for (uint32_t k = 0; k <= i; k++) /* validated above */
     dir_next(&c, v.info.version, k ? de.trait_id : -1, &de);
-  describe(&de, col);
+  describe(&de, v.info.count, col);
   return UIH_OK;
 }
 

@@ -165,7 +165,15 @@ int uih_stripe_encode_like(uih_stripe_encoder *e, const uih_batch *b, uint32_t s
     const uint16_t id = b->columns[c].trait->id;
     while (l < nlike && like[l].trait_id < id) l++;
     const uih_stripe_column_info *lc = l < nlike && like[l].trait_id == id ? &like[l] : NULL;
+    const size_t at = e->body.len;
     UIH_FORWARD(stripe_column_encode(e, &b->columns[c], b->count, is_ts, lc, &de, err));
+    if (lc && lc->events && (uint64_t)de.length * lc->events * 8 > (uint64_t)lc->bytes * b->count * 9) {
+      /* The kept encoding takes more than 9/8 of the bytes per event it
+       * took: the values changed character, the column competes again. */
+      e->body.len = at;
+      de = (stripe_dir_entry){0};
+      UIH_FORWARD(stripe_column_encode(e, &b->columns[c], b->count, is_ts, NULL, &de, err));
+    }
     /* The id as a step from the previous one when the step fits 3 bits
      * (batch columns ascend by trait id: uih_batch_create sorts them). */
     int gap = de.trait_id - prev_id;

@@ -85,11 +85,12 @@ int uih_stripe_encode(uih_stripe_encoder *enc, const uih_batch *batch, uint32_t 
  * entry names (a directory's names one; those the column allows), scaled
  * if it was and the values still share a step, and that compression alone
  * (kept only if it saves min_compression_gain). A column `like` lacks, one
- * whose trait or encoder can have none of those encodings now, and one
- * whose values they cannot take (a value outside the dictionary) compete
- * in full. For a stripe written again with a few more events: the
- * competition it won stands, at a fraction of its cost. A fast encoder
- * ignores `like`. */
+ * whose trait or encoder can have none of those encodings now, one whose
+ * values they cannot take (a value outside the dictionary), and one they
+ * store in more than 9/8 of the entry's bytes per event (when its `events`
+ * is known) compete in full. For a stripe written again with a few more
+ * events: the competition it won stands, at a fraction of its cost, while
+ * it holds up. A fast encoder ignores `like`. */
 struct uih_stripe_column_info;
 int uih_stripe_encode_like(uih_stripe_encoder *enc, const uih_batch *batch, uint32_t schema_version,
                            const struct uih_stripe_column_info *like, uint32_t nlike, const uint8_t **out,
@@ -124,6 +125,7 @@ typedef struct uih_stripe_column_info {
   uint32_t bytes;       /* stored payload bytes */
   uih_presence presence;
   int scaled;           /* 1: the values are stored as multiples of a common step (formats 2 and 3) */
+  uint32_t events;      /* events of the stripe it describes (0: not known) */
 } uih_stripe_column_info;
 
 /* Validates the header and directory of `len` bytes (not the checksum, not
