@@ -212,9 +212,10 @@ static int passed_power_of_four(size_t was, size_t now) {
  * encodings it won, at a seventh of the cost of a new competition, each
  * column while it takes at most 9/8 of the bytes per event it took
  * (uih_stripe_encode_like); it competes whole each time its size
- * quadruples, and when the history grows past it (its final form).
- * (bench/README.md, "A day's instructions, step by step": the rules tried,
- * their cost and their bytes.) */
+ * quadruples, and when it is not the history's last (grown past, or
+ * gaining late events: its final form). (bench/README.md, "The
+ * competition's own cost, and the rule again": the rules tried, their
+ * cost and their bytes.) */
 static int write_stripe(state *s, size_t begin, size_t end, int last, const uih_stripe_column_info *like,
                         uint32_t nlike, uih_error *err) {
   int rc = ensure_batch(s, &s->batch, s->group, (uint32_t)(end - begin), err);
@@ -243,9 +244,11 @@ static int write_stripe(state *s, size_t begin, size_t end, int last, const uih_
 }
 
 /* Cuts s->rows into stripes by rule 3 and writes them, each like the
- * stored stripe of directory like[0, nlike) if it is mostly that one's. */
+ * stored stripe of directory like[0, nlike) if it is mostly that one's;
+ * `tail`: the rows end the history (the stored stripe they rebuild, if
+ * any, is its last), so their last stripe may gain events again. */
 #define TS(i) row_ts(s, &s->rows[(i)])
-static int cut(state *s, const uih_stripe_column_info *like, uint32_t nlike, uih_error *err) {
+static int cut(state *s, int tail, const uih_stripe_column_info *like, uint32_t nlike, uih_error *err) {
   const size_t n = s->nrows, se = s->group->stripe_events;
   size_t start = 0;
   while (start < n) {
@@ -262,7 +265,7 @@ static int cut(state *s, const uih_stripe_column_info *like, uint32_t nlike, uih
                                end - start, TS(start), s->group->name, UIH_STRIPE_EVENTS_MAX);
       }
     }
-    int rc = write_stripe(s, start, end, end == n, like, nlike, err);
+    int rc = write_stripe(s, start, end, tail && end == n, like, nlike, err);
     if (rc != UIH_OK) return rc;
     start = end;
   }
@@ -410,7 +413,7 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
     if (rc != UIH_OK) return rc;
     nlike = info.ncolumns < COLUMNS_MAX ? info.ncolumns : COLUMNS_MAX;
   }
-  return cut(s, s->cols, nlike, err);
+  return cut(s, !st || st == &s->stripes[s->nstripes - 1], s->cols, nlike, err);
 }
 
 /* 1 when a stripe of `ncolumns` columns, the first `described` of them in

@@ -27,7 +27,8 @@ static void directory_agrees(const uint8_t *buf, size_t size) {
   for (uint32_t i = 0; i < info.ncolumns && i < 8; i++)
     if (uih_stripe_column_at(buf, size, i, &one, NULL) != UIH_OK || one.trait_id != cols[i].trait_id ||
         one.type != cols[i].type || one.encoding != cols[i].encoding || one.compression != cols[i].compression ||
-        one.bytes != cols[i].bytes || one.presence != cols[i].presence || one.scaled != cols[i].scaled)
+        one.bytes != cols[i].bytes || one.presence != cols[i].presence || one.scaled != cols[i].scaled ||
+        one.events != info.count || cols[i].events != info.count)
       abort();
 }
 
