@@ -35,12 +35,19 @@ static inline void uih_wbuf_reset(uih_wbuf *b) {
   b->oom = 0;
 }
 
+/* uih_wbuf_reserve, without a call when the room is there: encoders
+ * append a few bytes at a time. */
+static inline int uih_wbuf_room(uih_wbuf *b, size_t n) {
+  if (!b->oom && b->data && n <= b->cap - b->len) return 1;
+  return uih_wbuf_reserve(b, n);
+}
+
 static inline void uih_wbuf_put(uih_wbuf *b, const void *p, size_t n) {
   if (b->count_only) {
     b->len += n;
     return;
   }
-  if (n == 0 || !uih_wbuf_reserve(b, n)) return;
+  if (n == 0 || !uih_wbuf_room(b, n)) return;
   memcpy(b->data + b->len, p, n);
   b->len += n;
 }
@@ -48,9 +55,13 @@ static inline void uih_wbuf_u8(uih_wbuf *b, uint8_t v) { uih_wbuf_put(b, &v, 1);
 static inline void uih_wbuf_u16(uih_wbuf *b, uint16_t v) { uih_wbuf_put(b, &v, 2); }
 static inline void uih_wbuf_u32(uih_wbuf *b, uint32_t v) { uih_wbuf_put(b, &v, 4); }
 static inline void uih_wbuf_u64(uih_wbuf *b, uint64_t v) { uih_wbuf_put(b, &v, 8); }
-static inline void uih_wbuf_varint(uih_wbuf *b, uint64_t v) {
-  uint8_t tmp[UIH_VARINT_MAX];
-  uih_wbuf_put(b, tmp, uih_varint_put(tmp, v));
+static inline void uih_wbuf_varint(uih_wbuf *b, uint64_t v) { /* written in place: no copy of a few bytes */
+  if (b->count_only) {
+    b->len += uih_varint_len(v);
+    return;
+  }
+  if (!uih_wbuf_room(b, UIH_VARINT_MAX)) return;
+  b->len += uih_varint_put(b->data + b->len, v);
 }
 /* Appends `n` zero bytes and returns where they start (NULL on failure,
  * and in a count_only buffer). */
@@ -59,7 +70,7 @@ static inline uint8_t *uih_wbuf_zeros(uih_wbuf *b, size_t n) {
     b->len += n;
     return NULL;
   }
-  if (!uih_wbuf_reserve(b, n)) return NULL;
+  if (!uih_wbuf_room(b, n)) return NULL;
   uint8_t *p = b->data + b->len;
   memset(p, 0, n);
   b->len += n;
