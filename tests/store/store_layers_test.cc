@@ -442,5 +442,104 @@ TEST_F(StoreLayersTest, AGrowingStripeKeepsItsEncodingsWhileTheyHoldUp) {
   uih_schema_free(schema);
 }
 
+// A stripe in the middle of a history is in its final form: when late
+// events come into it, it competes whole, not kept like the stored one as
+// a history's last stripe would be (loader/merge.c, cut's `tail`). Here
+// the first stripe holds 100 random values (frame of reference), a burst
+// of one timestamp cut it short of 128; then 28 late events of one value,
+// one after the other, come into it: frame of reference would hold them at the
+// same bytes per event (so a kept encoding would stay), but run-length
+// wins the competition.
+TEST_F(StoreLayersTest, AStripeGainingLateEventsInTheMiddleOfItsHistoryCompetesWhole) {
+  static const char kOne[] = R"({"name": "g", "version": 1, "groups": [
+    {"name": "a", "id": 1, "stripe_events": 128, "traits": [
+      {"name": "ts", "id": 1, "type": "timestamp"},
+      {"name": "v", "id": 2, "type": "uint32", "encodings": ["plain", "for", "delta", "rle"],
+       "compression": "none"}]}]})";
+  uih_error err{};
+  uih_schema* schema = nullptr;
+  ASSERT_EQ(uih_schema_parse(kOne, strlen(kOne), "g.json", &schema, &err), UIH_OK) << uih_error_message(&err);
+  const uih_group* g = uih_schema_group_by_id(schema, 1);
+  uih_stripe_encoder* enc = nullptr;
+  ASSERT_EQ(uih_stripe_encoder_create(nullptr, &enc, &err), UIH_OK);
+  auto column_v = [&](const uint8_t* p, size_t n, uint32_t* events) {
+    uih_stripe_info info{};
+    uih_stripe_column_info cols[4];
+    EXPECT_EQ(uih_stripe_read_columns(p, n, &info, cols, 4, &err), UIH_OK) << uih_error_message(&err);
+    *events = info.count;
+    for (uint32_t c = 0; c < info.ncolumns && c < 4; c++)
+      if (cols[c].trait_id == 2) return cols[c];
+    ADD_FAILURE() << "no column v";
+    return uih_stripe_column_info{};
+  };
+  std::mt19937_64 rng(11);
+  std::vector<std::pair<int64_t, uint32_t>> first;  // the first stripe's events, in time order
+  std::string days[3] = {"user_id,group,ts,v\n", "user_id,group,ts,v\n", "user_id,group,ts,v\n"};
+  for (int i = 0; i < 100; i++) {
+    const uint32_t v = static_cast<uint32_t>(rng() % (1u << 20));
+    first.emplace_back(kBase + i * 1000, v);
+    days[0] += "1,a," + std::to_string(kBase + i * 1000) + "," + std::to_string(v) + "\n";
+  }
+  for (int i = 0; i < 40; i++)  // a burst: one stripe of its own, the first cut before it at 100
+    days[1] += "1,a," + std::to_string(kBase + kDay + 5) + "," + std::to_string(rng() % 1000) + "\n";
+  const int64_t late = kBase + 50 * 1000 + 500;  // between the 51st and the 52nd (an identical row is a duplicate)
+  for (int i = 0; i < 28; i++) {
+    days[2] += "1,a," + std::to_string(late + i) + ",12345\n";
+    first.insert(first.begin() + 51 + i, {late + i, 12345u});
+  }
+  uih_store* stores[2] = {};
+  for (int w = 0; w < 2; w++) {
+    const std::string path = dir_ / (w ? "whole" : "layered");
+    ASSERT_EQ(uih_store_init(path.c_str(), kOne, strlen(kOne), "g.json", 1, &err), UIH_OK) << uih_error_message(&err);
+    stores[w] = Open(path);
+    ASSERT_NE(stores[w], nullptr);
+  }
+  uih_stripe_column_info stored{};
+  std::map<std::string, std::string> gen[2];
+  for (int day = 0; day < 3; day++) {
+    const std::string file = dir_ / ("late" + std::to_string(day) + ".csv");
+    WriteFile(file, days[day]);
+    for (int w = 0; w < 2; w++) {
+      uih_load_stats st{};
+      ASSERT_EQ(LoadDay(stores[w], file, kBase + (day + 2) * kDay, 0, "", w, &st, &err), UIH_OK)
+          << uih_error_message(&err);
+      gen[w] = Scan(stores[w], 0);
+    }
+    ASSERT_TRUE(gen[0] == gen[1]) << "day " << day << ": layered or whole, the same stripes";
+    if (day == 1) {
+      ASSERT_EQ(gen[0].size(), 2u);
+      uint32_t n = 0;
+      const std::string& s0 = gen[0].begin()->second;
+      stored = column_v(reinterpret_cast<const uint8_t*>(s0.data()), s0.size(), &n);
+      ASSERT_EQ(n, 100u) << "the burst cut the first stripe at 100 events";
+    }
+  }
+  ASSERT_EQ(gen[0].size(), 2u);
+  uint32_t n = 0;
+  const std::string& s0 = gen[0].begin()->second;
+  const uih_stripe_column_info got = column_v(reinterpret_cast<const uint8_t*>(s0.data()), s0.size(), &n);
+  ASSERT_EQ(n, 128u);
+  uih_batch* b = nullptr;
+  ASSERT_EQ(uih_batch_create(g, 128, nullptr, 0, &b, &err), UIH_OK);
+  for (const auto& [ts, v] : first) {
+    uint32_t row;
+    ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
+    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, static_cast<uint64_t>(ts));
+    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, v);
+  }
+  const uint8_t* p = nullptr;
+  size_t len = 0;
+  ASSERT_EQ(uih_stripe_encode(enc, b, 1, &p, &len, &err), UIH_OK) << uih_error_message(&err);
+  uih_batch_free(b);
+  uint32_t fresh_n = 0;
+  const uih_stripe_column_info want = column_v(p, len, &fresh_n);
+  ASSERT_NE(want.encoding, stored.encoding) << "the data must make a kept encoding differ from a competition's";
+  EXPECT_EQ(got.encoding, want.encoding) << "the middle stripe kept its encoding";
+  EXPECT_EQ(got.bytes, want.bytes);
+  for (uih_store* s : stores) uih_store_close(s);
+  uih_stripe_encoder_free(enc);
+  uih_schema_free(schema);
+}
+
 }  // namespace
 }  // namespace uih_test
