@@ -96,6 +96,20 @@ int uih_batch_reserve(uih_batch **batch, uint32_t capacity, uih_error *err) {
 }
 
 void uih_batch_clear(uih_batch *b) {
+  if (b->count == 1) { /* a reader's one-event batch, cleared at every line: no calls */
+    for (uint32_t c = 0; c < b->ncolumns; c++) {
+      uih_column *col = &b->columns[c];
+      switch (uih_type_info_of(col->trait->type)->width) {
+        case 8: ((uint64_t *)col->values)[0] = 0; break;
+        case 4: ((uint32_t *)col->values)[0] = 0; break;
+        case 1: ((uint8_t *)col->values)[0] = 0; break;
+        default: break;
+      }
+      col->present[0] = 0;
+    }
+    b->count = 0;
+    return;
+  }
   for (uint32_t c = 0; c < b->ncolumns; c++) {
     uih_column *col = &b->columns[c];
     memset(col->values, 0, (size_t)b->count * uih_type_width(col->trait->type));
