@@ -37,6 +37,67 @@ std::string Events(const uih_batch* b) {
   return out;
 }
 
+// What the tests of the growing-stripe rule share: a schema of one group
+// (128 events a stripe, a uint32 trait v free among four encodings,
+// uncompressed), an encoder for fresh competitions, and column v's
+// directory entry in a stripe.
+using TimedValues = std::vector<std::pair<int64_t, uint32_t>>;  // (ts, v), in time order
+struct StripeRule {
+  static constexpr char kJson[] = R"({"name": "g", "version": 1, "groups": [
+    {"name": "a", "id": 1, "stripe_events": 128, "traits": [
+      {"name": "ts", "id": 1, "type": "timestamp"},
+      {"name": "v", "id": 2, "type": "uint32", "encodings": ["plain", "for", "delta", "rle"],
+       "compression": "none"}]}]})";
+  uih_schema* schema = nullptr;
+  const uih_group* g = nullptr;
+  uih_stripe_encoder* enc = nullptr;
+
+  StripeRule() {
+    uih_error err{};
+    EXPECT_EQ(uih_schema_parse(kJson, strlen(kJson), "g.json", &schema, &err), UIH_OK) << uih_error_message(&err);
+    g = schema ? uih_schema_group_by_id(schema, 1) : nullptr;
+    EXPECT_EQ(uih_stripe_encoder_create(nullptr, &enc, &err), UIH_OK);
+  }
+  ~StripeRule() {
+    uih_stripe_encoder_free(enc);
+    uih_schema_free(schema);
+  }
+  // Column v's entry in `stripe`'s directory (its `events`: the stripe's).
+  static uih_stripe_column_info ColumnV(const uint8_t* p, size_t n) {
+    uih_error err{};
+    uih_stripe_info info{};
+    uih_stripe_column_info cols[4];
+    EXPECT_EQ(uih_stripe_read_columns(p, n, &info, cols, 4, &err), UIH_OK) << uih_error_message(&err);
+    for (uint32_t c = 0; c < info.ncolumns && c < 4; c++)
+      if (cols[c].trait_id == 2) {
+        EXPECT_EQ(cols[c].events, info.count);
+        return cols[c];
+      }
+    ADD_FAILURE() << "no column v";
+    return uih_stripe_column_info{};
+  }
+  static uih_stripe_column_info ColumnV(const std::string& stripe) {
+    return ColumnV(reinterpret_cast<const uint8_t*>(stripe.data()), stripe.size());
+  }
+  // Column v as a competition over events [a, b) of `ev` stores it.
+  uih_stripe_column_info Competed(const TimedValues& ev, size_t a, size_t b) {
+    uih_error err{};
+    uih_batch* batch = nullptr;
+    EXPECT_EQ(uih_batch_create(g, static_cast<uint32_t>(b - a), nullptr, 0, &batch, &err), UIH_OK);
+    for (size_t i = a; i < b; i++) {
+      uint32_t row;
+      EXPECT_EQ(uih_batch_append(batch, &row, &err), UIH_OK);
+      uih_column_set_bits(&batch->columns[uih_batch_column_index(batch, 1)], row, static_cast<uint64_t>(ev[i].first));
+      uih_column_set_bits(&batch->columns[uih_batch_column_index(batch, 2)], row, ev[i].second);
+    }
+    const uint8_t* p = nullptr;
+    size_t n = 0;
+    EXPECT_EQ(uih_stripe_encode(enc, batch, 1, &p, &n, &err), UIH_OK) << uih_error_message(&err);
+    uih_batch_free(batch);
+    return ColumnV(p, n);
+  }
+};
+
 class StoreLayersTest : public StoreTest {
  protected:
   static constexpr uint32_t kShards = 2;
@@ -70,6 +131,19 @@ class StoreLayersTest : public StoreTest {
               (a && rng() % 2 ? ",1\n" : ",\n");
     }
     return rows;
+  }
+
+  // Two stores of StripeRule's schema, one shard each: stores[0] loaded
+  // layered, stores[1] written whole.
+  void OpenRulePair(uih_store* stores[2]) {
+    uih_error err{};
+    for (int w = 0; w < 2; w++) {
+      const std::string path = dir_ / (w ? "whole" : "layered");
+      ASSERT_EQ(uih_store_init(path.c_str(), StripeRule::kJson, strlen(StripeRule::kJson), "g.json", 1, &err), UIH_OK)
+          << uih_error_message(&err);
+      stores[w] = Open(path);
+      ASSERT_NE(stores[w], nullptr);
+    }
   }
 
   int LoadDay(uih_store* s, const std::string& file, int64_t through, int64_t lookback, const std::string& deletes,
@@ -296,55 +370,11 @@ TEST_F(StoreLayersTest, AGenerationHasAtMostSixLayers) {
 // competition's choice, and the rule both holds encodings a competition
 // would change and changes them.
 TEST_F(StoreLayersTest, AGrowingStripeKeepsItsEncodingsWhileTheyHoldUp) {
-  static const char kOne[] = R"({"name": "g", "version": 1, "groups": [
-    {"name": "a", "id": 1, "stripe_events": 128, "traits": [
-      {"name": "ts", "id": 1, "type": "timestamp"},
-      {"name": "v", "id": 2, "type": "uint32", "encodings": ["plain", "for", "delta", "rle"],
-       "compression": "none"}]}]})";
-  uih_error err{};
-  uih_schema* schema = nullptr;
-  ASSERT_EQ(uih_schema_parse(kOne, strlen(kOne), "g.json", &schema, &err), UIH_OK) << uih_error_message(&err);
-  const uih_group* g = uih_schema_group_by_id(schema, 1);
-  uih_stripe_encoder* enc = nullptr;
-  ASSERT_EQ(uih_stripe_encoder_create(nullptr, &enc, &err), UIH_OK);
+  StripeRule rule;
+  ASSERT_NE(rule.g, nullptr);
   uih_store* stores[2] = {};
-  for (int w = 0; w < 2; w++) {
-    const std::string path = dir_ / (w ? "whole" : "layered");
-    ASSERT_EQ(uih_store_init(path.c_str(), kOne, strlen(kOne), "g.json", 1, &err), UIH_OK) << uih_error_message(&err);
-    stores[w] = Open(path);
-    ASSERT_NE(stores[w], nullptr);
-  }
-  // Column v's directory entry in a stripe's bytes.
-  auto column_v = [&](const std::string& stripe) {
-    uih_stripe_info info{};
-    uih_stripe_column_info cols[4];
-    EXPECT_EQ(uih_stripe_read_columns(reinterpret_cast<const uint8_t*>(stripe.data()), stripe.size(), &info, cols, 4,
-                                      &err), UIH_OK)
-        << uih_error_message(&err);
-    for (uint32_t c = 0; c < info.ncolumns && c < 4; c++)
-      if (cols[c].trait_id == 2) {
-        EXPECT_EQ(cols[c].events, info.count);
-        return cols[c];
-      }
-    ADD_FAILURE() << "no column v";
-    return uih_stripe_column_info{};
-  };
-  // Column v as a competition over events [a, b) of `ev` stores it.
-  auto fresh = [&](const std::vector<std::pair<int64_t, uint32_t>>& ev, size_t a, size_t b) {
-    uih_batch* batch = nullptr;
-    EXPECT_EQ(uih_batch_create(g, static_cast<uint32_t>(b - a), nullptr, 0, &batch, &err), UIH_OK);
-    for (size_t i = a; i < b; i++) {
-      uint32_t row;
-      EXPECT_EQ(uih_batch_append(batch, &row, &err), UIH_OK);
-      uih_column_set_bits(&batch->columns[uih_batch_column_index(batch, 1)], row, static_cast<uint64_t>(ev[i].first));
-      uih_column_set_bits(&batch->columns[uih_batch_column_index(batch, 2)], row, ev[i].second);
-    }
-    const uint8_t* p = nullptr;
-    size_t n = 0;
-    EXPECT_EQ(uih_stripe_encode(enc, batch, 1, &p, &n, &err), UIH_OK) << uih_error_message(&err);
-    uih_batch_free(batch);
-    return column_v(std::string(reinterpret_cast<const char*>(p), n));
-  };
+  ASSERT_NO_FATAL_FAILURE(OpenRulePair(stores));
+  uih_error err{};
   // Users 1..24 gain 6 events a day; user 25 gains 30 and outgrows its
   // stripes: random values (frame of reference) for two days, then one
   // value over and over, which frame of reference holds at fewer bytes per
@@ -352,7 +382,7 @@ TEST_F(StoreLayersTest, AGrowingStripeKeepsItsEncodingsWhileTheyHoldUp) {
   // its first stripe competes when the history grows past it.
   constexpr uint64_t kUsers = 25;
   std::mt19937_64 rng(5);
-  std::map<uint64_t, std::vector<std::pair<int64_t, uint32_t>>> events;
+  std::map<uint64_t, TimedValues> events;
   std::map<uint64_t, int> regime;
   std::map<uint64_t, uih_stripe_column_info> before;  // each light user's column v, the day before
   int changed = 0, grown = 0, held = 0, complete = 0, quadrupled = 0;
@@ -401,14 +431,14 @@ TEST_F(StoreLayersTest, AGrowingStripeKeepsItsEncodingsWhileTheyHoldUp) {
       if (u == kUsers) {  // every stripe but the last holds 128 events and competed whole
         ASSERT_EQ(st.size(), (ev.size() + 127) / 128);
         for (size_t i = 0; i + 1 < st.size(); i++, complete++) {
-          const uih_stripe_column_info got = column_v(st[i]), want = fresh(ev, 128 * i, 128 * (i + 1));
+          const uih_stripe_column_info got = StripeRule::ColumnV(st[i]), want = rule.Competed(ev, 128 * i, 128 * (i + 1));
           EXPECT_EQ(got.encoding, want.encoding) << "stripe " << i;
           EXPECT_EQ(got.bytes, want.bytes) << "stripe " << i;
         }
         continue;
       }
       ASSERT_EQ(st.size(), 1u) << "fewer events than a stripe holds";
-      const uih_stripe_column_info now = column_v(st[0]), want = fresh(ev, 0, ev.size());
+      const uih_stripe_column_info now = StripeRule::ColumnV(st[0]), want = rule.Competed(ev, 0, ev.size());
       if (day == 0) {
         EXPECT_EQ(now.encoding, want.encoding) << "a new stripe competes";
       } else {
@@ -438,8 +468,6 @@ TEST_F(StoreLayersTest, AGrowingStripeKeepsItsEncodingsWhileTheyHoldUp) {
   EXPECT_GE(complete, 3);
   EXPECT_EQ(quadrupled, 24) << "each light user passes 64 events once";
   for (uih_store* s : stores) uih_store_close(s);
-  uih_stripe_encoder_free(enc);
-  uih_schema_free(schema);
 }
 
 // A stripe in the middle of a history is in its final form: when late
@@ -451,29 +479,11 @@ TEST_F(StoreLayersTest, AGrowingStripeKeepsItsEncodingsWhileTheyHoldUp) {
 // same bytes per event (so a kept encoding would stay), but run-length
 // wins the competition.
 TEST_F(StoreLayersTest, AStripeGainingLateEventsInTheMiddleOfItsHistoryCompetesWhole) {
-  static const char kOne[] = R"({"name": "g", "version": 1, "groups": [
-    {"name": "a", "id": 1, "stripe_events": 128, "traits": [
-      {"name": "ts", "id": 1, "type": "timestamp"},
-      {"name": "v", "id": 2, "type": "uint32", "encodings": ["plain", "for", "delta", "rle"],
-       "compression": "none"}]}]})";
+  StripeRule rule;
+  ASSERT_NE(rule.g, nullptr);
   uih_error err{};
-  uih_schema* schema = nullptr;
-  ASSERT_EQ(uih_schema_parse(kOne, strlen(kOne), "g.json", &schema, &err), UIH_OK) << uih_error_message(&err);
-  const uih_group* g = uih_schema_group_by_id(schema, 1);
-  uih_stripe_encoder* enc = nullptr;
-  ASSERT_EQ(uih_stripe_encoder_create(nullptr, &enc, &err), UIH_OK);
-  auto column_v = [&](const uint8_t* p, size_t n, uint32_t* events) {
-    uih_stripe_info info{};
-    uih_stripe_column_info cols[4];
-    EXPECT_EQ(uih_stripe_read_columns(p, n, &info, cols, 4, &err), UIH_OK) << uih_error_message(&err);
-    *events = info.count;
-    for (uint32_t c = 0; c < info.ncolumns && c < 4; c++)
-      if (cols[c].trait_id == 2) return cols[c];
-    ADD_FAILURE() << "no column v";
-    return uih_stripe_column_info{};
-  };
   std::mt19937_64 rng(11);
-  std::vector<std::pair<int64_t, uint32_t>> first;  // the first stripe's events, in time order
+  TimedValues first;  // the first stripe's events
   std::string days[3] = {"user_id,group,ts,v\n", "user_id,group,ts,v\n", "user_id,group,ts,v\n"};
   for (int i = 0; i < 100; i++) {
     const uint32_t v = static_cast<uint32_t>(rng() % (1u << 20));
@@ -488,12 +498,7 @@ TEST_F(StoreLayersTest, AStripeGainingLateEventsInTheMiddleOfItsHistoryCompetesW
     first.insert(first.begin() + 51 + i, {late + i, 12345u});
   }
   uih_store* stores[2] = {};
-  for (int w = 0; w < 2; w++) {
-    const std::string path = dir_ / (w ? "whole" : "layered");
-    ASSERT_EQ(uih_store_init(path.c_str(), kOne, strlen(kOne), "g.json", 1, &err), UIH_OK) << uih_error_message(&err);
-    stores[w] = Open(path);
-    ASSERT_NE(stores[w], nullptr);
-  }
+  ASSERT_NO_FATAL_FAILURE(OpenRulePair(stores));
   uih_stripe_column_info stored{};
   std::map<std::string, std::string> gen[2];
   for (int day = 0; day < 3; day++) {
@@ -508,37 +513,18 @@ TEST_F(StoreLayersTest, AStripeGainingLateEventsInTheMiddleOfItsHistoryCompetesW
     ASSERT_TRUE(gen[0] == gen[1]) << "day " << day << ": layered or whole, the same stripes";
     if (day == 1) {
       ASSERT_EQ(gen[0].size(), 2u);
-      uint32_t n = 0;
-      const std::string& s0 = gen[0].begin()->second;
-      stored = column_v(reinterpret_cast<const uint8_t*>(s0.data()), s0.size(), &n);
-      ASSERT_EQ(n, 100u) << "the burst cut the first stripe at 100 events";
+      stored = StripeRule::ColumnV(gen[0].begin()->second);
+      ASSERT_EQ(stored.events, 100u) << "the burst cut the first stripe at 100 events";
     }
   }
   ASSERT_EQ(gen[0].size(), 2u);
-  uint32_t n = 0;
-  const std::string& s0 = gen[0].begin()->second;
-  const uih_stripe_column_info got = column_v(reinterpret_cast<const uint8_t*>(s0.data()), s0.size(), &n);
-  ASSERT_EQ(n, 128u);
-  uih_batch* b = nullptr;
-  ASSERT_EQ(uih_batch_create(g, 128, nullptr, 0, &b, &err), UIH_OK);
-  for (const auto& [ts, v] : first) {
-    uint32_t row;
-    ASSERT_EQ(uih_batch_append(b, &row, &err), UIH_OK);
-    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 1)], row, static_cast<uint64_t>(ts));
-    uih_column_set_bits(&b->columns[uih_batch_column_index(b, 2)], row, v);
-  }
-  const uint8_t* p = nullptr;
-  size_t len = 0;
-  ASSERT_EQ(uih_stripe_encode(enc, b, 1, &p, &len, &err), UIH_OK) << uih_error_message(&err);
-  uih_batch_free(b);
-  uint32_t fresh_n = 0;
-  const uih_stripe_column_info want = column_v(p, len, &fresh_n);
+  const uih_stripe_column_info got = StripeRule::ColumnV(gen[0].begin()->second);
+  ASSERT_EQ(got.events, 128u);
+  const uih_stripe_column_info want = rule.Competed(first, 0, first.size());
   ASSERT_NE(want.encoding, stored.encoding) << "the data must make a kept encoding differ from a competition's";
   EXPECT_EQ(got.encoding, want.encoding) << "the middle stripe kept its encoding";
   EXPECT_EQ(got.bytes, want.bytes);
   for (uih_store* s : stores) uih_store_close(s);
-  uih_stripe_encoder_free(enc);
-  uih_schema_free(schema);
 }
 
 }  // namespace
