@@ -1059,6 +1059,53 @@ TEST_F(Stripe, CompressionIsKeptOnlyWhenItSavesTheMargin) {
   EXPECT_EQ(static_cast<uint32_t>(raw), never.bytes);
 }
 
+// A bit-packed payload shorter than 256 bytes is not offered to a
+// compressor when the schema leaves compression to the codec, however well
+// it would compress; from 256 bytes on it is, and a trait that names its
+// compressor gets it tried at any length. The values: 4-bit codes in a
+// period of 16, which LZ4 and ZSTD shrink to almost nothing.
+TEST_F(Stripe, ShortPackedPayloadsAreCompressedOnlyWhenTheSchemaAsks) {
+  SchemaPtr schema;
+  Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
+    {"name": "ts", "id": 1, "type": "timestamp"},
+    {"name": "v", "id": 2, "type": "uint32", "encodings": ["for"]},
+    {"name": "w", "id": 3, "type": "uint32", "encodings": ["for"], "compression": "zstd"}]}]})", &schema);
+  uint32_t seen_short = 0, seen_long = 0;
+  for (uint32_t n : {100u, 200u, 400u, 480u, 520u, 1000u, 4000u}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    BatchPtr in, out;
+    ASSERT_NO_FATAL_FAILURE(MakeBatches(uih_schema_group_at(schema.s, 0), n, &in, &out));
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t row;
+      uih_batch_append(in.b, &row, nullptr);
+      uih_column_set_bits(&in.b->columns[0], i, 1000ull * i);
+      uih_column_set_bits(&in.b->columns[1], i, (i * 7) % 16);
+      uih_column_set_bits(&in.b->columns[2], i, (i * 7) % 16);
+    }
+    std::vector<uint8_t> st = Encode(in.b);
+    uih_stripe_column_info v{}, w{};
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 1, &v, nullptr));
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 2, &w, nullptr));
+    ASSERT_EQ(UIH_ENC_FOR, v.encoding);
+    const size_t packed = n / 2 + 3 * ((n + 127) / 128);  // 4 bits a value, a 3-byte header a block
+    if (packed < 256) {
+      seen_short++;
+      EXPECT_EQ(UIH_COMPRESS_NONE, v.compression);
+      EXPECT_EQ(packed, v.bytes);
+    } else {
+      seen_long++;
+      EXPECT_NE(UIH_COMPRESS_NONE, v.compression);
+      EXPECT_LT(v.bytes, packed / 4);
+    }
+    EXPECT_EQ(UIH_COMPRESS_ZSTD, w.compression) << "named in the schema: tried at any length";
+    EXPECT_LT(w.bytes, packed);
+    ASSERT_EQ(UIH_OK, Decode(st, 0, UIH_DECODE_TO_END, out.b));
+    EXPECT_TRUE(SameEvents(in.b, 0, out.b));
+  }
+  EXPECT_EQ(4u, seen_short);
+  EXPECT_EQ(3u, seen_long);
+}
+
 // After warm-up a decoder allocates nothing: the same stripes (every
 // encoding, presence, both compressors, large and small), decoded whole,
 // by ranges and by projections again and again, leave the heap alone and

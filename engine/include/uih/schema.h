@@ -29,7 +29,10 @@
  * "id" (1..65534, unique in the group, never reused; 65535 is the system
  * trait's), "type" (timestamp, id, int64, uint32, float32, category,
  * flag), and optionally "encodings" (the stripe encodings the codec may pick
- * from, each applicable to the type), "compression" (auto, none, lz4, zstd),
+ * from, each applicable to the type), "compression" (auto, none, lz4, zstd;
+ * auto: the codec tries LZ4 and ZSTD where they may pay, which leaves out
+ * bit-packed payloads under 256 bytes; lz4 or zstd: tried on every column
+ * and kept where it saves min_compression_gain),
  * "categories" (category only: the vocabulary, code i = categories[i]),
  * "added_in" and "dropped_in" (schema versions), "unit" (timestamp only:
  * "s", "ms" or "us", the unit stored values count) and "input" (how input
