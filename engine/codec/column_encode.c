@@ -333,13 +333,19 @@ static int pick_compression(uih_stripe_encoder *e, uih_compression hint, uint32_
 
 /* ---- the column ------------------------------------------------------------ */
 
+/* Stein's binary method: shifts and subtractions where Euclid's divides
+ * (a 64-bit division costs tens of cycles). gcd(0, b) = b. */
 static uint64_t gcd(uint64_t a, uint64_t b) {
-  while (b) {
-    uint64_t r = a % b;
-    a = b;
-    b = r;
-  }
-  return a;
+  if (a == 0 || b == 0) return a | b;
+  const int shift = __builtin_ctzll(a | b);
+  a >>= __builtin_ctzll(a);
+  do {
+    b >>= __builtin_ctzll(b);
+    const uint64_t lo = a < b ? a : b, hi = a < b ? b : a;
+    a = lo;
+    b = hi - lo;
+  } while (b);
+  return a << shift;
 }
 
 /* The largest step g >= 2 that every value's distance from the smallest is
@@ -371,7 +377,16 @@ static void enc_scaled(uih_stripe_encoder *e, uih_wbuf *out, uint32_t enc, size_
 static uint64_t scale(uih_stripe_encoder *e, size_t m, int is_ts, uint64_t *base) {
   uint64_t step = common_step(e->vals, m, base);
   if (step == 0 && is_ts) step = 1;
-  for (size_t k = 0; step && k < m; k++) e->scaled[k] = (e->vals[k] - *base) / step;
+  if (step == 0) return 0;
+  /* Every distance is a multiple of step = 2^z * d (d odd), so dividing is
+   * exact: shift out 2^z, multiply by d's inverse mod 2^64 (Newton's
+   * iteration, each step doubling the correct low bits from d's 3). */
+  const int z = __builtin_ctzll(step);
+  const uint64_t d = step >> z;
+  uint64_t inv = d;
+  for (int i = 0; i < 5; i++) inv *= 2 - d * inv;
+  const uint64_t lo = *base;
+  for (size_t k = 0; k < m; k++) e->scaled[k] = ((e->vals[k] - lo) >> z) * inv;
   return step;
 }
 
