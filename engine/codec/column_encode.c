@@ -352,8 +352,8 @@ static uint64_t gcd(uint64_t a, uint64_t b) {
  * a multiple of, with the smallest in *base; 0 when there is none (all
  * values equal, or no common step). */
 static uint64_t common_step(const uint64_t *v, size_t m, uint64_t *base) {
-  uint64_t lo = v[0];
-  for (size_t k = 1; k < m; k++) lo = v[k] < lo ? v[k] : lo;
+  uint64_t lo, hi;
+  uih_min_max(v, m, &lo, &hi);
   uint64_t g = 0;
   for (size_t k = 0; k < m && g != 1; k++) g = gcd(v[k] - lo, g);
   *base = lo;

@@ -407,11 +407,8 @@ static inline unsigned width_of(uint64_t x) {
 
 static void block_encode(uih_wbuf *out, const uint64_t *v, size_t cnt, int is_signed,
                          uint64_t *tmp) {
-  uint64_t lo = v[0], hi = v[0];
-  for (size_t k = 1; k < cnt; k++) {
-    lo = v[k] < lo ? v[k] : lo;
-    hi = v[k] > hi ? v[k] : hi;
-  }
+  uint64_t lo, hi;
+  uih_min_max(v, cnt, &lo, &hi);
   /* How many values take each width above lo: counts fit a byte (cnt <=
    * UIH_SEQ_BLOCK), and two tables take alternate values, so a run of one
    * width does not wait on its own last count. */

@@ -38,6 +38,28 @@ static inline unsigned uih_bit_tail(const uint8_t *map, size_t n) {
   return (n & 7) ? (unsigned)(map[n >> 3] >> (n & 7)) : 0u;
 }
 
+/* The smallest and largest of v[0..n) (n >= 1), four at a time: one
+ * running minimum waits on its last compare each value, four overlap. */
+static inline void uih_min_max(const uint64_t *v, size_t n, uint64_t *min, uint64_t *max) {
+  uint64_t lo[4] = {v[0], v[0], v[0], v[0]}, hi[4] = {v[0], v[0], v[0], v[0]};
+  size_t k = 1;
+  for (; k + 4 <= n; k += 4)
+    for (unsigned j = 0; j < 4; j++) {
+      lo[j] = v[k + j] < lo[j] ? v[k + j] : lo[j];
+      hi[j] = v[k + j] > hi[j] ? v[k + j] : hi[j];
+    }
+  for (; k < n; k++) {
+    lo[0] = v[k] < lo[0] ? v[k] : lo[0];
+    hi[0] = v[k] > hi[0] ? v[k] : hi[0];
+  }
+  for (unsigned j = 1; j < 4; j++) {
+    lo[0] = lo[j] < lo[0] ? lo[j] : lo[0];
+    hi[0] = hi[j] > hi[0] ? hi[j] : hi[0];
+  }
+  *min = lo[0];
+  *max = hi[0];
+}
+
 /* Bits needed to represent `v` (0 for 0). */
 static inline unsigned uih_bits(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0u; }
 

@@ -239,6 +239,26 @@ TEST(IntSeqPaths, VectorAndScalarDeltaDecodingAgree) {
 // with varint anchors is the one with u64 anchors, less, per block, 8 bytes
 // minus the varint of its first value (zigzag of the signed value in a
 // _SIGNED kind) and, in DELTA2, 8 minus the varint of zigzag(first delta).
+// uih_min_max's four running extremes agree with std::minmax_element at
+// every length (the tails past a multiple of four) and wherever the
+// extremes sit: first, last, inside, repeated, at 0 and at 2^64 - 1.
+TEST(IntSeqPaths, MinMaxAgreesWithTheStandardLibrary) {
+  std::mt19937_64 rng(31);
+  for (size_t n = 1; n < 40; n++)
+    for (int trial = 0; trial < 50; trial++) {
+      std::vector<uint64_t> v(n);
+      for (auto& x : v) x = trial % 3 == 0 ? rng() : 1000 + rng() % 7;
+      if (trial % 5 == 1) v[rng() % n] = 0;
+      if (trial % 5 == 2) v[rng() % n] = ~0ull;
+      if (trial % 5 == 3) v[n - 1] = 0, v[0] = ~0ull;
+      uint64_t lo = 1, hi = 1;
+      uih_min_max(v.data(), n, &lo, &hi);
+      const auto mm = std::minmax_element(v.begin(), v.end());
+      ASSERT_EQ(*mm.first, lo) << "n " << n << " trial " << trial;
+      ASSERT_EQ(*mm.second, hi) << "n " << n << " trial " << trial;
+    }
+}
+
 TEST(IntSeqAnchors, VarintAnchorsTakeTheBytesTheirValuesNeed) {
   auto varint_len = [](uint64_t x) {
     size_t n = 1;
