@@ -331,8 +331,8 @@ int ld_sorter_add(ld_sorter *s, const uint8_t *rec, uint32_t len, uih_error *err
   if (len < s->min_len || shard_of(rec) >= s->nshards)
     return uih_error_set(err, UIH_ERR_INVALID_ARGUMENT, "sort: a record of %u bytes (at least %u) for shard %u", len,
                          s->min_len, len >= 2 ? shard_of(rec) : 0);
-  /* The records, their entries, and as much again for the entries: qsort
-   * (glibc's merge sort) takes a scratch copy of what it sorts. */
+  /* The records, their entries, and as much again for the entries: the
+   * radix sort's second array (sort_memory). */
   size_t need = s->used + len + 2 * (s->n + 1) * sizeof(entry);
   if (need > s->memory && s->n > 0) {
     int rc = spill(s, err);

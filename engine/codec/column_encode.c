@@ -298,10 +298,12 @@ static size_t try_compress(uih_stripe_encoder *e, int algo) {
   return e->comp.len;
 }
 
-/* Bit-packed payloads (every encoding but plain and byte-stream split)
- * shorter than this are not offered to a compressor the schema leaves to
- * the codec (UIH_COMPRESS_AUTO): packing strips what LZ4 and ZSTD find,
- * and each try pays a compressor's setup. Of 465,633 tries in a 10 M-event
+/* Bit-packed payloads (those of every encoding but plain and byte-stream
+ * split, with their presence bytes) shorter than this are not offered to
+ * a compressor the schema leaves to the codec (UIH_COMPRESS_AUTO): packing
+ * strips what LZ4 and ZSTD find, and each try pays a compressor's setup.
+ * (A stripe encoded like an earlier one tries what its column has: none
+ * stays none until the stripe competes again.) Of 465,633 tries in a 10 M-event
  * scale_bench run one paid (4 bytes); stripe_bench's two data sets encode
  * to the same sizes without them, 1.3-1.4x faster; smooth synthetic
  * sequences (tests/engine/data/stripe_v1) lose 0.5% (bench/README.md,
@@ -354,9 +356,10 @@ static uint64_t gcd(uint64_t a, uint64_t b) {
 static uint64_t common_step(const uint64_t *v, size_t m, uint64_t *base) {
   uint64_t lo, hi;
   uih_min_max(v, m, &lo, &hi);
+  *base = lo;
+  if (hi == lo) return 0;
   uint64_t g = 0;
   for (size_t k = 0; k < m && g != 1; k++) g = gcd(v[k] - lo, g);
-  *base = lo;
   return g >= 2 ? g : 0;
 }
 

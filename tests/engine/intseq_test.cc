@@ -235,10 +235,6 @@ TEST(IntSeqPaths, VectorAndScalarDeltaDecodingAgree) {
   }
 }
 
-// Varint anchors (format 3) take the bytes their values need: a sequence
-// with varint anchors is the one with u64 anchors, less, per block, 8 bytes
-// minus the varint of its first value (zigzag of the signed value in a
-// _SIGNED kind) and, in DELTA2, 8 minus the varint of zigzag(first delta).
 // uih_min_max's four running extremes agree with std::minmax_element at
 // every length (the tails past a multiple of four) and wherever the
 // extremes sit: first, last, inside, repeated, at 0 and at 2^64 - 1.
@@ -259,6 +255,10 @@ TEST(IntSeqPaths, MinMaxAgreesWithTheStandardLibrary) {
     }
 }
 
+// Varint anchors (format 3) take the bytes their values need: a sequence
+// with varint anchors is the one with u64 anchors, less, per block, 8 bytes
+// minus the varint of its first value (zigzag of the signed value in a
+// _SIGNED kind) and, in DELTA2, 8 minus the varint of zigzag(first delta).
 TEST(IntSeqAnchors, VarintAnchorsTakeTheBytesTheirValuesNeed) {
   auto varint_len = [](uint64_t x) {
     size_t n = 1;

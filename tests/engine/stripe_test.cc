@@ -1061,17 +1061,19 @@ TEST_F(Stripe, CompressionIsKeptOnlyWhenItSavesTheMargin) {
 
 // A bit-packed payload shorter than 256 bytes is not offered to a
 // compressor when the schema leaves compression to the codec, however well
-// it would compress; from 256 bytes on it is, and a trait that names its
-// compressor gets it tried at any length. The values: 4-bit codes in a
+// it would compress; from 256 bytes on it is; a trait that names its
+// compressor gets it tried at any length from 32 bytes, and a plain
+// payload is offered under 256 bytes too. The values: 4-bit codes in a
 // period of 16, which LZ4 and ZSTD shrink to almost nothing.
 TEST_F(Stripe, ShortPackedPayloadsAreCompressedOnlyWhenTheSchemaAsks) {
   SchemaPtr schema;
   Parse(R"({"name": "s", "version": 1, "groups": [{"name": "g", "id": 1, "stripe_events": 65536, "traits": [
     {"name": "ts", "id": 1, "type": "timestamp"},
     {"name": "v", "id": 2, "type": "uint32", "encodings": ["for"]},
-    {"name": "w", "id": 3, "type": "uint32", "encodings": ["for"], "compression": "zstd"}]}]})", &schema);
+    {"name": "w", "id": 3, "type": "uint32", "encodings": ["for"], "compression": "zstd"},
+    {"name": "p", "id": 4, "type": "uint32", "encodings": ["plain"]}]}]})", &schema);
   uint32_t seen_short = 0, seen_long = 0;
-  for (uint32_t n : {100u, 200u, 400u, 480u, 520u, 1000u, 4000u}) {
+  for (uint32_t n : {40u, 100u, 200u, 400u, 480u, 486u, 488u, 520u, 1000u, 4000u}) {
     SCOPED_TRACE("n " + std::to_string(n));
     BatchPtr in, out;
     ASSERT_NO_FATAL_FAILURE(MakeBatches(uih_schema_group_at(schema.s, 0), n, &in, &out));
@@ -1081,13 +1083,25 @@ TEST_F(Stripe, ShortPackedPayloadsAreCompressedOnlyWhenTheSchemaAsks) {
       uih_column_set_bits(&in.b->columns[0], i, 1000ull * i);
       uih_column_set_bits(&in.b->columns[1], i, (i * 7) % 16);
       uih_column_set_bits(&in.b->columns[2], i, (i * 7) % 16);
+      uih_column_set_bits(&in.b->columns[3], i, (i * 7) % 16);
     }
     std::vector<uint8_t> st = Encode(in.b);
-    uih_stripe_column_info v{}, w{};
+    uih_stripe_column_info v{}, w{}, p{};
     ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 1, &v, nullptr));
     ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 2, &w, nullptr));
+    ASSERT_EQ(UIH_OK, uih_stripe_column_at(st.data(), st.size(), 3, &p, nullptr));
     ASSERT_EQ(UIH_ENC_FOR, v.encoding);
+    ASSERT_EQ(UIH_ENC_PLAIN, p.encoding);
+    EXPECT_NE(UIH_COMPRESS_NONE, p.compression) << "plain: offered under 256 bytes too";
+    EXPECT_LE(p.bytes, 4 * n * 9 / 10);
+    ASSERT_EQ(UIH_OK, Decode(st, 0, UIH_DECODE_TO_END, out.b));
+    EXPECT_TRUE(SameEvents(in.b, 0, out.b));
     const size_t packed = n / 2 + 3 * ((n + 127) / 128);  // 4 bits a value, a 3-byte header a block
+    if (packed < 32) {
+      EXPECT_EQ(UIH_COMPRESS_NONE, v.compression);
+      EXPECT_EQ(UIH_COMPRESS_NONE, w.compression) << "under 32 bytes nothing is tried";
+      continue;
+    }
     if (packed < 256) {
       seen_short++;
       EXPECT_EQ(UIH_COMPRESS_NONE, v.compression);
@@ -1097,13 +1111,11 @@ TEST_F(Stripe, ShortPackedPayloadsAreCompressedOnlyWhenTheSchemaAsks) {
       EXPECT_NE(UIH_COMPRESS_NONE, v.compression);
       EXPECT_LT(v.bytes, packed / 4);
     }
-    EXPECT_EQ(UIH_COMPRESS_ZSTD, w.compression) << "named in the schema: tried at any length";
+    EXPECT_EQ(UIH_COMPRESS_ZSTD, w.compression) << "named in the schema: tried from 32 bytes";
     EXPECT_LT(w.bytes, packed);
-    ASSERT_EQ(UIH_OK, Decode(st, 0, UIH_DECODE_TO_END, out.b));
-    EXPECT_TRUE(SameEvents(in.b, 0, out.b));
   }
-  EXPECT_EQ(4u, seen_short);
-  EXPECT_EQ(3u, seen_long);
+  EXPECT_EQ(5u, seen_short);  // 100 .. 486 events: 53 .. 255 bytes
+  EXPECT_EQ(4u, seen_long);   // 488 .. 4000: 256 .. 2096
 }
 
 // After warm-up a decoder allocates nothing: the same stripes (every

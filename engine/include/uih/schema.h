@@ -30,9 +30,11 @@
  * trait's), "type" (timestamp, id, int64, uint32, float32, category,
  * flag), and optionally "encodings" (the stripe encodings the codec may pick
  * from, each applicable to the type), "compression" (auto, none, lz4, zstd;
- * auto: the codec tries LZ4 and ZSTD where they may pay, which leaves out
- * bit-packed payloads under 256 bytes; lz4 or zstd: tried on every column
- * and kept where it saves min_compression_gain),
+ * auto: the codec tries LZ4 and ZSTD on payloads of 32 bytes or more,
+ * but for bit-packed ones under 256 bytes; lz4 or zstd: that one, tried
+ * from 32 bytes; either way kept only where it saves the encoder's
+ * min_compression_gain; a stripe encoded like an earlier one tries the
+ * compression its columns have),
  * "categories" (category only: the vocabulary, code i = categories[i]),
  * "added_in" and "dropped_in" (schema versions), "unit" (timestamp only:
  * "s", "ms" or "us", the unit stored values count) and "input" (how input
