@@ -41,8 +41,14 @@ class Csv : public testing::Test {
   void TearDown() override { uih_schema_free(schema_); }
 
   // Reads all of `text`; returns the code of the first error (message in err_).
-  int ReadAll(const std::string& text, std::vector<std::pair<uint64_t, std::string>>* rows = nullptr) {
+  // `buffering`: 0 the stream's own, 1 a 7-byte buffer (every line spans
+  // refills), 2 none (a byte at a time).
+  int ReadAll(const std::string& text, std::vector<std::pair<uint64_t, std::string>>* rows = nullptr,
+              int buffering = 0) {
     FILE* f = fmemopen(const_cast<char*>(text.data()), text.size(), "r");
+    static char tiny[7];
+    if (buffering == 1) setvbuf(f, tiny, _IOFBF, sizeof tiny);
+    if (buffering == 2) setvbuf(f, nullptr, _IONBF, 0);
     uih_csv_reader* r = nullptr;
     err_ = uih_error{};
     int rc = uih_csv_open_stream(f, "day.csv", schema_, &r, &err_);
@@ -191,9 +197,11 @@ TEST_F(Csv, RandomEventsReadBackExactly) {
       uih_batch_free(one);
     }
     uih_batch_free(b);
-    std::vector<std::pair<uint64_t, std::string>> got;
-    ASSERT_EQ(UIH_OK, ReadAll(text, &got)) << err_.msg;
-    EXPECT_EQ(want, got);
+    for (int buffering = 0; buffering < 3; buffering++) {  // lines taken from the buffer or a byte at a time
+      std::vector<std::pair<uint64_t, std::string>> got;
+      ASSERT_EQ(UIH_OK, ReadAll(text, &got, buffering)) << err_.msg;
+      EXPECT_EQ(want, got) << "buffering " << buffering;
+    }
   }
 }
 
@@ -256,6 +264,19 @@ TEST_F(Csv, BadInputGivesPreciseErrors) {
   std::string big = "user_id,group,ts\n1,clicks," + std::string(2u << 20, '7') + "\n";
   EXPECT_EQ(UIH_ERR_PARSE, ReadAll(big));
   EXPECT_NE(nullptr, strstr(err_.msg, "day.csv:2: line longer than")) << err_.msg;
+  // The limit is 1 MiB with the line break, however the stream buffers:
+  // a line of exactly that is read (its ts is then too long a number), one
+  // byte more is not.
+  for (int buffering = 0; buffering < 3; buffering++) {
+    const size_t head = std::string("1,clicks,").size(), limit = size_t{1} << 20;
+    const std::string at = "user_id,group,ts\n1,clicks," + std::string(limit - head - 1, '7') + "\n";
+    EXPECT_EQ(UIH_ERR_PARSE, ReadAll(at, nullptr, buffering));
+    EXPECT_EQ(nullptr, strstr(err_.msg, "line longer than")) << err_.msg;
+    EXPECT_NE(nullptr, strstr(err_.msg, "day.csv:2: column 'ts'")) << err_.msg;
+    const std::string over = "user_id,group,ts\n1,clicks," + std::string(limit - head, '7') + "\n";
+    EXPECT_EQ(UIH_ERR_PARSE, ReadAll(over, nullptr, buffering));
+    EXPECT_NE(nullptr, strstr(err_.msg, "day.csv:2: line longer than")) << err_.msg;
+  }
 }
 
 // A reader that collects bad records (the loader's --rejects) goes on after
