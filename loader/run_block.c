@@ -4,15 +4,17 @@
 
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error_internal.h"
 #include "mem.h"
 
 /* The records sorted by (length, position): keys[k] = length << 32 |
- * position; offs[j] = where record j's bytes start in the raw form. */
+ * position; offs[j] = where record j's bytes start in the raw form; the
+ * third part, by_length's scratch. */
 static int reserve(ld_run_block_scratch *s, size_t n, uih_error *err) {
   if (n > s->cap) {
-    uint64_t *k = realloc(s->keys, 2 * n * sizeof *k);
+    uint64_t *k = realloc(s->keys, 3 * n * sizeof *k);
     if (!k) return uih_error_set(err, UIH_ERR_NO_MEMORY, "sort: out of memory");
     s->keys = k;
     s->cap = n;
@@ -26,18 +28,33 @@ void ld_run_block_scratch_free(ld_run_block_scratch *s) {
   s->cap = 0;
 }
 
-static int cmp_keys(const void *x, const void *y) {
-  const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-  return (a > b) - (a < b);
-}
-
-/* Orders the keys by length, then position, unless they are already. */
-static void by_length(uint64_t *keys, size_t n) {
-  for (size_t j = 1; j < n; j++)
-    if (keys[j] < keys[j - 1]) {
-      qsort(keys, n, sizeof *keys, cmp_keys);
-      return;
+/* Orders the keys (positions ascending, as made) by length, then
+ * position: a stable counting sort on each byte of the lengths that not
+ * all of them share — one pass where every length is under 256 bytes, as
+ * rows are. `tmp` holds n keys. */
+static void by_length(uint64_t *keys, uint64_t *tmp, size_t n) {
+  uint32_t all = 0, any = 0;
+  for (size_t j = 0; j < n; j++) {
+    const uint32_t l = (uint32_t)(keys[j] >> 32);
+    all = j ? all & l : l;
+    any |= l;
+  }
+  uint64_t *src = keys, *dst = tmp;
+  for (unsigned shift = 32; shift < 64; shift += 8) {
+    if ((((uint64_t)(all ^ any) << 32) >> shift & 0xff) == 0) continue; /* every length has this byte */
+    size_t count[256] = {0};
+    for (size_t j = 0; j < n; j++) count[src[j] >> shift & 0xff]++;
+    for (size_t d = 0, sum = 0; d < 256; d++) {
+      const size_t c = count[d];
+      count[d] = sum;
+      sum += c;
     }
+    for (size_t j = 0; j < n; j++) dst[count[src[j] >> shift & 0xff]++] = src[j];
+    uint64_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != keys) memcpy(keys, src, n * sizeof *keys);
 }
 
 /* Between the records (record j's bytes at raw + offs[j]) and the planes
@@ -75,7 +92,7 @@ int ld_run_block_encode(const uint8_t *raw, size_t len, uint8_t *out, ld_run_blo
     offs[j] = at + 4;
     at += 4u + l;
   }
-  by_length(keys, n);
+  by_length(keys, s->keys + 2 * s->cap, n);
   lay(keys, offs, n, (uint8_t *)raw, out + 4 + 4 * n, 1); /* raw only read */
   return UIH_OK;
 }
@@ -107,7 +124,7 @@ int ld_run_block_decode(const uint8_t *in, size_t len, uint32_t min_len, uint8_t
     return uih_corruption(err, "laid-out byte 4: the lengths of its %zu records add up to %" PRIu64
                           " bytes, expected %zu (what follows them)", n, sum, body);
   for (size_t j = 0; j < n; j++) uih_store_le32(raw + offs[j] - 4, (uint32_t)(keys[j] >> 32));
-  by_length(keys, n);
+  by_length(keys, s->keys + 2 * s->cap, n);
   lay(keys, offs, n, raw, (uint8_t *)(in + 4 + 4 * n), 0); /* the planes only read */
   return UIH_OK;
 }

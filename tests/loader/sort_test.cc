@@ -345,9 +345,10 @@ TEST_F(SortTest, ADamagedRunIsAnErrorNamingItNeverAWrongStream) {
 namespace {
 
 // The laid-out block of random records (lengths 0..40, some lengths
-// repeated, in any order; a record longer than the rest now and then):
-// read back, the same records; cut short, or with a length changed, an
-// error, never records that were not written.
+// repeated, in any order; a record longer than the rest now and then,
+// lengths of one and two bytes): laid out as run_block.h says, read back,
+// the same records; cut short, or with a length changed, an error, never
+// records that were not written.
 TEST(RunBlockTest, ABlockLaidOutByLengthReadsBackAsItWasWritten) {
   std::mt19937_64 rng(5);
   ld_run_block_scratch sc{};
@@ -357,6 +358,7 @@ TEST(RunBlockTest, ABlockLaidOutByLengthReadsBackAsItWasWritten) {
     for (int i = 0; i < n; i++) {
       uint32_t len = static_cast<uint32_t>(rng() % 4 == 0 ? rng() % 41 : 20 + rng() % 3);
       if (rng() % 97 == 0) len = 3000;
+      if (rng() % 89 == 0) len = 256 + static_cast<uint32_t>(rng() % 3) * 256 + static_cast<uint32_t>(rng() % 2);
       raw.append(reinterpret_cast<const char*>(&len), 4);
       for (uint32_t k = 0; k < len; k++) raw.push_back(static_cast<char>(rng() % 5));
     }
@@ -364,6 +366,29 @@ TEST(RunBlockTest, ABlockLaidOutByLengthReadsBackAsItWasWritten) {
     std::string laid(raw.size() + 4, '\0');
     ASSERT_EQ(ld_run_block_encode(reinterpret_cast<const uint8_t*>(raw.data()), raw.size(),
                                   reinterpret_cast<uint8_t*>(laid.data()), &sc, &err), UIH_OK);
+    // The layout run_block.h states, made here: the count, the lengths in
+    // record order, then per length (ascending), byte i of each of its
+    // records (in record order) together.
+    std::vector<std::pair<uint32_t, size_t>> recs;  // (length, offset of its bytes)
+    for (size_t at = 0; at < raw.size();) {
+      uint32_t len;
+      std::memcpy(&len, raw.data() + at, 4);
+      recs.emplace_back(len, at + 4);
+      at += 4 + len;
+    }
+    std::string want(4, '\0');
+    const uint32_t count = static_cast<uint32_t>(recs.size());
+    std::memcpy(want.data(), &count, 4);
+    for (const auto& r : recs) want.append(reinterpret_cast<const char*>(&r.first), 4);
+    std::vector<size_t> order(recs.size());
+    for (size_t j = 0; j < order.size(); j++) order[j] = j;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return recs[a].first < recs[b].first; });
+    for (size_t a = 0, b; a < order.size(); a = b) {
+      for (b = a; b < order.size() && recs[order[b]].first == recs[order[a]].first; b++) {}
+      for (uint32_t i = 0; i < recs[order[a]].first; i++)
+        for (size_t k = a; k < b; k++) want.push_back(raw[recs[order[k]].second + i]);
+    }
+    EXPECT_EQ(want, laid) << "round " << round;
     std::string back(raw.size(), '\0');
     ASSERT_EQ(ld_run_block_decode(reinterpret_cast<const uint8_t*>(laid.data()), laid.size(), 0,
                                   reinterpret_cast<uint8_t*>(back.data()), &sc, &err), UIH_OK)
