@@ -76,6 +76,7 @@ typedef struct state {
   uih_stripe_context *base_ctx; /* a rebuild's: the base generation's, which decode its stripes */
   uih_batch *batch; /* the group's active traits + arrival: a stripe being encoded */
   uih_batch *decoded; /* the same columns: the stored stripe a rebuild decoded */
+  const int64_t *decoded_ts; /* its timestamps (looked up once a stripe, not once a row) */
   uih_batch **batches; /* per group of the schema (its place there), two each: batch and decoded, kept */
   uint32_t place;      /* the group's place in the schema */
   uint8_t *scratch; /* one encoded row */
@@ -186,7 +187,7 @@ static int emit(state *s, int64_t start, const uint8_t *value, size_t len, uint3
 
 /* A row's timestamp, wherever it is. */
 static int64_t row_ts(const state *s, const row *r) {
-  return r->len ? ld_row_ts(s->rowbuf.p + r->off) : uih_batch_timestamps(s->decoded)[r->off];
+  return r->len ? ld_row_ts(s->rowbuf.p + r->off) : s->decoded_ts[r->off];
 }
 
 /* The columns a stripe's directory describes: the room s->cols has. */
@@ -350,6 +351,7 @@ static int rebuild(state *s, const stored *st, size_t first_new, size_t end_new,
     }
     const uih_batch *b = s->decoded;
     const int64_t *ts = uih_batch_timestamps(b); /* the shard's batches hold every trait and the arrival */
+    s->decoded_ts = ts;
     const int arr = uih_batch_column_index(b, UIH_TRAIT_ARRIVAL);
     const int del = s->del_trait ? uih_batch_column_index(b, s->del_trait->id) : -1;
     for (uint32_t r = 0; r < b->count && rc == UIH_OK; r++) {
