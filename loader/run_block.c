@@ -4,10 +4,10 @@
 
 #include <inttypes.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "error_internal.h"
 #include "mem.h"
+#include "radix.h"
 
 /* The records sorted by (length, position): keys[k] = length << 32 |
  * position; offs[j] = where record j's bytes start in the raw form; the
@@ -29,33 +29,10 @@ void ld_run_block_scratch_free(ld_run_block_scratch *s) {
 }
 
 /* Orders the keys (positions ascending, as made) by length, then
- * position: a stable counting sort on each byte of the lengths that not
- * all of them share — one pass where every length is under 256 bytes, as
- * rows are. `tmp` holds n keys. */
-static void by_length(uint64_t *keys, uint64_t *tmp, size_t n) {
-  uint32_t all = 0, any = 0;
-  for (size_t j = 0; j < n; j++) {
-    const uint32_t l = (uint32_t)(keys[j] >> 32);
-    all = j ? all & l : l;
-    any |= l;
-  }
-  uint64_t *src = keys, *dst = tmp;
-  for (unsigned shift = 32; shift < 64; shift += 8) {
-    if ((((uint64_t)(all ^ any) << 32) >> shift & 0xff) == 0) continue; /* every length has this byte */
-    size_t count[256] = {0};
-    for (size_t j = 0; j < n; j++) count[src[j] >> shift & 0xff]++;
-    for (size_t d = 0, sum = 0; d < 256; d++) {
-      const size_t c = count[d];
-      count[d] = sum;
-      sum += c;
-    }
-    for (size_t j = 0; j < n; j++) dst[count[src[j] >> shift & 0xff]++] = src[j];
-    uint64_t *t = src;
-    src = dst;
-    dst = t;
-  }
-  if (src != keys) memcpy(keys, src, n * sizeof *keys);
-}
+ * position: radix.h's stable sort on the length bytes that differ — one
+ * pass where every length is under 256 bytes, as rows are. `tmp` holds n
+ * keys. */
+static void by_length(uint64_t *keys, uint64_t *tmp, size_t n) { uih_radix_sort_u64(keys, tmp, n, 32); }
 
 /* Between the records (record j's bytes at raw + offs[j]) and the planes
  * after the lengths, the keys in (length, position) order: to the planes

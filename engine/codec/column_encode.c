@@ -5,6 +5,7 @@
 
 #include "error_internal.h"
 #include "intseq.h"
+#include "radix.h"
 #include "stripe_internal.h"
 
 /* ---- value encodings: each appends its form of vals[0..m) to `out` -------- */
@@ -28,8 +29,7 @@ static void enc_bss(uih_wbuf *out, const uint64_t *v, size_t m) {
 }
 
 /* Sorts v[0..m) ascending with tmp[0..m) as scratch: insertion sort when
- * short, else an LSD radix sort on bytes that skips the bytes in which all
- * values agree (ids of one range differ in a few low bytes). */
+ * short, else common/radix.h's. */
 static void sort_u64(uint64_t *v, uint64_t *tmp, size_t m) {
   if (m <= 32) {
     for (size_t i = 1; i < m; i++) {
@@ -40,25 +40,7 @@ static void sort_u64(uint64_t *v, uint64_t *tmp, size_t m) {
     }
     return;
   }
-  uint64_t any = 0, all = ~(uint64_t)0;
-  for (size_t i = 0; i < m; i++) any |= v[i], all &= v[i];
-  const uint64_t differ = any ^ all;
-  uint64_t *src = v, *dst = tmp;
-  for (unsigned shift = 0; shift < 64; shift += 8) {
-    if (((differ >> shift) & 0xff) == 0) continue;
-    size_t count[256] = {0};
-    for (size_t i = 0; i < m; i++) count[(src[i] >> shift) & 0xff]++;
-    for (size_t d = 0, sum = 0; d < 256; d++) {
-      size_t c = count[d];
-      count[d] = sum;
-      sum += c;
-    }
-    for (size_t i = 0; i < m; i++) dst[count[(src[i] >> shift) & 0xff]++] = src[i];
-    uint64_t *t = src;
-    src = dst;
-    dst = t;
-  }
-  if (src != v) memcpy(v, src, m * sizeof *v);
+  uih_radix_sort_u64(v, tmp, m, 0);
 }
 
 /* Binary search in the sorted distinct values. */

@@ -111,13 +111,13 @@ static long read_line(uih_csv_reader *r) {
   char *line = r->text + r->text_len;
   size_t n = 0;
   int c;
-#if defined(__GLIBC__)
-  /* What the stream has buffered, taken a line at a time with memchr
-   * rather than a byte at a time (glibc's FILE exposes its buffer, as
-   * getc_unlocked's macro reads it); getc below refills it, with what the
-   * source has ready, as before: a streamed input's lines are not held
-   * back. */
   for (;;) {
+#if defined(__GLIBC__)
+    /* What the stream has buffered, taken a line at a time with memchr
+     * rather than a byte at a time (glibc's FILE exposes its buffer, as
+     * getc_unlocked's macro reads it); getc below refills it, with what the
+     * source has ready, as before: a streamed input's lines are not held
+     * back. */
     const char *p = r->f->_IO_read_ptr, *end = r->f->_IO_read_end;
     if (p && p < end) {
       const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -128,18 +128,12 @@ static long read_line(uih_csv_reader *r) {
       r->f->_IO_read_ptr += take;
       if (nl) break;
     }
+#endif
     if ((c = getc_unlocked(r->f)) == EOF) break;
     if (n == LINE_MAX_BYTES) return -1;
     line[n++] = (char)c;
     if (c == '\n') break;
   }
-#else
-  while ((c = getc_unlocked(r->f)) != EOF) {
-    if (n == LINE_MAX_BYTES) return -1;
-    line[n++] = (char)c;
-    if (c == '\n') break;
-  }
-#endif
   r->text_len += n;
   return (long)n;
 }
@@ -508,16 +502,6 @@ void uih_csv_close(uih_csv_reader *r) {
 
 /* ---- values ---------------------------------------------------------------- */
 
-/* uih_column_set_bits, inline: one call fewer a value read. */
-static inline void put_bits(uih_column *c, uih_type type, uint32_t row, uint64_t bits) {
-  switch (uih_type_info_of(type)->width) {
-    case 8: ((uint64_t *)c->values)[row] = bits; break;
-    case 4: ((uint32_t *)c->values)[row] = (uint32_t)bits; break;
-    default: ((uint8_t *)c->values)[row] = bits != 0; break;
-  }
-  uih_column_mark(c, row);
-}
-
 /* With an id check: records the string `s` was hashed into `id`; an
  * error naming both strings when another had that id. */
 static int check_id(uih_csv_reader *r, const char *column, const char *s, uint64_t id, uih_error *err) {
@@ -592,7 +576,8 @@ int uih_csv_next(uih_csv_reader *r, uint64_t *user_id, const uih_batch **event, 
                   r->name, r->record_line, r->col_names[i], want, s);
     if (t->type == UIH_TYPE_ID && t->input == UIH_INPUT_STRING)
       UIH_FORWARD(check_id(r, r->col_names[i], s, bits, err));
-    put_bits(&row->columns[c], t->type, at, bits);
+    uih_type_store(row->columns[c].values, t->type, at, bits); /* uih_column_set_bits, inline */
+    uih_column_mark(&row->columns[c], at);
   }
   *event = row;
   return UIH_OK;

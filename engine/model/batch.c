@@ -229,11 +229,7 @@ int uih_batch_prepare(uih_batch **batch, const uih_group *group, const uint16_t 
 }
 
 void uih_column_set_bits(uih_column *c, uint32_t row, uint64_t bits) {
-  switch (uih_type_info_of(c->trait->type)->width) {
-    case 8: ((uint64_t *)c->values)[row] = bits; break;
-    case 4: ((uint32_t *)c->values)[row] = (uint32_t)bits; break;
-    default: ((uint8_t *)c->values)[row] = bits != 0; break;
-  }
+  uih_type_store(c->values, c->trait->type, row, bits);
   uih_column_mark(c, row);
 }
 
