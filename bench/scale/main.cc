@@ -138,6 +138,12 @@ namespace {
 using scale::Child;
 using Phases = std::vector<std::pair<std::string, Child>>;
 
+bool Ran(const Phases& ph, const std::string& name) {
+  for (auto& p : ph)
+    if (p.first == name) return true;
+  return false;
+}
+
 const Child& Find(const Phases& ph, const std::string& name) {
   for (auto& p : ph)
     if (p.first == name) return p.second;
@@ -257,51 +263,62 @@ int main(int argc, char** argv) {
   if (scale::Runs(c, "serve")) scale::ServePhase(c, p, ph);
   if (scale::Runs(c, "train")) scale::TrainPhases(c, p, ph);
 
-  printf("\nloads (%u threads, --memory %" PRIu64 " MB):\n", c.threads, c.memory >> 20);
-  for (const char* name : {"load_history", "load_day1", "load_day2"}) {
-    const Child& ch = Find(ph, name);
-    PrintLoad(name, ch, ch.wall, ch.cpu, ch.peak_rss_mb);
+  // What ran (--phases) is printed: a phase that did not would print zeros and NaNs.
+  if (Ran(ph, "load_history")) {
+    printf("\nloads (%u threads, --memory %" PRIu64 " MB):\n", c.threads, c.memory >> 20);
+    for (const char* name : {"load_history", "load_day1", "load_day2"}) {
+      const Child& ch = Find(ph, name);
+      PrintLoad(name, ch, ch.wall, ch.cpu, ch.peak_rss_mb);
+    }
   }
   const Child& d3 = Find(ph, "load_day3");
-  const std::string d3_label = "load_day3 (" + std::to_string(c.procs) + " trainers reading)";
-  PrintLoad(d3_label.c_str(), d3, d3.f.Get("load_wall_s"), d3.f.Get("load_cpu_s"),
-            d3.f.Get("load_rss_mb"));
+  if (Ran(ph, "load_day3")) {
+    const std::string d3_label = "load_day3 (" + std::to_string(c.procs) + " trainers reading)";
+    PrintLoad(d3_label.c_str(), d3, d3.f.Get("load_wall_s"), d3.f.Get("load_cpu_s"),
+              d3.f.Get("load_rss_mb"));
+  }
   const Child& op = Find(ph, "open");
-  printf("\nopen: read-only cold %.1f ms (%.0f files) and its first read %.1f ms, warm %.1f ms; writable %.1f ms"
-         " (%.0f files)\n",
-         op.f.Get("open_cold_ms"), op.f.Get("open_cold_files"), op.f.Get("open_cold_first_read_ms"),
-         op.f.Get("open_warm_ms"), op.f.Get("open_rw_ms"), op.f.Get("open_rw_files"));
+  if (Ran(ph, "open")) {
+    printf("\nopen: read-only cold %.1f ms (%.0f files) and its first read %.1f ms, warm %.1f ms; writable %.1f ms"
+           " (%.0f files)\n",
+           op.f.Get("open_cold_ms"), op.f.Get("open_cold_files"), op.f.Get("open_cold_first_read_ms"),
+           op.f.Get("open_warm_ms"), op.f.Get("open_rw_ms"), op.f.Get("open_rw_files"));
+  }
   const Child& sv = Find(ph, "serve");
-  printf("\ninference (appends alongside %.0f/s; +256 search events per snapshot):\n", sv.f.Get("appends_per_s"));
-  printf("  %7s %7s %5s %8s %10s %10s %10s %8s %8s\n", "length", "users", "thr", "mode", "p50 us", "p99 us",
-         "p99.9 us", "n", "events");
-  for (uint32_t len : {1u << 10, 1u << 13, 1u << 16})
-    for (uint32_t t : {1u, 2u})
-      for (const char* mode : {"cold", "warm"}) {
-        const std::string k = "snap_" + std::to_string(len) + "_t" + std::to_string(t) + "_" + mode;
-        if (sv.f.Get(k + "_n") == 0) continue;
-        printf("  %7u %7.0f %5u %8s %10.1f %10.1f %10.1f %8.0f %8.0f\n", len, sv.f.Get("users_" + std::to_string(len)),
-               t, mode, sv.f.Get(k + "_p50_us"), sv.f.Get(k + "_p99_us"), sv.f.Get(k + "_p999_us"), sv.f.Get(k + "_n"),
-               sv.f.Get(k + "_events"));
+  if (Ran(ph, "serve")) {
+    printf("\ninference (appends alongside %.0f/s; +256 search events per snapshot):\n", sv.f.Get("appends_per_s"));
+    printf("  %7s %7s %5s %8s %10s %10s %10s %8s %8s\n", "length", "users", "thr", "mode", "p50 us", "p99 us",
+           "p99.9 us", "n", "events");
+    for (uint32_t len : {1u << 10, 1u << 13, 1u << 16})
+      for (uint32_t t : {1u, 2u})
+        for (const char* mode : {"cold", "warm"}) {
+          const std::string k = "snap_" + std::to_string(len) + "_t" + std::to_string(t) + "_" + mode;
+          if (sv.f.Get(k + "_n") == 0) continue;
+          printf("  %7u %7.0f %5u %8s %10.1f %10.1f %10.1f %8.0f %8.0f\n", len,
+                 sv.f.Get("users_" + std::to_string(len)), t, mode, sv.f.Get(k + "_p50_us"), sv.f.Get(k + "_p99_us"),
+                 sv.f.Get(k + "_p999_us"), sv.f.Get(k + "_n"), sv.f.Get(k + "_events"));
+        }
+  }
+  if (Ran(ph, "train")) {
+    const Child& tr = Find(ph, "train");
+    printf("\ntraining (%.0f records: %u users drawn by activity, 16 or 17 each; %.0f B each; 1 worker, every record"
+           " checked):\n",
+           tr.f.Get("records"), c.train_users, sv.f.Get("record_bytes"));
+    for (const char* t : {"long", "mid", "short"})
+      for (const char* mode : {"cold", "open_cold", "warm"}) {
+        const std::string k = std::string("train_") + t + "_" + mode;
+        printf("  %-5s %-9s %9.0f records/s %9.0f records/cpu-s %9.0f B read/record %7.0f events/record\n", t, mode,
+               tr.f.Get(k + "_records_per_s"), tr.f.Get(k + "_records_per_cpu_s"), tr.f.Get(k + "_bytes_per_record"),
+               tr.f.Get(k + "_events_per_record"));
       }
-  const Child& tr = Find(ph, "train");
-  printf("\ntraining (%.0f records: %u users drawn by activity, 16 or 17 each; %.0f B each; 1 worker, every record"
-         " checked):\n",
-         tr.f.Get("records"), c.train_users, sv.f.Get("record_bytes"));
-  for (const char* t : {"long", "mid", "short"})
-    for (const char* mode : {"cold", "open_cold", "warm"}) {
-      const std::string k = std::string("train_") + t + "_" + mode;
-      printf("  %-5s %-9s %9.0f records/s %9.0f records/cpu-s %9.0f B read/record %7.0f events/record\n", t, mode,
-             tr.f.Get(k + "_records_per_s"), tr.f.Get(k + "_records_per_cpu_s"), tr.f.Get(k + "_bytes_per_record"),
-             tr.f.Get(k + "_events_per_record"));
-    }
-  const Child& pr = Find(ph, "procs");
-  const double one = std::max(1.0, pr.f.Get("procs_1_records_per_s")), many = pr.f.Get("procs_n_records_per_s");
-  const double cores1 = std::max(1e-9, pr.f.Get("procs_1_cores")), coresn = std::max(1e-9, pr.f.Get("procs_n_cores"));
-  printf("  mid tenant: 1 process %.0f records/s on %.2f cores; %u processes %.0f (%.2fx) on %.2f cores, %.2fx the"
-         " records per CPU-s; %u during the day 3 load %.0f\n",
-         one, cores1, c.procs, many, many / one, coresn, (many / coresn) / (one / cores1), c.procs,
-         d3.f.Get("procs_during_load_records_per_s"));
+    const Child& pr = Find(ph, "procs");
+    const double one = std::max(1.0, pr.f.Get("procs_1_records_per_s")), many = pr.f.Get("procs_n_records_per_s");
+    const double cores1 = std::max(1e-9, pr.f.Get("procs_1_cores")), coresn = std::max(1e-9, pr.f.Get("procs_n_cores"));
+    printf("  mid tenant: 1 process %.0f records/s on %.2f cores; %u processes %.0f (%.2fx) on %.2f cores, %.2fx the"
+           " records per CPU-s; %u during the day 3 load %.0f\n",
+           one, cores1, c.procs, many, many / one, coresn, (many / coresn) / (one / cores1), c.procs,
+           d3.f.Get("procs_during_load_records_per_s"));
+  }
   if (!c.json.empty()) AppendJson(c.json, c, p, ph);
   if (!c.keep) std::filesystem::remove_all(c.dir);
   return 0;
