@@ -264,28 +264,28 @@ int main(int argc, char** argv) {
   if (scale::Runs(c, "train")) scale::TrainPhases(c, p, ph);
 
   // What ran (--phases) is printed: a phase that did not would print zeros and NaNs.
-  if (Ran(ph, "load_history")) {
-    printf("\nloads (%u threads, --memory %" PRIu64 " MB):\n", c.threads, c.memory >> 20);
+  const bool loads = Ran(ph, "load_history"), day3 = Ran(ph, "load_day3");
+  if (loads || day3) printf("\nloads (%u threads, --memory %" PRIu64 " MB):\n", c.threads, c.memory >> 20);
+  if (loads)
     for (const char* name : {"load_history", "load_day1", "load_day2"}) {
       const Child& ch = Find(ph, name);
       PrintLoad(name, ch, ch.wall, ch.cpu, ch.peak_rss_mb);
     }
-  }
   const Child& d3 = Find(ph, "load_day3");
-  if (Ran(ph, "load_day3")) {
+  if (day3) {
     const std::string d3_label = "load_day3 (" + std::to_string(c.procs) + " trainers reading)";
     PrintLoad(d3_label.c_str(), d3, d3.f.Get("load_wall_s"), d3.f.Get("load_cpu_s"),
               d3.f.Get("load_rss_mb"));
   }
-  const Child& op = Find(ph, "open");
   if (Ran(ph, "open")) {
+    const Child& op = Find(ph, "open");
     printf("\nopen: read-only cold %.1f ms (%.0f files) and its first read %.1f ms, warm %.1f ms; writable %.1f ms"
            " (%.0f files)\n",
            op.f.Get("open_cold_ms"), op.f.Get("open_cold_files"), op.f.Get("open_cold_first_read_ms"),
            op.f.Get("open_warm_ms"), op.f.Get("open_rw_ms"), op.f.Get("open_rw_files"));
   }
-  const Child& sv = Find(ph, "serve");
   if (Ran(ph, "serve")) {
+    const Child& sv = Find(ph, "serve");
     printf("\ninference (appends alongside %.0f/s; +256 search events per snapshot):\n", sv.f.Get("appends_per_s"));
     printf("  %7s %7s %5s %8s %10s %10s %10s %8s %8s\n", "length", "users", "thr", "mode", "p50 us", "p99 us",
            "p99.9 us", "n", "events");
@@ -303,7 +303,7 @@ int main(int argc, char** argv) {
     const Child& tr = Find(ph, "train");
     printf("\ntraining (%.0f records: %u users drawn by activity, 16 or 17 each; %.0f B each; 1 worker, every record"
            " checked):\n",
-           tr.f.Get("records"), c.train_users, sv.f.Get("record_bytes"));
+           tr.f.Get("records"), c.train_users, tr.f.Get("record_bytes"));
     for (const char* t : {"long", "mid", "short"})
       for (const char* mode : {"cold", "open_cold", "warm"}) {
         const std::string k = std::string("train_") + t + "_" + mode;

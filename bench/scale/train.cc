@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -222,6 +223,9 @@ void TrainPhases(const Config& c, const Plan& p, std::vector<std::pair<std::stri
   const Records r = ReadRecords(c);
   out.emplace_back("train", RunChild(c, "training, one process", [&](Figures& f) {
     f.Set("records", static_cast<double>(r.bytes.size()));
+    size_t bytes = 0;
+    for (const std::string& b : r.bytes) bytes += b.size();
+    f.Set("record_bytes", static_cast<double>(bytes) / static_cast<double>(std::max<size_t>(r.bytes.size(), 1)));
     for (int t = 0; t < 3; t++) {
       Trainer tr(c, r, t);
       for (const char* mode : {"cold", "warm", "open_cold"}) {
