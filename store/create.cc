@@ -27,6 +27,7 @@ int CreateShard(const std::string& path, const uih_schema* schema, const char* j
   dbo.create_if_missing = true;
   dbo.error_if_exists = true;
   uih::StrictRecovery(&dbo);
+  uih::BoundPreallocation(&dbo);
   std::vector<ColumnFamilyDescriptor> cfs = {{kDefaultColumnFamilyName, ColumnFamilyOptions()}};
   std::vector<ColumnFamilyHandle*> handles;
   DB* db = nullptr;

@@ -48,6 +48,7 @@ int OpenWritable(uih_store* s, Shard* sh, Opened* o, uih_error* err) {
   DBOptions dbo;
   dbo.info_log = std::make_shared<uih::LogFile>(sh->path);
   uih::StrictRecovery(&dbo);
+  uih::BoundPreallocation(&dbo);
   std::vector<std::string> names;
   Status st = DB::ListColumnFamilies(dbo, sh->path, &names);
   if (!st.ok()) return StatusError(err, sh->path, st, "opening shard %u to move its mutable tier", sh->index);

@@ -203,6 +203,7 @@ class Repair {
     dbo.wal_recovery_mode =
         is_mutable ? WALRecoveryMode::kSkipAnyCorruptedRecords : WALRecoveryMode::kPointInTimeRecovery;
     dbo.track_and_verify_wals_in_manifest = false;
+    uih::BoundPreallocation(&dbo);
     auto logger = std::make_shared<uih::LogFile>(path);
     dbo.info_log = logger;
     std::vector<std::string> names;

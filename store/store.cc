@@ -5,11 +5,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstring>
 
+#include "rocksdb/env.h"
+#include "rocksdb/file_system.h"
 #include "rocksdb/write_batch.h"
 #include "store_internal.h"
 #include "uih/key.h"
@@ -137,6 +140,56 @@ int WriteFileDurably(const std::string& dir, const std::string& name, const std:
 void StrictRecovery(rocksdb::DBOptions* dbo) {
   dbo->wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   dbo->track_and_verify_wals_in_manifest = true;
+}
+
+namespace {
+
+// A file whose preallocation steps are at most kPreallocationMax: RocksDB
+// sets the step once, when it creates the file (a log at 1.1x the write
+// buffer, a table at 1.1x its target size).
+class BoundedPreallocationFile : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  using FSWritableFileOwnerWrapper::FSWritableFileOwnerWrapper;
+  void SetPreallocationBlockSize(size_t size) override {
+    FSWritableFileOwnerWrapper::SetPreallocationBlockSize(std::min(size, kPreallocationMax));
+  }
+};
+
+class BoundedPreallocationFileSystem : public rocksdb::FileSystemWrapper {
+ public:
+  using FileSystemWrapper::FileSystemWrapper;
+  static const char* kClassName() { return kWritesOnlyFileSystem; }  // reads as the default's (generation_files.h)
+  const char* Name() const override { return kClassName(); }
+  rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& o,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* f, rocksdb::IODebugContext* d) override {
+    return Bound(target()->NewWritableFile(name, o, f, d), f);
+  }
+  rocksdb::IOStatus ReopenWritableFile(const std::string& name, const rocksdb::FileOptions& o,
+                                       std::unique_ptr<rocksdb::FSWritableFile>* f,
+                                       rocksdb::IODebugContext* d) override {
+    return Bound(target()->ReopenWritableFile(name, o, f, d), f);
+  }
+  rocksdb::IOStatus ReuseWritableFile(const std::string& name, const std::string& old, const rocksdb::FileOptions& o,
+                                      std::unique_ptr<rocksdb::FSWritableFile>* f,
+                                      rocksdb::IODebugContext* d) override {
+    return Bound(target()->ReuseWritableFile(name, old, o, f, d), f);
+  }
+
+ private:
+  static rocksdb::IOStatus Bound(rocksdb::IOStatus s, std::unique_ptr<rocksdb::FSWritableFile>* f) {
+    if (s.ok() && *f) *f = std::make_unique<BoundedPreallocationFile>(std::move(*f));
+    return s;
+  }
+};
+
+}  // namespace
+
+void BoundPreallocation(rocksdb::DBOptions* dbo) {
+  // One for the process, never freed: databases closed at exit may still use it.
+  static rocksdb::Env* const env =
+      rocksdb::NewCompositeEnv(std::make_shared<BoundedPreallocationFileSystem>(rocksdb::FileSystem::Default()))
+          .release();
+  if (dbo->env == rocksdb::Env::Default()) dbo->env = env;
 }
 
 int NotAStore(uih_error* err, const char* path, const char* why) {

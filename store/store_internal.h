@@ -157,6 +157,14 @@ rocksdb::ColumnFamilyOptions ShardCfOptions(const uih_store* s, const std::strin
 // write-ahead log replays whole or the open fails (only a record torn at
 // its very end is dropped), closed logs tracked in the MANIFEST.
 void StrictRecovery(rocksdb::DBOptions* dbo);
+// Files a store's databases write (write-ahead logs, flushed and compacted
+// tables) preallocated kPreallocationMax bytes at a time, not RocksDB's
+// 1.1x the write buffer (74 MB a log): a load writing a few bytes of
+// watermark into each shard's mutable tier made every log take 74 MB of
+// disk until it closed, beside the generation being written. Sets
+// dbo->env unless the caller chose one.
+constexpr size_t kPreallocationMax = size_t{4} << 20;
+void BoundPreallocation(rocksdb::DBOptions* dbo);
 // Flushes `cfs` of a writable database into table files, so that what
 // they hold no longer depends on its write-ahead log: done after a publish
 // and when a writer closes, so that the log a later damage may cut or

@@ -42,6 +42,16 @@ std::vector<GenerationLayer> GenerationLayers(const ColumnFamilyMetaData& meta) 
   return layers;
 }
 
+namespace {
+
+// 1 when files under `fs` are the default file system's to read (above).
+bool ReadsAsDefault(const FileSystem& fs) {
+  const FileSystem* def = FileSystem::Default().get();
+  return &fs == def || (std::strcmp(fs.Name(), kWritesOnlyFileSystem) == 0 && fs.Inner() == def);
+}
+
+}  // namespace
+
 Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<GenerationFiles>* out) {
   ColumnFamilyMetaData meta;
   db->GetColumnFamilyMetaData(cf, &meta);
@@ -67,7 +77,7 @@ Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<Gen
       if (!s.ok()) return s;
       // Batches of reads need a descriptor; a store on another file system
       // (an Env of the caller's) reads through it alone.
-      if (fs.get() == FileSystem::Default().get()) file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (ReadsAsDefault(*fs)) file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       const size_t n = g->files_.size(), first = g->layer_end_.empty() ? 0 : g->layer_end_.back();
       if (n > first && g->files_[n - 1].largest >= file.smallest)
         return TableCorruption("generation files " + g->files_[n - 1].reader->file()->file_name() + " and " +

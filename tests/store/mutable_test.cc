@@ -4,6 +4,7 @@
 // operands and values that stay confined to their key.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@
 #include "uih/mutable.h"
 #include "format.h"
 #include "mutable_internal.h"
+#include "store_internal.h"
 #include "uih_store/window.h"
 
 namespace {
@@ -196,6 +198,28 @@ TEST_F(Mutable, ConcurrentAppendsWithFlushesAndCompactionsEqualTheModel) {
     }
     Open(&o);  // and again after reopening
   }
+}
+
+// RocksDB preallocates a write-ahead log 1.1x the write buffer at a time
+// (74 MB): a load writing a watermark into each shard's mutable tier held
+// that much disk per shard until it closed. The store's databases step by
+// at most kPreallocationMax (store_internal.h).
+TEST_F(Mutable, AFewSyncedBytesTakeAFewMegabytesOfDiskNotAWriteBuffer) {
+  Open();
+  std::mt19937_64 rng(5);
+  BatchPtr b = Random(rng, 3);
+  Append(7, b, UIH_APPEND_SYNC);
+  ASSERT_EQ(3u, Read(7).size());
+  uint64_t allocated = 0, logs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+    if (e.path().extension() != ".log") continue;
+    struct stat st {};
+    ASSERT_EQ(0, stat(e.path().c_str(), &st)) << e.path();
+    allocated += static_cast<uint64_t>(st.st_blocks) * 512;
+    logs++;
+  }
+  ASSERT_LE(1u, logs) << "the append went through a write-ahead log";
+  EXPECT_LE(allocated, uih::kPreallocationMax + (uint64_t{1} << 20)) << "bytes of disk the logs take";
 }
 
 TEST_F(Mutable, RetriesAreIdempotent) {

@@ -32,6 +32,13 @@ namespace uih {
 
 class UihTableReader;
 
+// The name of a FileSystemWrapper of rocksdb::FileSystem::Default() that
+// changes only how files are written (the store's databases preallocate
+// less: BoundPreallocation, store/store_internal.h). Generation files under
+// it are read by descriptor, in batches, as under the default; under any
+// other file system (an Env of the caller's) through that file system alone.
+inline constexpr char kWritesOnlyFileSystem[] = "UihBoundedPreallocation";
+
 // The layers of a generation's column family, oldest first: its files
 // grouped by global seqno and level (each group in key order). How
 // GenerationFiles reads them, and how a generation built on another
