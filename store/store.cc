@@ -145,8 +145,8 @@ void StrictRecovery(rocksdb::DBOptions* dbo) {
 namespace {
 
 // A file whose preallocation steps are at most kPreallocationMax: RocksDB
-// sets the step once, when it creates the file (a log at 1.1x the write
-// buffer, a table at 1.1x its target size).
+// sets the step once, when it creates a write-ahead log or a compaction's
+// output (store_internal.h).
 class BoundedPreallocationFile : public rocksdb::FSWritableFileOwnerWrapper {
  public:
   using FSWritableFileOwnerWrapper::FSWritableFileOwnerWrapper;

@@ -157,12 +157,15 @@ rocksdb::ColumnFamilyOptions ShardCfOptions(const uih_store* s, const std::strin
 // write-ahead log replays whole or the open fails (only a record torn at
 // its very end is dropped), closed logs tracked in the MANIFEST.
 void StrictRecovery(rocksdb::DBOptions* dbo);
-// Files a store's databases write (write-ahead logs, flushed and compacted
-// tables) preallocated kPreallocationMax bytes at a time, not RocksDB's
-// 1.1x the write buffer (74 MB a log): a load writing a few bytes of
-// watermark into each shard's mutable tier made every log take 74 MB of
-// disk until it closed, beside the generation being written. Sets
-// dbo->env unless the caller chose one.
+// Files a store's databases write preallocated kPreallocationMax bytes at
+// a time: RocksDB 7.8.3 preallocates a write-ahead log 1.1x the write
+// buffer at a time (74 MB by default) and a compaction's output 1.1x its
+// inputs or its largest size (flushes, MANIFESTs at 4 MiB, and the
+// loader's generation files are not concerned). A load writing a few
+// bytes of watermark into each shard's mutable tier made every log take
+// 74 MB of disk until it closed, beside the generation being written.
+// Sets dbo->env unless the caller chose one; reads are the default file
+// system's (ReadsAsDefault, uih_plugin/generation_files.h).
 constexpr size_t kPreallocationMax = size_t{4} << 20;
 void BoundPreallocation(rocksdb::DBOptions* dbo);
 // Flushes `cfs` of a writable database into table files, so that what

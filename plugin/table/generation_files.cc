@@ -42,15 +42,10 @@ std::vector<GenerationLayer> GenerationLayers(const ColumnFamilyMetaData& meta) 
   return layers;
 }
 
-namespace {
-
-// 1 when files under `fs` are the default file system's to read (above).
 bool ReadsAsDefault(const FileSystem& fs) {
   const FileSystem* def = FileSystem::Default().get();
   return &fs == def || (std::strcmp(fs.Name(), kWritesOnlyFileSystem) == 0 && fs.Inner() == def);
 }
-
-}  // namespace
 
 Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<GenerationFiles>* out) {
   ColumnFamilyMetaData meta;
@@ -75,8 +70,7 @@ Status GenerationFiles::Open(DB* db, ColumnFamilyHandle* cf, std::unique_ptr<Gen
       File file{f.smallestkey, f.largestkey, std::unique_ptr<UihTableReader>(new UihTableReader({}, std::move(reader)))};
       Status s = file.reader->Open(tro, f.size);
       if (!s.ok()) return s;
-      // Batches of reads need a descriptor; a store on another file system
-      // (an Env of the caller's) reads through it alone.
+      // Batches of reads need a descriptor (ReadsAsDefault).
       if (ReadsAsDefault(*fs)) file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       const size_t n = g->files_.size(), first = g->layer_end_.empty() ? 0 : g->layer_end_.back();
       if (n > first && g->files_[n - 1].largest >= file.smallest)

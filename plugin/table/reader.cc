@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "monitoring/statistics.h"
+#include "uih_plugin/generation_files.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/iostats_context.h"
 #include "uih_plugin/status.h"
@@ -219,7 +220,7 @@ Status UihTableReader::Open(const TableReaderOptions& tro, uint64_t file_size) {
   last_level_ = tro.level >= 0 && tro.level == tro.ioptions.num_levels - 1;
   // Batched reads bypass RocksDB's file layer, so only for plain POSIX files
   // read through the page cache.
-  if (tro.ioptions.fs.get() == FileSystem::Default().get() && !tro.env_options.use_direct_reads &&
+  if (ReadsAsDefault(*tro.ioptions.fs) && !tro.env_options.use_direct_reads &&
       !tro.env_options.use_mmap_reads)
     fd_ = open(name.c_str(), O_RDONLY | O_CLOEXEC);
   return Status::OK();

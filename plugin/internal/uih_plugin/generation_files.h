@@ -34,10 +34,14 @@ class UihTableReader;
 
 // The name of a FileSystemWrapper of rocksdb::FileSystem::Default() that
 // changes only how files are written (the store's databases preallocate
-// less: BoundPreallocation, store/store_internal.h). Generation files under
-// it are read by descriptor, in batches, as under the default; under any
-// other file system (an Env of the caller's) through that file system alone.
+// less: BoundPreallocation, store/store_internal.h).
 inline constexpr char kWritesOnlyFileSystem[] = "UihBoundedPreallocation";
+// 1 when UihTable files under `fs` are plain POSIX files to read: `fs` is
+// the default file system, or the wrapper above of it. Those are read by
+// descriptor too, in batches (GenerationFiles, UihTableReader::MultiGet);
+// under any other file system (one a caller chose, say through the mutable
+// tier's db_options) through that file system alone.
+bool ReadsAsDefault(const rocksdb::FileSystem& fs);
 
 // The layers of a generation's column family, oldest first: its files
 // grouped by global seqno and level (each group in key order). How
