@@ -190,7 +190,7 @@ int ParseOptions(uih_mutable* m, const uih_mutable_opts& o, DBOptions* dbo, Colu
   // (point in time) would stop at damage in the middle and open on what
   // came before it, events silently gone.
   uih::StrictRecovery(dbo);
-  uih::BoundPreallocation(dbo);
+  if (!o.read_only) uih::BoundPreallocation(dbo);  // a read-only open writes nothing
   if (o.read_only) {
     dbo->info_log = std::make_shared<uih::SilentLogger>();
   } else {

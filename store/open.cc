@@ -127,7 +127,7 @@ int OpenDatabase(uih_store* s, Shard* sh, bool ro, Database* im,
   DBOptions dbo;
   if (ro) dbo.info_log = std::make_shared<uih::SilentLogger>();
   else dbo.info_log = std::make_shared<uih::LogFile>(sh->path);
-  uih::BoundPreallocation(&dbo);
+  if (!ro) uih::BoundPreallocation(&dbo);  // a read-only open writes nothing
   uih::StrictRecovery(&dbo);  // the metadata's log too: a damaged one never drops a publish silently
   // RocksDB's own table readers serve scans (loads) and open as those reach
   // a file: by default (-1) it would open every generation file at the

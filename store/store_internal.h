@@ -165,7 +165,8 @@ void StrictRecovery(rocksdb::DBOptions* dbo);
 // bytes of watermark into each shard's mutable tier made every log take
 // 74 MB of disk until it closed, beside the generation being written.
 // Sets dbo->env unless the caller chose one; reads are the default file
-// system's (ReadsAsDefault, uih_plugin/generation_files.h).
+// system's (ReadsAsDefault, uih_plugin/generation_files.h). Writable opens
+// only: a read-only one (a training process) keeps the default Env.
 constexpr size_t kPreallocationMax = size_t{4} << 20;
 void BoundPreallocation(rocksdb::DBOptions* dbo);
 // Flushes `cfs` of a writable database into table files, so that what
