@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "monitoring/statistics.h"
-#include "uih_plugin/generation_files.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/iostats_context.h"
+#include "uih_plugin/generation_files.h"
 #include "uih_plugin/status.h"
 #include "table/meta_blocks.h"
 #include "table/sst_file_writer_collectors.h"
