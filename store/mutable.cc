@@ -190,10 +190,10 @@ int ParseOptions(uih_mutable* m, const uih_mutable_opts& o, DBOptions* dbo, Colu
   // (point in time) would stop at damage in the middle and open on what
   // came before it, events silently gone.
   uih::StrictRecovery(dbo);
-  if (!o.read_only) uih::BoundPreallocation(dbo);  // a read-only open writes nothing
   if (o.read_only) {
     dbo->info_log = std::make_shared<uih::SilentLogger>();
   } else {
+    uih::BoundPreallocation(dbo);  // a read-only open writes nothing: the default Env
     std::error_code ec;  // RocksDB creates the directory too; the LOG goes in it
     if (dbo->create_if_missing) std::filesystem::create_directories(m->path, ec);
     dbo->info_log = std::make_shared<uih::LogFile>(m->path);

@@ -138,17 +138,18 @@ namespace {
 using scale::Child;
 using Phases = std::vector<std::pair<std::string, Child>>;
 
-bool Ran(const Phases& ph, const std::string& name) {
+// The figures of phase `name`, or NULL when it did not run.
+const Child* Lookup(const Phases& ph, const std::string& name) {
   for (auto& p : ph)
-    if (p.first == name) return true;
-  return false;
+    if (p.first == name) return &p.second;
+  return nullptr;
 }
-
+bool Ran(const Phases& ph, const std::string& name) { return Lookup(ph, name) != nullptr; }
+// Its figures, or none (every figure 0) when it did not run.
 const Child& Find(const Phases& ph, const std::string& name) {
-  for (auto& p : ph)
-    if (p.first == name) return p.second;
-  static Child none;
-  return none;
+  static const Child none;
+  const Child* c = Lookup(ph, name);
+  return c ? *c : none;
 }
 
 void PrintLoad(const char* label, const Child& ch, double wall, double cpu, double rss) {
